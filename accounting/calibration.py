@@ -1,0 +1,96 @@
+"""Noise calibration for a target (epsilon, delta), conservative on the stated side, and checks of
+calibration formulas against the exact privacy profile."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import optimize
+
+from accounting.errors import ConfigurationError, require_number
+from accounting.exact import gaussian_delta
+from accounting.mechanisms import Gaussian
+
+
+def validate_target(epsilon, delta) -> tuple[float, float]:
+    eps = require_number("epsilon", epsilon, low=0, low_open=True)
+    dlt = require_number("delta", delta, low=0, high=1, low_open=True, high_open=True)
+    return eps, dlt
+
+
+def classic_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
+    """The classic calibration sigma/sensitivity = sqrt(2 ln(1.25/delta)) / epsilon (Dwork and Roth,
+    Thm A.1; proven only for epsilon < 1)."""
+    epsilon, delta = validate_target(epsilon, delta)
+    return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+def analytic_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
+    """Smallest noise multiplier whose exact Gaussian profile meets (epsilon, delta) (Balle and Wang
+    2018), rounded up so the returned value never falls short of the target."""
+    epsilon, delta = validate_target(epsilon, delta)
+
+    def excess(z):
+        return float(gaussian_delta(1.0 / z, epsilon)) - delta
+
+    low, high = 1e-3, 1.0
+    while excess(high) > 0:
+        high *= 2.0
+    while excess(low) <= 0:
+        low /= 2.0
+    z = optimize.brentq(excess, low, high, xtol=1e-14, rtol=1e-14)
+    while excess(z) > 0:  # guard the side: never return noise below the requirement
+        z *= 1 + 1e-12
+    return float(z)
+
+
+def calibrate_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0,
+                       method: str = "analytic") -> Gaussian:
+    """A Gaussian mechanism for (epsilon, delta) by the ``analytic`` (exact) or ``classic`` formula."""
+    if method == "analytic":
+        z = analytic_gaussian_noise_multiplier(epsilon, delta)
+    elif method == "classic":
+        z = classic_gaussian_noise_multiplier(epsilon, delta)
+    else:
+        raise ConfigurationError("calibration", f"unknown method {method!r}; choose analytic or classic")
+    return Gaussian(z, sensitivity)
+
+
+@dataclass(frozen=True)
+class ClassicCheck:
+    """Outcome of checking the classic calibration against the exact Gaussian profile."""
+
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    true_delta: float
+    analytic_noise_multiplier: float
+
+    @property
+    def violated(self) -> bool:
+        return self.true_delta > self.delta
+
+    def to_dict(self) -> dict:
+        return {"epsilon": self.epsilon, "delta": self.delta, "noise_multiplier": self.noise_multiplier,
+                "true_delta": self.true_delta, "analytic_noise_multiplier": self.analytic_noise_multiplier,
+                "violated": self.violated}
+
+
+def check_classic_calibration(epsilon: float, delta: float) -> ClassicCheck:
+    """The delta the classic sigma really achieves at epsilon (exact profile) against the claimed one."""
+    z = classic_gaussian_noise_multiplier(epsilon, delta)
+    true_delta = float(gaussian_delta(1.0 / z, epsilon))
+    return ClassicCheck(float(epsilon), float(delta), z, true_delta,
+                        analytic_gaussian_noise_multiplier(epsilon, delta))
+
+
+def classic_failure_threshold(delta: float, high: float = 100.0) -> float | None:
+    """Smallest epsilon at which the classic calibration stops meeting delta (None if never below ``high``)."""
+    def margin(eps):
+        return check_classic_calibration(eps, delta).true_delta - delta
+
+    if margin(high) <= 0:
+        return None
+    low = 1.0
+    return float(optimize.brentq(margin, low, high, xtol=1e-6))

@@ -1,0 +1,289 @@
+"""Mechanism descriptions: frozen, validated, convertible to dp-accounting events, and runnable.
+
+One object serves three uses: an algorithm calls ``release`` to privatise a message, the accountants
+analyse it, and the probes attack the very same ``release``.
+
+Noise convention (as in DP-SGD, Opacus and dp-accounting): the standard deviation of the noise is
+``noise_multiplier * sensitivity`` for ``Gaussian`` and ``noise_multiplier * clip`` for
+``SubsampledGaussian``. Under replace-one neighbours the L2 sensitivity of a clipped sum is
+``2 * clip``; the noise is *not* doubled, the accountants charge the doubled sensitivity instead.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from accounting.errors import ConfigurationError, require_number
+
+
+class Sampling(enum.Enum):
+    """How the participants of one release are chosen."""
+
+    POISSON = "poisson"  # each participant independently with probability `rate`
+    FIXED_SIZE = "fixed-size"  # exactly round(rate * population) without replacement
+
+    @classmethod
+    def parse(cls, value: "Sampling | str") -> "Sampling":
+        return _parse_enum(cls, value, "sampling")
+
+
+class Neighbouring(enum.Enum):
+    """Which datasets count as neighbours (the unit of privacy is one participant's record)."""
+
+    ADD_REMOVE = "add-remove"
+    REPLACE_ONE = "replace-one"
+
+    @classmethod
+    def parse(cls, value: "Neighbouring | str") -> "Neighbouring":
+        return _parse_enum(cls, value, "neighbouring")
+
+
+def _parse_enum(cls, value, field_name):
+    if isinstance(value, cls):
+        return value
+    for member in cls:
+        if str(value).lower().replace("_", "-") == member.value:
+            return member
+    choices = ", ".join(m.value for m in cls)
+    raise ConfigurationError(field_name, f"unknown value {value!r}; choose one of {choices}")
+
+
+def as_generator(rng: "np.random.Generator | int | None") -> np.random.Generator:
+    """Return ``rng`` if it is a Generator, else a new Generator seeded by it."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng)
+
+
+@dataclass(frozen=True)
+class Gaussian:
+    """Gaussian mechanism: adds N(0, (noise_multiplier * sensitivity)^2) to each coordinate.
+
+    ``sensitivity`` is the L2 sensitivity of the released query under the neighbouring relation
+    the caller declares; ``noise_multiplier`` is the noise standard deviation in units of it.
+    """
+
+    noise_multiplier: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
+        require_number("sensitivity", self.sensitivity, low=0, low_open=True)
+
+    @property
+    def noise_std(self) -> float:
+        return float(self.noise_multiplier) * float(self.sensitivity)
+
+    def release(self, values, rng) -> np.ndarray:
+        """Return ``values`` plus independent Gaussian noise of standard deviation ``noise_std``."""
+        values = np.asarray(values, dtype=float)
+        return values + as_generator(rng).normal(0.0, self.noise_std, size=values.shape)
+
+    def to_dp_event(self):
+        import dp_accounting
+
+        return dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
+
+
+@dataclass(frozen=True)
+class Laplace:
+    """Laplace mechanism with scale ``noise_multiplier * sensitivity`` (L1 sensitivity); pure epsilon = 1/noise_multiplier."""
+
+    noise_multiplier: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
+        require_number("sensitivity", self.sensitivity, low=0, low_open=True)
+
+    @property
+    def scale(self) -> float:
+        return float(self.noise_multiplier) * float(self.sensitivity)
+
+    def release(self, values, rng) -> np.ndarray:
+        values = np.asarray(values, dtype=float)
+        return values + as_generator(rng).laplace(0.0, self.scale, size=values.shape)
+
+    def to_dp_event(self):
+        import dp_accounting
+
+        return dp_accounting.LaplaceDpEvent(float(self.noise_multiplier))
+
+
+@dataclass(frozen=True)
+class SubsampledGaussian:
+    """Sample participants, clip each vector to L2 norm ``clip``, (weighted) sum, add Gaussian noise.
+
+    Parameters
+    ----------
+    rate : sampling probability q in (0, 1] (Poisson) or batch fraction (fixed size).
+    noise_multiplier : noise standard deviation in units of ``clip`` (per unit of weight).
+    clip : L2 norm bound of one participant's vector.
+    sampling : Poisson or fixed-size without replacement (needs ``population``).
+    neighbouring : add/remove one or replace one participant.
+    population : declared number of participants; required for fixed-size sampling.
+    """
+
+    rate: float
+    noise_multiplier: float
+    clip: float = 1.0
+    sampling: Sampling = Sampling.POISSON
+    neighbouring: Neighbouring = Neighbouring.ADD_REMOVE
+    population: int | None = field(default=None)
+
+    def __post_init__(self):
+        require_number("rate", self.rate, low=0, low_open=True, high=1)
+        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
+        require_number("clip", self.clip, low=0, low_open=True)
+        object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
+        object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
+        if self.population is not None:
+            object.__setattr__(self, "population", int(require_number("population", self.population,
+                                                                       low=1, integer=True)))
+        if self.sampling is Sampling.FIXED_SIZE:
+            if self.population is None:
+                raise ConfigurationError("population", "fixed-size sampling needs the declared population")
+            if self.batch_size < 1:
+                raise ConfigurationError("rate", f"rate * population rounds to an empty batch "
+                                                 f"({self.rate} * {self.population})")
+
+    # ----- derived quantities -------------------------------------------------------------
+    @property
+    def batch_size(self) -> int | None:
+        """Fixed batch size round(rate * population), or None for Poisson sampling."""
+        if self.sampling is not Sampling.FIXED_SIZE:
+            return None
+        return int(round(self.rate * self.population))
+
+    @property
+    def sensitivity(self) -> float:
+        """L2 sensitivity of the clipped (unit-weight) sum under the neighbouring relation."""
+        factor = 2.0 if self.neighbouring is Neighbouring.REPLACE_ONE else 1.0
+        return factor * float(self.clip)
+
+    @property
+    def noise_std(self) -> float:
+        """Noise standard deviation of an unweighted release."""
+        return float(self.noise_multiplier) * float(self.clip)
+
+    # ----- execution ----------------------------------------------------------------------
+    def sample(self, rng, num_participants: int, batch_shape: tuple[int, ...] = ()) -> np.ndarray:
+        """Boolean mask of shape ``batch_shape + (num_participants,)`` of who takes part."""
+        rng = as_generator(rng)
+        shape = tuple(batch_shape) + (int(num_participants),)
+        if self.sampling is Sampling.POISSON:
+            return rng.random(shape) < self.rate
+        size = self.batch_size
+        if size > num_participants:
+            raise ConfigurationError("population", f"batch of {size} from {num_participants} participants")
+        keys = rng.random(shape)
+        ranks = np.argsort(np.argsort(keys, axis=-1), axis=-1)
+        return ranks < size
+
+    def clip_vectors(self, vectors) -> np.ndarray:
+        """Scale every vector (last axis) down to L2 norm at most ``clip``."""
+        vectors = np.asarray(vectors, dtype=float)
+        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+        factors = np.minimum(1.0, self.clip / np.maximum(norms, 1e-300))
+        return vectors * factors
+
+    def block_noise_std(self, weights=None) -> np.ndarray | float:
+        """Noise standard deviation per output block for a weighted release.
+
+        With weights ``w`` of shape (k, n) (block i gets ``sum_n w[i, n] x_n``), block i receives noise
+        ``noise_multiplier * clip * sqrt(k) * max_n |w[i, n]|``. Whitened, one participant then moves the
+        release by at most ``1/noise_multiplier`` (times 2 under replace-one), so the accountants'
+        analysis of the unit-weight mechanism applies unchanged.
+        """
+        if weights is None:
+            return self.noise_std
+        w = np.atleast_2d(np.asarray(weights, dtype=float))
+        return self.noise_std * math.sqrt(w.shape[0]) * np.max(np.abs(w), axis=1)
+
+    def add_noise(self, sums, rng, weights=None) -> np.ndarray:
+        """Add the release noise to already clipped (weighted) sums of shape (..., [k,] d)."""
+        sums = np.asarray(sums, dtype=float)
+        std = self.block_noise_std(weights)
+        if weights is not None and np.ndim(weights) == 2:
+            std = np.asarray(std)[:, None]
+        return sums + as_generator(rng).standard_normal(sums.shape) * std
+
+    def release(self, contributions, rng, weights=None, *, scale: float = 1.0, return_mask: bool = False):
+        """Run the mechanism on the participants' vectors.
+
+        ``contributions`` has shape (..., n, d): an optional leading batch of independent releases, n
+        participants, d coordinates. ``weights`` is None (plain sum), shape (n,) (weighted sum) or (k, n)
+        (k weighted sums, returned as (..., k, d)). ``scale`` multiplies the whole noisy output (a
+        public post-processing such as 1/q). An empty sample releases pure noise.
+        """
+        rng = as_generator(rng)
+        x = np.asarray(contributions, dtype=float)
+        if x.ndim < 2:
+            raise ConfigurationError("contributions", "expected shape (..., participants, dimension)")
+        mask = self.sample(rng, x.shape[-2], x.shape[:-2])
+        clipped = self.clip_vectors(x) * mask[..., None]
+        if weights is None:
+            sums = clipped.sum(axis=-2)
+        else:
+            w = np.asarray(weights, dtype=float)
+            if w.shape[-1] != x.shape[-2] or w.ndim > 2:
+                raise ConfigurationError("weights", f"shape {w.shape} does not match {x.shape[-2]} participants")
+            sums = np.einsum("...nd,kn->...kd", clipped, np.atleast_2d(w))
+            if w.ndim == 1:
+                sums = sums[..., 0, :]
+        noisy = self.add_noise(sums, rng, weights) * scale
+        return (noisy, mask) if return_mask else noisy
+
+    def to_dp_event(self):
+        import dp_accounting
+
+        inner = dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
+        if self.sampling is Sampling.POISSON:
+            return dp_accounting.PoissonSampledDpEvent(float(self.rate), inner)
+        return dp_accounting.SampledWithoutReplacementDpEvent(self.population, self.batch_size, inner)
+
+
+Mechanism = Gaussian | Laplace | SubsampledGaussian
+
+
+@dataclass(frozen=True)
+class Composition:
+    """Adaptive composition of heterogeneous mechanisms, each run ``count`` times."""
+
+    parts: tuple[tuple[Mechanism, int], ...]
+
+    def __post_init__(self):
+        parts = tuple((m, c) for m, c in self.parts)
+        if not parts:
+            raise ConfigurationError("composition", "needs at least one (mechanism, count) pair")
+        checked = []
+        for mechanism, count in parts:
+            if not isinstance(mechanism, (Gaussian, Laplace, SubsampledGaussian)):
+                raise ConfigurationError("composition", f"not a mechanism: {mechanism!r}")
+            checked.append((mechanism, int(require_number("steps", count, low=1, integer=True))))
+        object.__setattr__(self, "parts", tuple(checked))
+
+    @classmethod
+    def of(cls, mechanism: Mechanism, count: int = 1) -> "Composition":
+        return cls(((mechanism, count),))
+
+    def __add__(self, other: "Composition") -> "Composition":
+        return Composition(self.parts + other.parts)
+
+    @property
+    def total_count(self) -> int:
+        return sum(c for _, c in self.parts)
+
+    def to_dp_event(self):
+        import dp_accounting
+
+        events = [dp_accounting.SelfComposedDpEvent(m.to_dp_event(), c) for m, c in self.parts]
+        return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+
+
+def as_composition(value: "Composition | Mechanism") -> Composition:
+    return value if isinstance(value, Composition) else Composition.of(value, 1)
