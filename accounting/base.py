@@ -54,6 +54,11 @@ def _checked(value: float, what: str) -> float:
     return float(value)
 
 
+def _details(accountant) -> dict | None:
+    details = getattr(accountant, "last_details", None)
+    return dict(details) if details else None
+
+
 def run_accountant(accountant: Accountant, target: Composition | Mechanism, *, delta: float | None = None,
                    epsilon: float | None = None) -> AccountingResult:
     """Ask one accountant for epsilon(delta) or delta(epsilon), turning failures into a status."""
@@ -61,9 +66,9 @@ def run_accountant(accountant: Accountant, target: Composition | Mechanism, *, d
     try:
         if delta is not None:
             eps = _checked(accountant.epsilon(composition, delta), "epsilon")
-            return AccountingResult(accountant.name, eps, float(delta))
+            return AccountingResult(accountant.name, eps, float(delta), details=_details(accountant))
         d = _checked(accountant.delta(composition, epsilon), "delta")
-        return AccountingResult(accountant.name, float(epsilon), min(d, 1.0))
+        return AccountingResult(accountant.name, float(epsilon), min(d, 1.0), details=_details(accountant))
     except Unsupported as exc:
         return AccountingResult(accountant.name, None, delta, UNSUPPORTED, str(exc))
     except Exception as exc:  # an accountant must not crash the caller; the reason is reported

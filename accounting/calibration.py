@@ -94,3 +94,53 @@ def classic_failure_threshold(delta: float, high: float = 100.0) -> float | None
         return None
     low = 1.0
     return float(optimize.brentq(margin, low, high, xtol=1e-6))
+
+
+@dataclass(frozen=True)
+class NoiseCalibration:
+    """Smallest noise multiplier (to the stated tolerance, rounded up) meeting the target."""
+
+    noise_multiplier: float
+    achieved_epsilon: float
+    target_epsilon: float
+    delta: float
+    accountant: str
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps: int, accountant: str = "pld",
+                               relative_tolerance: float = 1e-3, **mechanism_options) -> NoiseCalibration:
+    """Noise multiplier of a Poisson-subsampled Gaussian run ``steps`` times so that ``accountant``
+    certifies (epsilon, delta). Conservative: the returned value is verified to meet the target."""
+    from accounting.base import run_accountant
+    from accounting.mechanisms import Composition, SubsampledGaussian
+    from accounting.registry import get_accountant
+
+    epsilon, delta = validate_target(epsilon, delta)
+    require_number("steps", steps, low=1, integer=True)
+    engine = get_accountant(accountant)
+    SubsampledGaussian(rate, 1.0, **mechanism_options)  # validate the mechanism options up front
+
+    def eps_at(z: float) -> float:
+        mechanism = SubsampledGaussian(rate, z, **mechanism_options)
+        result = run_accountant(engine, Composition.of(mechanism, int(steps)), delta=delta)
+        if not result.ok:
+            raise ConfigurationError("accountant", f"{accountant} cannot answer: {result.reason}")
+        return result.epsilon
+
+    low, high = 0.05, 1.0
+    while eps_at(high) > epsilon:
+        low, high = high, high * 2.0
+        if high > 1e5:
+            raise ConfigurationError("epsilon", f"target {epsilon} needs a noise multiplier above 1e5")
+    while low > 1e-3 and eps_at(low) <= epsilon:
+        low /= 2.0
+    while high / low > 1.0 + relative_tolerance:  # bisection in log space; eps decreases in z
+        middle = (low * high) ** 0.5
+        if eps_at(middle) <= epsilon:
+            high = middle
+        else:
+            low = middle
+    return NoiseCalibration(high, eps_at(high), epsilon, delta, accountant)

@@ -15,6 +15,7 @@ ACCOUNTANTS = {
     "pld": ("accounting.pld", "PldAccountant"),
     "prv": ("accounting.prv", "PrvAccountant"),
     "exact": ("accounting.exact", "ExactGaussianAccountant"),
+    "dpa-rdp": ("accounting.dpa_rdp", "DpaRdpAccountant"),
 }
 DEFAULT_ACCOUNTANTS = ("moments", "rdp", "pld", "prv", "exact")
 

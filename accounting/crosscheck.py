@@ -1,0 +1,32 @@
+"""Flag accountant results that disagree beyond what theory allows.
+
+Theory: moments >= rdp (same RDP, looser orders and conversion); rdp >= pld and rdp >= prv (RDP
+conversions are upper bounds on the tight profile); pld and prv estimate the same tight value (prv
+within its ``eps_error``, pld within its discretisation); exact is the tight value itself.
+"""
+
+from __future__ import annotations
+
+from accounting.base import AccountingResult
+
+PLD_TOLERANCE = 0.02  # absolute epsilon slack for dp-accounting's pessimistic discretisation
+PRV_TOLERANCE = 0.02  # opacus eps_error 0.01 plus slack
+
+
+def disagreements(results: list[AccountingResult]) -> list[str]:
+    """One sentence per pair of accountants whose epsilons contradict the expected ordering."""
+    eps = {r.name: r.epsilon for r in results if r.ok}
+    notes = []
+
+    def at_least(upper: str, lower: str, slack: float):
+        if upper in eps and lower in eps and eps[upper] < eps[lower] - slack:
+            notes.append(f"{upper} ({eps[upper]:.4f}) is below {lower} ({eps[lower]:.4f}), which theory forbids")
+
+    at_least("moments", "rdp", 1e-6)
+    at_least("rdp", "pld", PLD_TOLERANCE)
+    at_least("rdp", "prv", PRV_TOLERANCE)
+    if "pld" in eps and "prv" in eps and abs(eps["pld"] - eps["prv"]) > PLD_TOLERANCE + PRV_TOLERANCE:
+        notes.append(f"pld ({eps['pld']:.4f}) and prv ({eps['prv']:.4f}) differ by more than their stated errors")
+    if "exact" in eps and "pld" in eps and abs(eps["exact"] - eps["pld"]) > PLD_TOLERANCE:
+        notes.append(f"pld ({eps['pld']:.4f}) differs from the closed form ({eps['exact']:.4f})")
+    return notes
