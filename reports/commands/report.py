@@ -1,0 +1,45 @@
+"""``dpaudit report RESULT.json --format html|md [--out FILE]``: re-render a saved audit report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from accounting.errors import ConfigurationError
+from reports.model import atomic_write_text, load_report
+
+
+def render(report: dict, fmt: str) -> str:
+    """The report as text in ``fmt`` ('html', 'md' or 'json')."""
+    if fmt == "html":
+        from reports.render_html import render_html
+
+        return render_html(report)
+    if fmt == "md":
+        from reports.render_markdown import render_markdown
+
+        return render_markdown(report)
+    if fmt == "json":
+        from reports.model import dumps_report
+
+        return dumps_report(report)
+    raise ConfigurationError("format", f"unknown format {fmt!r}; choose html, md or json")
+
+
+def run(args) -> int:
+    report = load_report(args.result)
+    text = render(report, args.format)
+    if args.out:
+        atomic_write_text(Path(args.out), text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("report", help="re-render a saved audit result (report.json)")
+    parser.add_argument("result", help="a report.json written by `dpaudit audit`")
+    parser.add_argument("--format", choices=["html", "md", "json"], default="md", help="output format")
+    parser.add_argument("--out", default=None, help="write to this file (atomically) instead of stdout")
+    parser.set_defaults(func=run)

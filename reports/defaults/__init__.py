@@ -1,0 +1,1 @@
+"""Data files of the report package (defaults); a package so that they ship in wheels."""

@@ -1,0 +1,1 @@
+"""Data files of the report package (schema); a package so that they ship in wheels."""

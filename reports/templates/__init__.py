@@ -1,0 +1,1 @@
+"""Data files of the report package (templates); a package so that they ship in wheels."""
