@@ -1,0 +1,31 @@
+"""Executors: where the batches of an attack run (same seed, same scores on every executor)."""
+
+from __future__ import annotations
+
+from accounting.errors import ConfigurationError, require_number
+from attacks.executors.base import BatchTask, plan_batches, root_seed, run_task, stream
+from attacks.executors.local import InProcessExecutor, ProcessExecutor
+
+EXECUTORS = ("inprocess", "processes", "dask")
+
+
+def get_executor(name: str = "inprocess", workers: int = 2, scheduler: str | None = None):
+    """Build an executor by name; close it (or use it as a context manager) when done."""
+    workers = int(require_number("workers", workers, low=1, integer=True))
+    if name == "inprocess":
+        if scheduler:
+            raise ConfigurationError("scheduler", "only the dask executor takes a scheduler address")
+        return InProcessExecutor()
+    if name == "processes":
+        if scheduler:
+            raise ConfigurationError("scheduler", "only the dask executor takes a scheduler address")
+        return ProcessExecutor(workers)
+    if name == "dask":
+        from attacks.executors.dask_cluster import DaskExecutor
+
+        return DaskExecutor(scheduler, workers)
+    raise ConfigurationError("executor", f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")
+
+
+__all__ = ["EXECUTORS", "BatchTask", "InProcessExecutor", "ProcessExecutor", "get_executor", "plan_batches",
+           "root_seed", "run_task", "stream"]

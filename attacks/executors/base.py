@@ -1,0 +1,76 @@
+"""Splitting an attack into seeded batches, and running one batch.
+
+Trials of each world are cut into batches of ``batch_size`` (the last one shorter). Batch ``i`` of
+world ``w`` draws its randomness from ``SeedSequence(seed).spawn(3)[w].spawn(i + 1)[i]`` (stream 2 is
+reserved for training a learned score), so its scores depend only on (seed, world, i, size): the same
+seed gives the same scores whatever executor runs the batches, in whatever order, on however many
+workers. Batch seeds do not depend on the total number of batches either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+
+TRAINING_STREAM = 2
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """One unit of work: ``size`` trials of ``world``, batch number ``index``, seeded by ``seed``."""
+
+    world: int
+    index: int
+    size: int
+    seed: np.random.SeedSequence
+
+    @property
+    def key(self) -> str:
+        return f"world{self.world}-batch{self.index:06d}"
+
+
+def root_seed(seed) -> np.random.SeedSequence:
+    """The root SeedSequence for an integer seed (or fresh entropy for None)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ConfigurationError("seed", f"must be a non-negative whole number, got {seed!r}")
+    return np.random.SeedSequence(seed)
+
+
+def stream(seed, index: int) -> np.random.SeedSequence:
+    """Child ``index`` of the root sequence (0, 1: the worlds; 2: training)."""
+    root = root_seed(seed)
+    return np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key + (index,))
+
+
+def plan_batches(trials: int, batch_size: int, seed) -> list[BatchTask]:
+    """All batches of both worlds, world 0 first."""
+    trials, batch_size = int(trials), max(1, int(batch_size))
+    tasks = []
+    for world in (0, 1):
+        parent = stream(seed, world)
+        count = -(-trials // batch_size)
+        for index in range(count):
+            size = min(batch_size, trials - index * batch_size)
+            child = np.random.SeedSequence(parent.entropy, spawn_key=parent.spawn_key + (index,))
+            tasks.append(BatchTask(world, index, size, child))
+    return tasks
+
+
+def run_task(probe, task: BatchTask) -> np.ndarray:
+    """Scores of one batch, checked to be ``size`` finite numbers."""
+    rng = np.random.default_rng(task.seed)
+    raw = probe.scores(task.world, task.size, rng)
+    try:
+        scores = np.asarray(raw, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ConfigurationError("probe", f"{probe.name!r} returned non-numeric scores") from None
+    if scores.shape != (task.size,):
+        raise ConfigurationError("probe", f"{probe.name!r} returned {scores.size} scores for {task.size} trials")
+    if not np.all(np.isfinite(scores)):
+        raise ConfigurationError("probe", f"{probe.name!r} returned non-finite scores")
+    return scores

@@ -1,0 +1,70 @@
+"""Membership-inference probes and their registry.
+
+``get_probe(name, **params)`` builds a probe by name; ``PROBES`` maps names to "module:Class" so that
+probes whose algorithm code is heavy (end-to-end ones) are imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from accounting.errors import ConfigurationError
+from attacks.probes.base import THREAT_MODELS, Probe, check_trials, check_world
+
+# name -> ("module:Class", preset parameters)
+PROBES: dict[str, tuple[str, dict]] = {
+    "gaussian": ("attacks.probes.mechanisms:GaussianProbe", {}),
+    "laplace": ("attacks.probes.mechanisms:LaplaceProbe", {}),
+    "subsampled-gaussian": ("attacks.probes.mechanisms:SubsampledGaussianProbe", {}),
+    "empty-sample": ("attacks.probes.mechanisms:EmptySampleProbe", {}),
+    # planted bugs: the correct versions are the probes above with bug=None
+    "bug-weak-noise": ("attacks.probes.mechanisms:GaussianProbe", {"bug": "weak-noise"}),
+    "bug-no-clip": ("attacks.probes.mechanisms:SubsampledGaussianProbe",
+                    {"bug": "no-clip", "canary_norm": 10.0}),
+    "bug-uniform-fallback": ("attacks.probes.mechanisms:EmptySampleProbe", {"bug": "uniform-fallback"}),
+    "fts-server": ("attacks.probes.fts:FtsServerProbe", {}),
+    "fts-server-reference": ("attacks.probes.fts:FtsServerProbe", {"schedule": "reference"}),
+    "fts-end-to-end": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe", {}),
+    "pne-reward": ("attacks.probes.pne:PneRewardProbe", {}),
+    "pne-end-to-end": ("attacks.probes.pne_end_to_end:PneEndToEndProbe", {}),
+    "user": ("attacks.probes.user:UserMechanismProbe", {}),
+}
+
+
+def probe_names() -> list[str]:
+    return list(PROBES)
+
+
+def probe_class(name: str):
+    """The class implementing probe ``name`` (ConfigurationError if unknown or not available)."""
+    if name not in PROBES:
+        raise ConfigurationError("probe", f"unknown probe {name!r}; choose from {', '.join(PROBES)}")
+    target = PROBES[name][0]
+    module_name, class_name = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigurationError("probe", f"probe {name!r} is not available ({exc})") from None
+    return getattr(module, class_name)
+
+
+def get_probe(name: str, **params) -> Probe:
+    """Build probe ``name`` with its preset parameters overridden by ``params``."""
+    cls = probe_class(name)
+    merged = {**PROBES[name][1], **params}
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(merged) - known)
+    if unknown:
+        raise ConfigurationError(unknown[0], f"not a parameter of probe {name!r}; "
+                                             f"known: {', '.join(sorted(known))}")
+    try:
+        probe = cls(**merged)
+    except TypeError as exc:
+        raise ConfigurationError("probe", f"bad parameters for {name!r}: {exc}") from None
+    probe.registry_name = name
+    return probe
+
+
+__all__ = ["PROBES", "THREAT_MODELS", "Probe", "check_trials", "check_world", "get_probe", "probe_class",
+           "probe_names"]

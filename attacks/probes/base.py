@@ -1,0 +1,112 @@
+"""The probe interface: a membership game between two neighbouring worlds.
+
+World 0 is the dataset without the canary, world 1 the neighbouring dataset with it. A probe simulates
+what the named adversary sees in ``trials`` independent runs of one world and maps each view to a
+score (higher means "canary present"). Scores only need to be a valid test statistic: the estimators'
+lower bounds are valid whatever the score, a better score only makes them tighter.
+
+Probes are small picklable dataclasses so that executors can ship them to other processes or to a Dask
+cluster; all randomness comes from the ``numpy.random.Generator`` passed to ``scores``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+
+import numpy as np
+
+from accounting.errors import ConfigurationError, require_number
+
+THREAT_MODELS = ("server view", "broadcast view", "output only")
+
+
+def check_world(world) -> int:
+    """Validate a world index (0 = without canary, 1 = with canary)."""
+    if world not in (0, 1) or isinstance(world, bool):
+        raise ConfigurationError("world", f"must be 0 (without canary) or 1 (with canary), got {world!r}")
+    return int(world)
+
+
+def check_trials(trials, field: str = "trials") -> int:
+    """Validate a number of trials (a whole number >= 1)."""
+    return int(require_number(field, trials, low=1, integer=True))
+
+
+def log_mixture_ratio(dot, mu_sq, rate):
+    """log[(1 - q) + q exp(dot - |mu|^2 / 2)]: the log-likelihood ratio of one Poisson-subsampled Gaussian
+    release with whitened shift mu, given the whitened output's projection ``dot = <y, mu>``."""
+    log_in = np.log(rate) + dot - 0.5 * mu_sq
+    if rate >= 1.0:
+        return log_in
+    return np.logaddexp(math.log1p(-rate), log_in)
+
+
+class Probe(abc.ABC):
+    """Base class of all probes.
+
+    Subclasses are dataclasses that set the class attributes below and implement ``scores``.
+    """
+
+    name: str = ""
+    threat_model: str = "output only"
+    description: str = ""
+    #: trials per executor task; chosen so one batch takes well under a second to a few seconds.
+    batch_size: int = 100_000
+    #: probes whose score is learned from data implement ``fit`` and set this flag.
+    needs_training: bool = False
+    #: the delta at which the probe's claim is usually stated (CLI default).
+    default_delta: float = 1e-5
+
+    @abc.abstractmethod
+    def scores(self, world: int, trials: int, rng: np.random.Generator) -> np.ndarray:
+        """Scores of ``trials`` independent runs of ``world`` (shape ``(trials,)``, higher = canary)."""
+
+    def mechanism(self):
+        """The mechanism or composition under attack, as the accountants see it (None if unknown)."""
+        return None
+
+    def true_epsilon(self, delta: float) -> float | None:
+        """Tight epsilon at ``delta`` of the mechanism a correct implementation runs, if known."""
+        return None
+
+    def params(self) -> dict:
+        """The probe's parameters (JSON-compatible), enough to rebuild it with ``get_probe``."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.generic):
+                value = value.item()
+            out[f.name] = value
+        return out
+
+    def metadata(self, delta: float | None = None) -> dict:
+        """Name, threat model, description, parameters, attacked mechanism and (where known) true epsilon."""
+        mech = self.mechanism()
+        info = {
+            "name": self.name,
+            "threat_model": self.threat_model,
+            "description": self.description,
+            "params": self.params(),
+            "mechanism": repr(mech) if mech is not None else None,
+        }
+        if delta is not None:
+            try:
+                info["true_epsilon"] = self.true_epsilon(delta)
+            except ConfigurationError:
+                raise
+            except Exception as exc:  # an accountant failure must not stop an attack
+                info["true_epsilon"] = None
+                info["true_epsilon_error"] = f"{type(exc).__name__}: {exc}"
+        return info
+
+
+def accountant_epsilon(target, delta: float, names=("pld",)) -> float | None:
+    """Epsilon of ``target`` at ``delta`` from the first accountant in ``names`` that answers, else None."""
+    from accounting.registry import account_all
+
+    for result in account_all(target, delta, names=list(names)):
+        if result.ok:
+            return float(result.epsilon)
+    return None
