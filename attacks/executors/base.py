@@ -70,7 +70,8 @@ def run_task(probe, task: BatchTask) -> np.ndarray:
     except (TypeError, ValueError):
         raise ConfigurationError("probe", f"{probe.name!r} returned non-numeric scores") from None
     if scores.shape != (task.size,):
-        raise ConfigurationError("probe", f"{probe.name!r} returned {scores.size} scores for {task.size} trials")
+        raise ConfigurationError("probe", f"{probe.name!r} returned {scores.size} scores "
+                                          f"for {task.size} trials")
     if not np.all(np.isfinite(scores)):
         raise ConfigurationError("probe", f"{probe.name!r} returned non-finite scores")
     return scores

@@ -28,7 +28,8 @@ class DaskExecutor:
                                              dashboard_address=None)
                 self._client = Client(self._cluster)
         except OSError as exc:
-            raise ConfigurationError("scheduler", f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
+            raise ConfigurationError("scheduler",
+                                     f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
 
     def run(self, probe, tasks):
         from distributed import as_completed

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.calibration import calibrate_gaussian
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import require_number
 from accounting.exact import gaussian_epsilon
 from accounting.mechanisms import Composition, Laplace, Sampling, SubsampledGaussian
 from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio
