@@ -1,0 +1,58 @@
+"""Estimators: scores of trials without / with the canary in, lower bounds on epsilon out.
+
+``scores_out`` come from the world WITHOUT the canary, ``scores_in`` from the world WITH it; a higher
+score means "canary present". Every estimator returns an ``EpsilonBound``; only rigorous ones (the
+Clopper-Pearson variants and one-run) may support a claim of violation.
+"""
+
+from __future__ import annotations
+
+from attacks.estimators.bayesian import bayesian_lower_bound
+from attacks.estimators.binomial import check_audit_inputs, cp_lower, cp_upper
+from attacks.estimators.clopper_pearson import clopper_pearson_lower_bound
+from attacks.estimators.gdp import gdp_lower_bound
+from attacks.estimators.one_run import one_run_from_scores, one_run_lower_bound, one_run_p_value
+from attacks.estimators.thresholds import as_sorted
+from attacks.estimators.types import EpsilonBound
+
+DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
+METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
+
+
+def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, methods=None,
+                 rng=None) -> list[EpsilonBound]:
+    """Run the score-based estimators (``DEFAULT_METHODS`` unless ``methods`` is given) on one audit.
+
+    Scores are sorted once and shared. One-run auditing needs canary inclusions rather than two
+    worlds of trials: call ``one_run_from_scores`` / ``one_run_lower_bound`` directly.
+    """
+    from accounting.errors import ConfigurationError
+    from accounting.mechanisms import as_generator
+
+    methods = DEFAULT_METHODS if methods is None else tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from "
+                                 f"{', '.join(METHODS)}")
+    out_scores, in_scores = check_audit_inputs(scores_out, scores_in, delta, confidence)
+    out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
+    gen = as_generator(0 if rng is None else rng)
+    results = []
+    for method in methods:
+        if method == "clopper-pearson":
+            results.append(clopper_pearson_lower_bound(out_sorted, in_sorted, delta, confidence))
+        elif method == "clopper-pearson-split":
+            results.append(clopper_pearson_lower_bound(out_sorted, in_sorted, delta, confidence,
+                                                       threshold_selection="split", rng=gen))
+        elif method == "bayesian-jeffreys":
+            results.append(bayesian_lower_bound(out_sorted, in_sorted, delta, confidence, rng=gen))
+        elif method == "gdp":
+            results.append(gdp_lower_bound(out_sorted, in_sorted, delta, confidence))
+    return results
+
+
+__all__ = [
+    "DEFAULT_METHODS", "METHODS", "EpsilonBound", "bayesian_lower_bound", "clopper_pearson_lower_bound",
+    "cp_lower", "cp_upper", "estimate_all", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",
+    "one_run_p_value",
+]

@@ -1,0 +1,82 @@
+"""The verdict of an audit: PASS, VIOLATION or INCONCLUSIVE, with a p-value for the claim.
+
+Null hypothesis: the mechanism is (claim_epsilon, claim_delta)-DP. Each rigorous bound that carries
+its evidence (the threshold tests of Clopper-Pearson, the counts of one-run) yields a valid p-value
+for this null at the claimed delta; when several rigorous bounds are combined the smallest p-value is
+Bonferroni-corrected by their number. VIOLATION when that p-value is at most 1 - confidence (for a
+single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise INCONCLUSIVE when
+the planner's ceiling for the trial budget cannot exceed the claim; otherwise PASS (no evidence
+against the claim). Model-based and Bayesian bounds are never used to declare a violation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accounting.errors import require_number
+from attacks.estimators.binomial import tests_p_value
+from attacks.estimators.one_run import one_run_p_value
+from attacks.estimators.types import EpsilonBound, _plain
+from attacks.planner import max_certifiable_epsilon
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str                      # "PASS" | "VIOLATION" | "INCONCLUSIVE"
+    p_value: float | None            # for the null "the claim holds"; None without rigorous evidence
+    best_bound: EpsilonBound | None  # the largest rigorous bound (None if there is none)
+    ceiling: float                   # planner: the most any attack could certify with these trials
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "p_value": self.p_value,
+                "best_bound": None if self.best_bound is None else self.best_bound.to_dict(),
+                "ceiling": _plain(self.ceiling), "reason": self.reason}
+
+
+def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float) -> float | None:
+    """A valid p-value for "(claim_epsilon, claim_delta)-DP" from one rigorous bound, if computable.
+
+    Falls back, for a rigorous bound without stored evidence, to the conservative "1 - confidence if
+    the bound exceeds the claim at a delta >= the claimed one, else 1".
+    """
+    if not bound.rigorous:
+        return None
+    details = bound.details or {}
+    if "tests" in details:
+        return tests_p_value(details["tests"], claim_epsilon, claim_delta)
+    if bound.method == "one-run" and {"canaries", "guesses", "correct"} <= set(details):
+        p = one_run_p_value(claim_epsilon, claim_delta, details["canaries"], details["guesses"],
+                            details["correct"])
+        return min(1.0, p * details.get("corrected_for", 1))
+    exceeds = bound.epsilon > claim_epsilon and bound.delta >= claim_delta * (1 - 1e-12)
+    return 1.0 - bound.confidence if exceeds else 1.0
+
+
+def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
+           confidence: float = 0.95) -> Verdict:
+    """Verdict on the claim from the estimators' ``bounds`` and the trials per world behind them."""
+    claim_epsilon = require_number("claim_epsilon", claim_epsilon, low=0.0)
+    claim_delta = require_number("claim_delta", claim_delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    confidence = require_number("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    ceiling = max_certifiable_epsilon(trials, claim_delta, confidence)
+    rigorous = [b for b in bounds if b.rigorous]
+    best = max(rigorous, key=lambda b: b.epsilon, default=None)
+    p_values = [p for p in (bound_p_value(b, claim_epsilon, claim_delta) for b in rigorous) if p is not None]
+    p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
+    level = 1.0 - confidence
+    if p_value is not None and p_value <= level:
+        correction = f" (Bonferroni over {len(p_values)} rigorous estimators)" if len(p_values) > 1 else ""
+        return Verdict("VIOLATION", p_value, best, ceiling,
+                       f"{best.method} certifies epsilon >= {best.epsilon:.4g} at delta = {best.delta:g} "
+                       f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
+                       f"p = {p_value:.3g}{correction}.")
+    if ceiling <= claim_epsilon:
+        return Verdict("INCONCLUSIVE", p_value, best, ceiling,
+                       f"with {trials} trials per world no attack can certify more than epsilon = "
+                       f"{ceiling:.4g} at delta = {claim_delta:g}, so the claim {claim_epsilon:g} "
+                       f"cannot be refuted; use more trials.")
+    shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
+    return Verdict("PASS", p_value, best, ceiling,
+                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling "
+                   f"{ceiling:.4g}.")

@@ -1,0 +1,41 @@
+"""``dpaudit plan``: the largest epsilon a trial budget can certify, or the trials a target needs."""
+
+from __future__ import annotations
+
+import json
+
+from attacks.planner import max_certifiable_epsilon, trials_needed
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "plan", help="what an attack budget can certify (statistical ceiling of a perfect attack)")
+    parser.add_argument("--trials", type=float, help="trials per world")
+    parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
+    parser.add_argument("--delta", type=float, required=True)
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.set_defaults(func=run, _parser=parser)
+
+
+def run(args) -> int:
+    if args.trials is None and args.target_epsilon is None:
+        args._parser.error("give --trials N or --target-epsilon E (or both)")
+    result = {"delta": args.delta, "confidence": args.confidence}
+    if args.trials is not None:
+        result["trials"] = args.trials
+        result["max_certifiable_epsilon"] = max_certifiable_epsilon(args.trials, args.delta, args.confidence)
+    if args.target_epsilon is not None:
+        result["target_epsilon"] = args.target_epsilon
+        result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
+    if args.format == "json":
+        print(json.dumps(result, indent=2))
+        return 0
+    level = f"{args.confidence:.0%} confidence, delta = {args.delta:g}"
+    if "max_certifiable_epsilon" in result:
+        print(f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "
+              f"epsilon = {result['max_certifiable_epsilon']:.4f}.")
+    if "trials_needed" in result:
+        print(f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
+              f"{result['trials_needed']} trials per world, even with a perfect attack.")
+    return 0
