@@ -8,8 +8,9 @@ Conventions used by the algorithms in ``dpfed``: the server is ``"server"``, age
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ class Transcript:
         return {"messages": [m.to_dict() for m in self.messages]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Transcript":
+    def from_dict(cls, data: dict) -> Transcript:
         """Inverse of ``to_dict`` (array payloads come back as nested lists)."""
         t = cls()
         for m in data.get("messages", []):

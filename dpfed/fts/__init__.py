@@ -1,0 +1,14 @@
+"""Federated Thompson sampling with random Fourier features: TS, FTS, FTS-DE, DP-FTS, DP-FTS-DE.
+
+Python API::
+
+    from dpfed.fts import FTSConfig, run_fts_de
+    config = FTSConfig.from_preset("svm-breast-cancer", rounds=20)
+    result = run_fts_de(config, rng=0)
+    result.utility, result.transcript, result.composition()
+"""
+
+from dpfed.fts.algorithm import FTSResult, run_fts, run_fts_de
+from dpfed.fts.config import ALGORITHMS, PRESETS, FTSConfig
+
+__all__ = ["ALGORITHMS", "PRESETS", "FTSConfig", "FTSResult", "run_fts", "run_fts_de"]

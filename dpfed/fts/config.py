@@ -1,0 +1,178 @@
+"""Configuration of one FTS-family run: a validated frozen dataclass, presets and TOML files.
+
+Algorithms: ``ts`` (local Thompson sampling only), ``fts`` (server, P = 1, no privacy), ``fts-de``
+(P sub-regions, no privacy), ``dp-fts`` (P = 1 with the subsampled Gaussian), ``dp-fts-de``.
+Every bad value raises ``ConfigurationError`` naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from accounting.errors import ConfigurationError, require_number
+from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
+from dpfed.fts.partition import box_partition
+from dpfed.fts.schedules import MIXING_SCHEDULES
+
+ALGORITHMS = ("ts", "fts", "fts-de", "dp-fts", "dp-fts-de")
+OBJECTIVES = ("synthetic", "svm-breast-cancer", "svm-digits", "landmine")
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+PRESETS = ("landmine", "svm-breast-cancer", "svm-digits", "synthetic")
+
+
+@dataclass(frozen=True)
+class FTSConfig:
+    """All parameters of a run (defaults: the landmine protocol of the DP-FTS-DE reference code)."""
+
+    algorithm: str = "dp-fts-de"
+    objective: str = "svm-breast-cancer"
+    num_agents: int = 29
+    rounds: int = 60  # T: BO iterations after initialisation = broadcasts released
+    init_points: int = 10
+    init: str = "subregion"  # "subregion" (DE) or "whole"; ts/fts/dp-fts always use "whole"
+    # shared random features (uploads)
+    num_features: int = 100
+    lengthscale: float = 0.01
+    kernel_variance: float = 1.0
+    obs_noise_var: float = 1e-6
+    # local Thompson-sampling model (a separate RFF model per the reference; fixed hyper-parameters)
+    local_lengthscale: float = 0.2
+    local_num_features: int = 100
+    local_noise_var: float = 1e-4
+    # distributed exploration and privacy
+    subregions: int = 4
+    rate: float = 0.35
+    noise_multiplier: float = 1.0
+    clip: float = 22.0
+    delta: float | None = None  # default num_agents ** -1.1 (the seed's choice; see flaw F1)
+    sampling: str = "poisson"
+    neighbouring: str = "add-remove"
+    population: int | None = None  # declared slots; default num_agents
+    empty_sample_fallback: str = "noise"
+    mixing: str = "reciprocal"
+    weight_gap: float = 15.0
+    weight_hold: int = 10
+    weight_decay: int = 30
+    # acquisition
+    candidates: int = 500
+    refine_steps: int = 3
+    refine_samples: int = 12
+    # objective options
+    dim: int = 2
+    heterogeneity: float = 0.1
+    gp_lengthscale: float = 0.1
+    objective_noise_var: float = 1e-4
+    data_seed: int = 0
+    landmine_path: str | None = None
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigurationError("algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if self.objective not in OBJECTIVES:
+            raise ConfigurationError("objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+        ints = {"num_agents": 1, "rounds": 1, "init_points": 1, "num_features": 1, "local_num_features": 1,
+                "subregions": 1, "weight_hold": 0, "weight_decay": 0, "candidates": 1, "refine_steps": 0,
+                "refine_samples": 1, "dim": 1, "data_seed": 0}
+        for name, low in ints.items():
+            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
+        for name in ("lengthscale", "kernel_variance", "obs_noise_var", "local_lengthscale", "local_noise_var",
+                     "noise_multiplier", "clip", "gp_lengthscale", "objective_noise_var"):
+            object.__setattr__(self, name, require_number(name, getattr(self, name), low=0, low_open=True))
+        require_number("rate", self.rate, low=0, low_open=True, high=1)
+        require_number("heterogeneity", self.heterogeneity, low=0, high=1)
+        require_number("weight_gap", self.weight_gap, low=0)
+        if self.delta is not None:
+            require_number("delta", self.delta, low=0, low_open=True, high=1, high_open=True)
+        if self.population is not None:
+            require_number("population", self.population, low=self.num_agents, integer=True)
+        if self.mixing not in MIXING_SCHEDULES:
+            raise ConfigurationError("mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
+        if self.init not in ("subregion", "whole"):
+            raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
+        if self.empty_sample_fallback not in ("noise", "uniform"):
+            raise ConfigurationError("empty_sample_fallback", "choose 'noise' or 'uniform'")
+        Sampling.parse(self.sampling)
+        Neighbouring.parse(self.neighbouring)
+        if self.objective != "synthetic" and self.dim != 2:
+            raise ConfigurationError("dim", f"the {self.objective} objective tunes (C, gamma): dim must be 2")
+        if self.objective == "landmine" and not self.landmine_path:
+            raise ConfigurationError("landmine_path", "the landmine objective needs the path of LandmineData.mat")
+        box_partition(self.dim, self.effective_subregions)  # P must split the domain
+
+    # ----- derived ---------------------------------------------------------------------------
+    @property
+    def private(self) -> bool:
+        return self.algorithm.startswith("dp-")
+
+    @property
+    def effective_subregions(self) -> int:
+        """P used by the run: ``subregions`` for the DE variants, 1 otherwise."""
+        return self.subregions if self.algorithm.endswith("-de") else 1
+
+    @property
+    def declared_population(self) -> int:
+        return int(self.population) if self.population is not None else self.num_agents
+
+    @property
+    def dp_delta(self) -> float:
+        return float(self.delta) if self.delta is not None else float(self.num_agents) ** -1.1
+
+    @property
+    def per_vector_clip(self) -> float:
+        return float(self.clip) / float(self.effective_subregions) ** 0.5
+
+    def mechanism(self) -> SubsampledGaussian | None:
+        """The one subsampled Gaussian of the server (clip S/sqrt(P)); None for non-private algorithms."""
+        if not self.private:
+            return None
+        return SubsampledGaussian(rate=self.rate, noise_multiplier=self.noise_multiplier,
+                                  clip=self.per_vector_clip, sampling=self.sampling,
+                                  neighbouring=self.neighbouring, population=self.declared_population)
+
+    def replace(self, **changes) -> FTSConfig:
+        unknown = [k for k in changes if k not in FIELD_NAMES]
+        if unknown:
+            raise ConfigurationError(unknown[0], "unknown configuration key")
+        return dataclasses.replace(self, **changes)
+
+    def with_canary_slot(self) -> FTSConfig:
+        """Same run with one extra declared slot for a canary agent (use it in both audit worlds)."""
+        return self.replace(population=self.num_agents + 1)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    # ----- construction ----------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict) -> FTSConfig:
+        unknown = [k for k in data if k not in FIELD_NAMES]
+        if unknown:
+            raise ConfigurationError(unknown[0], "unknown configuration key")
+        return cls(**data)
+
+    @classmethod
+    def from_toml(cls, path, **overrides) -> FTSConfig:
+        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table)."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigurationError("config", f"file not found: {path}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
+            raise ConfigurationError("config", f"cannot read {path}: {exc}") from None
+        data = dict(data.get("fts", data))
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides) -> FTSConfig:
+        """Presets: landmine, svm-breast-cancer, svm-digits, synthetic (files dpfed/presets/fts_<name>.toml)."""
+        if name not in PRESETS:
+            raise ConfigurationError("preset", f"unknown {name!r}; choose one of {', '.join(PRESETS)}")
+        return cls.from_toml(PRESET_DIR / f"fts_{name}.toml", **overrides)
+
+
+FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(FTSConfig))
