@@ -82,7 +82,7 @@ def _probe(p: dict) -> list[str]:
 
 def _verdict(v: dict) -> list[str]:
     out = ["### Verdict", "", f"**{v['status']}** - {v['reason']}", ""]
-    out.append(f"- p-value (null: the claim holds): {f(v['p_value'])}")
+    out.append(f"- p-value of the probes' test (null: the claim holds): {f(v['p_value'])}")
     if v.get("upper_bound"):
         u = v["upper_bound"]
         out.append(f"- Tight upper bound: epsilon = {f(u['epsilon'])} ({u['source']})")

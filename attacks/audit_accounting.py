@@ -1,0 +1,166 @@
+"""The accounting half of an audit: every accountant under every neighbouring relation and sampling
+scheme that applies, epsilon over rounds, notes where accountants disagree, and the accountant's
+trade-off curve (the best ROC any attack can reach) that reports draw under an empirical ROC.
+
+All functions return plain JSON-ready dicts (the sections of a ``reports.model`` target).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import stats
+
+from accounting.crosscheck import disagreements
+from accounting.errors import ConfigurationError
+from accounting.exact import composition_mu
+from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
+from accounting.registry import account_all
+
+REFERENCE_DELTA = 1e-5
+# accountants whose value is (up to a stated discretisation error) the tight epsilon
+TIGHT_ACCOUNTANTS = ("exact", "pld", "prv")
+
+
+def _label(mechanism) -> tuple[str, str]:
+    if isinstance(mechanism, SubsampledGaussian):
+        return mechanism.neighbouring.value, mechanism.sampling.value
+    return "add-remove", "none"
+
+
+def variants(mechanism):
+    """The mechanism under both neighbouring relations and both sampling schemes (where they apply)."""
+    if not isinstance(mechanism, SubsampledGaussian):
+        return [mechanism]
+    out = []
+    for relation in Neighbouring:
+        for sampling in Sampling:
+            if sampling is Sampling.FIXED_SIZE and mechanism.population is None:
+                continue
+            out.append(dataclasses.replace(mechanism, neighbouring=relation, sampling=sampling))
+    return out
+
+
+def _rows(mechanism, steps: int, delta: float, names, claimed: bool) -> tuple[list[dict], list]:
+    neighbouring, sampling = _label(mechanism)
+    results = account_all(Composition.of(mechanism, steps), delta, names=names)
+    rows = [{"accountant": r.name, "neighbouring": neighbouring, "sampling": sampling, "delta": float(delta),
+             "epsilon": r.epsilon, "status": r.status, "reason": r.reason, "claimed_setting": claimed}
+            for r in results]
+    return rows, results
+
+
+def best_upper_bound(rows: list[dict]) -> dict | None:
+    """The smallest epsilon among the claimed setting's accountants (all are upper bounds)."""
+    ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
+    if not ok:
+        return None
+    best = min(ok, key=lambda r: r["epsilon"])
+    return {"epsilon": best["epsilon"], "source": f"{best['accountant']} accountant"}
+
+
+def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> dict:
+    """Epsilon at ``delta`` after t releases, for a few t up to ``steps``, per accountant."""
+    rounds = sorted({int(round(x)) for x in np.linspace(1, steps, min(points, steps))})
+    series = []
+    for name in names:
+        values = []
+        for t in rounds:
+            result = account_all(Composition.of(mechanism, t), delta, names=[name])[0]
+            values.append(result.epsilon if result.ok else None)
+        if any(v is not None for v in values):
+            series.append({"x": rounds, "y": values, "label": name})
+    if not series:
+        return {"available": False, "reason": "no accountant could analyse the mechanism round by round"}
+    return {"rounds": rounds, "series": series}
+
+
+def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=("moments", "rdp", "pld"),
+                       reference_delta: float = REFERENCE_DELTA) -> dict:
+    """Every accountant's epsilon at the claimed delta for each relation/sampling variant of ``mechanism``
+    run ``steps`` times, the claimed setting at ``reference_delta``, notes and epsilon over rounds."""
+    delta = claim["delta"]
+    rows, notes = [], []
+    for variant in variants(mechanism):
+        claimed = variant == mechanism
+        variant_rows, results = _rows(variant, steps, delta, names, claimed)
+        rows += variant_rows
+        neighbouring, sampling = _label(variant)
+        notes += [f"{neighbouring}, {sampling}: {n}" for n in disagreements(results)]
+    at_reference = ([] if math.isclose(reference_delta, delta)
+                    else _rows(mechanism, steps, reference_delta, names, True)[0])
+    ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
+    if len(ok) >= 2:
+        low, high = min(ok, key=lambda r: r["epsilon"]), max(ok, key=lambda r: r["epsilon"])
+        if high["epsilon"] > 1.05 * low["epsilon"]:
+            notes.append(f"In the claimed setting the accountants span epsilon {low['epsilon']:.4g} "
+                         f"({low['accountant']}) to {high['epsilon']:.4g} ({high['accountant']}): all are "
+                         f"upper bounds, the smallest is the tightest valid one.")
+    for r in rows:
+        if r["status"] == "failed":
+            notes.append(f"{r['accountant']} failed for {r['neighbouring']}, {r['sampling']}: {r['reason']}")
+    valid_rounds = [n for n in rounds_names if n in names]
+    return {"mechanism": repr(mechanism) + f" x {steps} releases", "rows": rows, "notes": notes,
+            "reference_delta": float(reference_delta), "at_reference_delta": at_reference,
+            "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1])}
+
+
+def epsilon_of(rows: list[dict], accountant: str, claimed: bool = True) -> float | None:
+    for r in rows:
+        if r["accountant"] == accountant and r["claimed_setting"] == claimed and r["status"] == "ok":
+            return r["epsilon"]
+    return None
+
+
+def tradeoff_curve(mechanism, steps: int, fpr=None) -> dict:
+    """Largest true-positive rate any test can reach at each false-positive rate (log-spaced grid).
+
+    Gaussian compositions use the exact GDP curve TPR = Phi(Phi^-1(FPR) + mu). Others use the PLD
+    privacy profile: TPR <= min over eps of min(e^eps FPR + delta(eps), 1 - e^-eps (1 - FPR - delta(eps))).
+    """
+    fpr = np.logspace(-7, 0, 120) if fpr is None else np.asarray(fpr, dtype=float)
+    composition = Composition.of(mechanism, steps)
+    try:
+        mu = composition_mu(composition)
+        tpr = stats.norm.cdf(stats.norm.ppf(fpr) + mu)
+        return {"x": fpr.tolist(), "y": tpr.tolist(), "label": f"exact trade-off bound (mu = {mu:.3g})"}
+    except Exception:  # not a plain Gaussian composition: use the PLD profile
+        pass
+    try:
+        import dp_accounting
+        from dp_accounting import pld
+
+        relation = (dp_accounting.NeighboringRelation.REPLACE_ONE
+                    if getattr(mechanism, "neighbouring", None) is Neighbouring.REPLACE_ONE
+                    else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+        accountant = pld.PLDAccountant(relation, 1e-3)
+        accountant.compose(composition.to_dp_event())
+        eps = np.linspace(0.0, 40.0, 161)
+        deltas = np.array([accountant.get_delta(float(e)) for e in eps])
+    except Exception as exc:  # the report says why instead of drawing a made-up curve
+        return {"available": False, "reason": f"no trade-off curve: {type(exc).__name__}: {exc}"}
+    e, d = eps[None, :], deltas[None, :]
+    a = fpr[:, None]
+    first = np.exp(e) * a + d
+    second = 1.0 - np.exp(-e) * np.maximum(1.0 - a - d, 0.0)
+    tpr = np.clip(np.minimum(first, second).min(axis=1), fpr, 1.0)
+    return {"x": fpr.tolist(), "y": tpr.tolist(), "label": "PLD trade-off bound"}
+
+
+def gaussian_for(epsilon: float, delta: float, calibration: str):
+    """The Gaussian mechanism a calibration formula gives for (epsilon, delta), sensitivity 1."""
+    from accounting.calibration import calibrate_gaussian
+
+    if calibration not in ("classic", "analytic"):
+        raise ConfigurationError("calibration", f"unknown method {calibration!r}; choose classic or analytic")
+    return calibrate_gaussian(epsilon, delta, 1.0, method=calibration)
+
+
+def is_gaussian(mechanism) -> bool:
+    return isinstance(mechanism, Gaussian)
+
+
+def finite_or_none(value):
+    return None if value is None or not math.isfinite(value) else float(value)
