@@ -1,0 +1,137 @@
+"""``dpaudit run fts|fts-de|dp-fts|dp-fts-de|ts``: federated Thompson sampling, utility and privacy.
+
+Prints the mean utility over rounds (with standard errors over runs), the epsilon of the configuration
+from every accountant (``accounting.account_all(run.composition(), delta)``), and writes a JSON result
+and a utility plot to ``--out`` (both written atomically).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+from reports.commands.common import dumps, format_number, number_arg, print_table
+
+ALGORITHM_HELP = {
+    "fts": "federated TS through a server, P = 1, no privacy",
+    "fts-de": "federated TS with distributed exploration, no privacy",
+    "dp-fts": "differentially private FTS (P = 1)",
+    "dp-fts-de": "differentially private FTS with distributed exploration",
+    "ts": "plain local Thompson sampling (no federation)",
+}
+
+
+def add_algorithms(subparsers) -> None:
+    for name, help_text in ALGORITHM_HELP.items():
+        p = subparsers.add_parser(name, help=help_text)
+        source = p.add_mutually_exclusive_group()
+        source.add_argument("--preset", default=None,
+                            help="landmine | svm-breast-cancer (default) | svm-digits | synthetic")
+        source.add_argument("--config", default=None, help="TOML file of FTSConfig keys")
+        p.add_argument("--seed", type=int, default=0, help="base seed (run r uses seed [S, r])")
+        p.add_argument("--runs", type=number_arg("runs", low=1, integer=True), default=1)
+        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
+        p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
+        p.add_argument("--rounds", type=number_arg("rounds", low=1, integer=True), default=None)
+        p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        p.set_defaults(func=functools.partial(run_command, name))
+
+
+def load_config(algorithm: str, args):
+    from dpfed.fts import FTSConfig
+
+    overrides = {"algorithm": algorithm, "landmine_path": args.landmine_path,
+                 "rounds": int(args.rounds) if args.rounds else None}
+    if args.config:
+        return FTSConfig.from_toml(args.config, **overrides)
+    return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
+
+
+def run_command(algorithm: str, args) -> int:
+    from accounting.registry import account_all
+    from dpfed.fts import run_fts
+    from dpfed.objectives import make_objective
+
+    config = load_config(algorithm, args)
+    runs = int(args.runs)
+    objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
+    results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
+    curves = np.array([r.utility for r in results])
+    mean = curves.mean(axis=0)
+    se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
+    name = results[0].utility_name
+    print(f"{algorithm} on {config.objective}: N={config.num_agents} T={config.rounds} M={config.num_features} "
+          f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)")
+    steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
+    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])]
+                                                for t in steps])
+    composition = results[0].composition()
+    accounting_rows = []
+    if composition is None:
+        print("\nnot private: no differentially private release (epsilon = infinity)")
+    else:
+        delta = config.dp_delta
+        accounting_rows = [a.to_dict() for a in account_all(composition, delta, args.accountants)]
+        m = composition.parts[0][0]
+        print(f"\nprivacy: {composition.total_count} releases of subsampled Gaussian q={m.rate} z={m.noise_multiplier} "
+              f"clip={format_number(m.clip)} ({m.sampling.value}, {m.neighbouring.value}), delta={delta:.4g}")
+        print_table(["accountant", "epsilon", "status"],
+                    [[a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
+                     for a in accounting_rows])
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
+    payload = {"algorithm": algorithm, "config": config.to_dict(), "seed": args.seed, "runs": runs,
+               "utility_name": name, "utility_mean": mean.tolist(), "utility_se": se.tolist(),
+               "utility_runs": curves.tolist(), "releases": [r.releases for r in results],
+               "accounting": accounting_rows}
+    if args.save_transcript:
+        payload["transcript"] = results[0].transcript.to_dict()
+    stem = f"fts_{algorithm}_{config.objective}"
+    json_path = write_atomic(out / f"{stem}.json", dumps(payload).encode())
+    png_path = plot_utility(out / f"{stem}.png", mean, se, f"{algorithm} on {config.objective}", name)
+    print(f"\nwrote {json_path} and {png_path}")
+    return 0
+
+
+def write_atomic(path: Path, data: bytes) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def plot_utility(path: Path, mean, se, title: str, ylabel: str) -> Path:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    t = np.arange(len(mean))
+    ax.plot(t, mean, color="C0")
+    ax.fill_between(t, mean - se, mean + se, color="C0", alpha=0.25)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return write_atomic(path, buffer.getvalue())
