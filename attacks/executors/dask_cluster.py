@@ -13,7 +13,7 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, scheduler: str | None = None, workers: int = 2, timeout: float = 30.0):
+    def __init__(self, scheduler: str | None = None, workers: int = 2, timeout: float = 10.0):
         try:
             from distributed import Client, LocalCluster
         except ImportError:  # pragma: no cover - dask is a declared dependency

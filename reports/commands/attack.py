@@ -1,0 +1,177 @@
+"""``dpaudit attack PROBE ...``: run a membership-inference probe, print each estimator's lower bound
+and the verdict against the claim. Exit codes: 0 PASS (or no claim), 1 VIOLATION, 3 INCONCLUSIVE,
+2 bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+
+from accounting.errors import ConfigurationError
+
+CONFIG_KEYS = ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
+               "workers", "scheduler", "checkpoint", "methods", "batch_size", "params", "mechanism",
+               "datasets", "classifier")
+DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
+
+
+def parse_value(text: str):
+    """A TOML scalar if ``text`` is one (numbers, booleans, quoted strings), else the raw string."""
+    if text.lower() in ("none", "null"):
+        return None
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_params(items) -> dict:
+    params = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigurationError("param", f"expected KEY=VALUE, got {item!r}")
+        params[key.strip().replace("-", "_")] = parse_value(value.strip())
+    return params
+
+
+def load_config(path) -> dict:
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as handle:
+            config = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigurationError("config", f"cannot read {path!r}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError("config", f"{path!r} is not valid TOML: {exc}") from None
+    config = config.get("attack", config)
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise ConfigurationError("config", f"unknown key {unknown[0]!r} in {path!r}")
+    return config
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("attack", help="run a membership-inference probe: epsilon lower bounds",
+                                   description=__doc__)
+    parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
+    parser.add_argument("--list", action="store_true", help="list the probes and exit")
+    parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
+    parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="probe parameter (repeatable)")
+    parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
+    parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
+    parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
+    parser.add_argument("--claim-epsilon", type=float, help="claimed epsilon (default: the probe's tight "
+                                                             "epsilon of the described mechanism)")
+    parser.add_argument("--claim-delta", type=float, help="claimed delta (default: --delta)")
+    parser.add_argument("--delta", type=float, help="delta of the bounds (default: the probe's)")
+    parser.add_argument("--confidence", type=float, help="confidence level in (0, 1) (default 0.95)")
+    parser.add_argument("--trials", type=float, help="trials per world (default 100000)")
+    parser.add_argument("--executor", choices=["inprocess", "processes", "dask"])
+    parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2)")
+    parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
+    parser.add_argument("--seed", type=int, help="seed (the same seed gives the same scores everywhere)")
+    parser.add_argument("--checkpoint", help="directory for finished batches; rerun to resume")
+    parser.add_argument("--batch-size", type=int, help="trials per batch (default: the probe's)")
+    parser.add_argument("--methods", help="comma-separated estimators (default: all score-based ones)")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def _settings(args) -> dict:
+    config = load_config(args.config)
+    settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
+    for key in ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
+                "workers", "scheduler", "checkpoint", "batch_size", "methods", "mechanism", "datasets",
+                "classifier"):
+        value = getattr(args, key)
+        if value is not None:
+            settings[key] = value
+    settings["params"] = {**config.get("params", {}), **parse_params(args.param)}
+    return settings
+
+
+def build_probe(settings: dict):
+    from attacks.probes import get_probe
+
+    params = dict(settings["params"])
+    name = settings.get("probe")
+    if settings.get("mechanism") or settings.get("datasets"):
+        if name not in (None, "user"):
+            raise ConfigurationError("mechanism", "--mechanism/--datasets go with the 'user' probe only")
+        if not settings.get("mechanism") or not settings.get("datasets"):
+            raise ConfigurationError("mechanism", "a user mechanism needs both --mechanism and --datasets")
+        name = "user"
+        params.update(function=settings["mechanism"], datasets=settings["datasets"])
+        if settings.get("classifier"):
+            params["classifier"] = settings["classifier"]
+    if not name:
+        raise ConfigurationError("probe", "name a probe (see 'dpaudit attack --list') or give --mechanism")
+    return get_probe(name, **params)
+
+
+def _fmt(value, digits=4):
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def print_table(result, out=sys.stdout) -> None:
+    p = result.probe
+    print(f"probe       {p['name']} ({p['threat_model']}): {p['description']}", file=out)
+    print(f"trials      {result.trials} per world"
+          + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
+          + f", seed {result.seed}, {result.executor} x{result.workers}, {result.elapsed_seconds:.1f} s"
+          + (f", {result.batches_resumed}/{result.batches_total} batches resumed" if result.batches_resumed
+             else ""), file=out)
+    print(f"true eps    {_fmt(result.true_epsilon)} at delta {result.delta:.4g} (tight, described mechanism)",
+          file=out)
+    if result.claim_epsilon is not None:
+        print(f"claim       epsilon {_fmt(result.claim_epsilon)} at delta {result.claim_delta:.4g} "
+              f"({result.claim_source})", file=out)
+    print(f"AUC         {result.roc['auc']:.4f}", file=out)
+    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
+    for b in result.bounds:
+        kind = "rigorous" if b.rigorous else "indicative only (not rigorous)"
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
+    if result.verdict is not None:
+        v = result.verdict
+        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}",
+              file=out)
+    else:
+        print("\nverdict     none (no claim and no known tight epsilon; give --claim-epsilon)", file=out)
+
+
+def run(args) -> int:
+    from attacks.attack import run_attack
+    from attacks.probes import PROBES, probe_class
+
+    if args.list:
+        for name in PROBES:
+            try:
+                cls = probe_class(name)
+                print(f"{name:<24}{cls.threat_model:<16}{cls.description}")
+            except ConfigurationError as exc:
+                print(f"{name:<24}{'-':<16}unavailable: {exc}")
+        return 0
+    settings = _settings(args)
+    probe = build_probe(settings)
+    trials = settings["trials"]
+    if isinstance(trials, float) and trials.is_integer():
+        trials = int(trials)
+    methods = settings.get("methods")
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    result = run_attack(probe, trials, seed=settings.get("seed"), executor=settings["executor"],
+                        workers=settings["workers"], scheduler=settings.get("scheduler"),
+                        checkpoint_dir=settings.get("checkpoint"), delta=settings.get("delta"),
+                        confidence=settings["confidence"], claim_epsilon=settings.get("claim_epsilon"),
+                        claim_delta=settings.get("claim_delta"), methods=methods,
+                        progress=not args.no_progress and sys.stderr.isatty(),
+                        batch_size=settings.get("batch_size"))
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print_table(result)
+    return result.exit_code
