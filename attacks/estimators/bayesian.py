@@ -13,8 +13,8 @@ import numpy as np
 
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
-from attacks.estimators.binomial import check_audit_inputs, threshold_epsilons
-from attacks.estimators.thresholds import as_sorted, order_statistic_tests, selection_mask
+from attacks.estimators.binomial import check_audit_inputs
+from attacks.estimators.thresholds import as_sorted, select_threshold, selection_mask
 from attacks.estimators.types import EpsilonBound
 
 
@@ -27,18 +27,15 @@ def bayesian_lower_bound(scores_out, scores_in, delta: float, confidence: float 
     gen = as_generator(0 if rng is None else rng)
     pick_out = selection_mask(gen, out_scores.size, selection_fraction)
     pick_in = selection_mask(gen, in_scores.size, selection_fraction)
-    sel = order_statistic_tests(as_sorted(out_scores[pick_out]), as_sorted(in_scores[pick_in]), candidates) \
-        if pick_out.any() and pick_in.any() else None
     ev_out, ev_in = out_scores[~pick_out], in_scores[~pick_in]
-    if sel is None or ev_out.size == 0 or ev_in.size == 0:
+    if min(pick_out.sum(), pick_in.sum(), ev_out.size, ev_in.size) == 0:
         ev_out, ev_in = out_scores, in_scores  # too few trials to split: no selection, median threshold
         threshold = float(np.median(np.concatenate([out_scores, in_scores])))
     else:
-        eps, _, _ = threshold_epsilons(sel.lower_counts, sel.lower_totals, sel.upper_counts,
-                                       sel.upper_totals, delta, 1.0 - confidence)
-        threshold = float(sel.threshold[int(np.argmax(eps))])
-    fp = int(np.count_nonzero(ev_out >= threshold))
-    tp = int(np.count_nonzero(ev_in >= threshold))
+        _, threshold = select_threshold(as_sorted(out_scores[pick_out]), as_sorted(in_scores[pick_in]),
+                                        delta, 1.0 - confidence, candidates)
+    fp = int(np.count_nonzero(ev_out > threshold))
+    tp = int(np.count_nonzero(ev_in > threshold))
     tn, fn = ev_out.size - fp, ev_in.size - tp
     fpr = gen.beta(fp + 0.5, tn + 0.5, size=draws)
     fnr = gen.beta(fn + 0.5, tp + 0.5, size=draws)

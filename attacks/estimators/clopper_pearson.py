@@ -23,6 +23,7 @@ from attacks.estimators.thresholds import (
     as_sorted,
     fixed_threshold_tests,
     order_statistic_tests,
+    select_threshold,
     selection_mask,
 )
 from attacks.estimators.types import EpsilonBound
@@ -89,9 +90,8 @@ def clopper_pearson_lower_bound(scores_out, scores_in, delta: float, confidence:
     ev_out, ev_in = as_sorted(out_scores[~pick_out]), as_sorted(in_scores[~pick_in])
     if min(sel_out.size, sel_in.size, ev_out.size, ev_in.size) == 0:
         raise ConfigurationError("scores_out", "too few trials to split into selection and evaluation")
-    chosen = order_statistic_tests(as_sorted(sel_out), as_sorted(sel_in), candidates)
-    j, _, _, _ = _best(chosen, delta, alpha)
-    tests = fixed_threshold_tests(ev_out, ev_in, chosen.direction[j], chosen.threshold[j])
+    direction, threshold = select_threshold(as_sorted(sel_out), as_sorted(sel_in), delta, alpha, candidates)
+    tests = fixed_threshold_tests(ev_out, ev_in, direction, threshold)
     i, eps, lower, upper = _best(tests, delta, alpha)
     return _bound("clopper-pearson-split", tests, i, eps, lower, upper, delta, confidence, 1,
                   "Trials of each world are i.i.d.; the threshold is chosen on a random "
