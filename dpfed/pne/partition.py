@@ -181,6 +181,14 @@ class Partition:
             current = self.children(current).take(slice(offset, offset + 1))
         return current
 
+    def containing(self, point, depth: int) -> set[tuple[int, int]]:
+        """Keys of the nodes at ``depth`` whose closed cell contains ``point`` (two or more on an edge)."""
+        nodes = self.root()
+        for _ in range(int(depth)):
+            kids = self.children(nodes)
+            nodes = kids.take(kids.contains(point))
+        return set(nodes.keys())
+
     def describe(self) -> dict:
         return {"domain": self.domain.tolist(), "k": self.k, "dimension": self.dimension,
                 "split": self.split, "seed": self.seed}

@@ -1,0 +1,41 @@
+"""HCT baseline: determinism, convergence, and the PyXAB reference regret on Garland."""
+
+import math
+
+import numpy as np
+import pytest
+
+from accounting.errors import ConfigurationError
+from dpfed.pne import get_objective, run_hct
+
+
+def test_same_seed_same_run():
+    a, b = run_hct("garland", 1_500, seed=3), run_hct("garland", 1_500, seed=3)
+    assert np.array_equal(a.instant_regret, b.instant_regret)
+    assert not np.array_equal(a.instant_regret, run_hct("garland", 1_500, seed=4).instant_regret)
+
+
+def test_regret_near_the_pyxab_reference_on_garland():
+    # reference (issue 4): PyXAB's HCT with nu1 = 1, rho = 0.75, uniform noise of width 0.2 has about
+    # 245 at T = 2000 (measured against fmax = 1, i.e. ~4.5 more than against the true maximum)
+    regret = np.mean([run_hct("garland", 2_000, seed=s).final_regret for s in range(4)])
+    assert 170 < regret < 300
+
+
+def test_regret_is_sublinear_and_the_recommendation_is_good():
+    garland = get_objective("garland")
+    run = run_hct("garland", 8_000, seed=1)
+    assert run.regret[-1] / 8_000 < 0.6 * run.regret[999] / 1_000
+    assert garland.regret(run.recommendation)[0] < 0.01
+    late = run.points[-2_000:, 0]
+    assert np.mean(np.abs(late - math.pi / 6) < 0.06) > 0.5  # pulls concentrate around the optimum cusps
+
+
+def test_two_dimensional_objective_runs():
+    run = run_hct("himmelblau", 1_000, seed=0)
+    assert run.points.shape == (1_000, 2) and np.all(np.abs(run.points) <= 5)
+
+
+def test_bad_horizon_names_the_field():
+    with pytest.raises(ConfigurationError, match="horizon"):
+        run_hct("garland", 0)
