@@ -23,7 +23,8 @@ def test_thresholds_match_the_worked_schedule_of_the_notes():
     assert [p.completed for p in run.phases] == [True] * 5 + [False]
 
 
-@pytest.mark.parametrize("name, constants", [("garland", {}), ("himmelblau", {}), ("doublesine", {"rho": 0.8})])
+@pytest.mark.parametrize("name, constants",
+                         [("garland", {}), ("himmelblau", {}), ("doublesine", {"rho": 0.8})])
 def test_elimination_never_removes_the_node_holding_the_optimum_noise_free(name, constants):
     # DoubleSine satisfies the smoothness assumption f* - f(x_{h,i}) <= nu1 rho^h only for rho >= 0.8
     # (its gap near 0.5 decays like 0.8^h), so it is run with rho = 0.8; at rho = 0.5 it is violated.

@@ -29,7 +29,8 @@ def test_classic_calibration_uses_the_papers_formula():
 
 @pytest.mark.parametrize("inside, outside", [(1.0, 1000.0), (0.0, -7.5)])
 def test_rewards_are_clipped_before_the_noise(inside, outside):
-    # same seed => same privacy noise; a reward outside [0, 1] must release exactly what its clipped value does
+    # same seed => same privacy noise; a reward outside [0, 1] must release exactly what its clipped
+    # value does
     node_run = run_fed_pne("garland", 3, 2_000, seed=9)
     depth, index = node_run.phases[0].nodes[1]
 
