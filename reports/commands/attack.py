@@ -117,7 +117,8 @@ def _fmt(value, digits=4):
     return "-" if value is None else f"{value:.{digits}g}"
 
 
-def print_table(result, out=sys.stdout) -> None:
+def print_table(result, out=None) -> None:
+    out = sys.stdout if out is None else out
     p = result.probe
     print(f"probe       {p['name']} ({p['threat_model']}): {p['description']}", file=out)
     print(f"trials      {result.trials} per world"
