@@ -35,6 +35,7 @@ class ProbeSpec:
     kind: str  # "mechanism" | "end-to-end"
     trials: int
     params: dict = field(default_factory=dict)
+    batch_size: int | None = None  # trials per checkpointed batch (default: the probe's own)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,10 @@ def run_probe(target: TargetSpec, spec: ProbeSpec, index: int, options: AuditOpt
 
     import dataclasses
 
-    cls = probe_class(spec.name)
+    try:
+        cls = probe_class(spec.name)
+    except ConfigurationError as exc:  # a registered probe whose module has not been built
+        return {"available": False, "reason": str(exc).split(": ", 1)[-1]}
     known = {f.name for f in dataclasses.fields(cls)}
     shared = {k: v for k, v in tgt.probe_defaults(target).items() if k in known}
     probe = get_probe(spec.name, **{**shared, **spec.params})
@@ -163,7 +167,8 @@ def run_probe(target: TargetSpec, spec: ProbeSpec, index: int, options: AuditOpt
     result = run_attack(probe, trials, seed=seed, executor=options.executor, workers=options.workers,
                         scheduler=options.scheduler, checkpoint_dir=checkpoint_dir, delta=target.claim["delta"],
                         confidence=confidence, claim_epsilon=target.claim["epsilon"],
-                        claim_delta=target.claim["delta"], progress=options.progress)
+                        claim_delta=target.claim["delta"], progress=options.progress,
+                        batch_size=spec.batch_size)
     mechanism, steps = tgt.target_mechanism(target)
     meta = result.probe
     fpr, tpr = _thin_curve(result.roc["fpr"], result.roc["tpr"])
@@ -204,8 +209,9 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     probes = []
     for i, spec in enumerate(target.probes):
         log(f"[{target.name}] probe {spec.name} ({spec.kind}, {options.trials or spec.trials} trials per world)")
-        checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-batches")
-        section = cache.get_or_compute(f"probe-{i}", [base_key, "probe", i], lambda spec=spec, i=i, cp=checkpoint:
+        key = [base_key, "probe", i]
+        checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{_hash(key)[:12]}")
+        section = cache.get_or_compute(f"probe-{i}", key, lambda spec=spec, i=i, cp=checkpoint:
                                        _guard(f"probe {spec.name}", lambda: run_probe(
                                            target, spec, index * 1000 + i, options, cp, confidence)))
         if section.get("available") is False:
@@ -219,7 +225,7 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     analytic = fnd.analytic_check(target.claim, accounting)
     verdict = fnd.combine_verdict(target.claim, accounting, analytic, probes, options.confidence)
     parameters = {k: v for k, v in target.parameters.items()}
-    parameters.update({"mechanism": repr(mechanism), "releases": steps})
+    parameters.update({"mechanism": acc.describe(mechanism), "releases": steps})
     return {"name": target.name, "algorithm": target.algorithm, "description": target.description,
             "parameters": parameters, "claim": target.claim, "accounting": accounting,
             "calibration": calibration, "planner": planner, "probes": probes, "verdict": verdict,

@@ -24,10 +24,22 @@ REFERENCE_DELTA = 1e-5
 TIGHT_ACCOUNTANTS = ("exact", "pld", "prv")
 
 
-def _label(mechanism) -> tuple[str, str]:
+def describe(mechanism) -> str:
+    """A readable one-line description of a mechanism (enums by their value, numbers short)."""
+    parts = []
+    for f in dataclasses.fields(mechanism):
+        value = getattr(mechanism, f.name)
+        if value is None:
+            continue
+        value = getattr(value, "value", value)
+        parts.append(f"{f.name}={value:.6g}" if isinstance(value, float) else f"{f.name}={value}")
+    return f"{type(mechanism).__name__}({', '.join(parts)})"
+
+
+def _label(mechanism, relation: str = "add-remove") -> tuple[str, str]:
     if isinstance(mechanism, SubsampledGaussian):
         return mechanism.neighbouring.value, mechanism.sampling.value
-    return "add-remove", "none"
+    return relation, "none"
 
 
 def variants(mechanism):
@@ -43,8 +55,9 @@ def variants(mechanism):
     return out
 
 
-def _rows(mechanism, steps: int, delta: float, names, claimed: bool) -> tuple[list[dict], list]:
-    neighbouring, sampling = _label(mechanism)
+def _rows(mechanism, steps: int, delta: float, names, claimed: bool,
+          relation: str = "add-remove") -> tuple[list[dict], list]:
+    neighbouring, sampling = _label(mechanism, relation)
     results = account_all(Composition.of(mechanism, steps), delta, names=names)
     rows = [{"accountant": r.name, "neighbouring": neighbouring, "sampling": sampling, "delta": float(delta),
              "epsilon": r.epsilon, "status": r.status, "reason": r.reason, "claimed_setting": claimed}
@@ -85,12 +98,12 @@ def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=(
     rows, notes = [], []
     for variant in variants(mechanism):
         claimed = variant == mechanism
-        variant_rows, results = _rows(variant, steps, delta, names, claimed)
+        variant_rows, results = _rows(variant, steps, delta, names, claimed, claim["neighbouring"])
         rows += variant_rows
-        neighbouring, sampling = _label(variant)
+        neighbouring, sampling = _label(variant, claim["neighbouring"])
         notes += [f"{neighbouring}, {sampling}: {n}" for n in disagreements(results)]
     at_reference = ([] if math.isclose(reference_delta, delta)
-                    else _rows(mechanism, steps, reference_delta, names, True)[0])
+                    else _rows(mechanism, steps, reference_delta, names, True, claim["neighbouring"])[0])
     ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
     if len(ok) >= 2:
         low, high = min(ok, key=lambda r: r["epsilon"]), max(ok, key=lambda r: r["epsilon"])
@@ -102,7 +115,7 @@ def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=(
         if r["status"] == "failed":
             notes.append(f"{r['accountant']} failed for {r['neighbouring']}, {r['sampling']}: {r['reason']}")
     valid_rounds = [n for n in rounds_names if n in names]
-    return {"mechanism": repr(mechanism) + f" x {steps} releases", "rows": rows, "notes": notes,
+    return {"mechanism": describe(mechanism) + f" x {steps} releases", "rows": rows, "notes": notes,
             "reference_delta": float(reference_delta), "at_reference_delta": at_reference,
             "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1])}
 
@@ -128,16 +141,23 @@ def tradeoff_curve(mechanism, steps: int, fpr=None) -> dict:
         return {"x": fpr.tolist(), "y": tpr.tolist(), "label": f"exact trade-off bound (mu = {mu:.3g})"}
     except Exception:  # not a plain Gaussian composition: use the PLD profile
         pass
+    return profile_tradeoff(composition, fpr)
+
+
+def profile_tradeoff(composition: Composition, fpr) -> dict:
+    """Trade-off bound from the PLD privacy profile delta(eps) of ``composition`` (any mechanism dp-accounting
+    analyses); conservative because the profile is an upper bound."""
+    fpr = np.asarray(fpr, dtype=float)
     try:
         import dp_accounting
         from dp_accounting import pld
 
-        relation = (dp_accounting.NeighboringRelation.REPLACE_ONE
-                    if getattr(mechanism, "neighbouring", None) is Neighbouring.REPLACE_ONE
+        relations = {m.neighbouring for m, _ in composition.parts if isinstance(m, SubsampledGaussian)}
+        relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if Neighbouring.REPLACE_ONE in relations
                     else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
         accountant = pld.PLDAccountant(relation, 1e-3)
         accountant.compose(composition.to_dp_event())
-        eps = np.linspace(0.0, 40.0, 161)
+        eps = np.linspace(0.0, 40.0, 321)
         deltas = np.array([accountant.get_delta(float(e)) for e in eps])
     except Exception as exc:  # the report says why instead of drawing a made-up curve
         return {"available": False, "reason": f"no trade-off curve: {type(exc).__name__}: {exc}"}

@@ -39,6 +39,7 @@ def fts_config(target):
 
 
 def _fts_utility(target, seed: int, runs: int) -> dict:
+    from attacks.audit_accounting import describe
     from dpfed.fts import run_fts_de
     from dpfed.objectives import make_objective
 
@@ -48,7 +49,9 @@ def _fts_utility(target, seed: int, runs: int) -> dict:
     for run in range(runs):
         result = run_fts_de(config, rng=np.random.default_rng([seed, 1000 + run]), objective=objective)
         curves.append(np.asarray(result.utility, dtype=float))
-        compositions.add(repr(result.composition()))
+        composition = result.composition()
+        compositions.add("nothing" if composition is None else " + ".join(
+            f"{describe(m)} x {c}" for m, c in composition.parts))
         metric = result.utility_name
     curves = np.array(curves)
     rounds = list(range(curves.shape[1]))

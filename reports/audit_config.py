@@ -15,7 +15,7 @@ Layout::
     reference_delta = 1e-5   # optional: the conventional delta the report also accounts at
     [target.parameters]      # the algorithm's parameters (or the bare mechanism's)
     [target.claim]           # epsilon, delta (a number or "N^-x"), neighbouring, unit, [source, units]
-    [[target.probes]]        # name (see `dpaudit attack --help`), kind, trials, [params]
+    [[target.probes]]        # name (see `dpaudit attack --help`), kind, trials, [params, batch_size]
 
 Every problem raises ``ConfigurationError`` naming the field (for example ``target[0].claim.delta``).
 """
@@ -39,7 +39,7 @@ TOP_KEYS = {"title", "seed", "confidence", "target"}
 TARGET_KEYS = {"name", "algorithm", "description", "accountants", "utility_runs", "reference_delta",
                "parameters", "claim", "probes"}
 CLAIM_KEYS = {"epsilon", "delta", "neighbouring", "unit", "source", "units", "unit_plural"}
-PROBE_KEYS = {"name", "kind", "trials", "params"}
+PROBE_KEYS = {"name", "kind", "trials", "params", "batch_size"}
 
 
 def parse_delta(field: str, value) -> float:
@@ -103,7 +103,11 @@ def _probe(field: str, data) -> ProbeSpec:
     if "trials" not in data:
         raise ConfigurationError(f"{field}.trials", "missing: the probe's trial budget (trials per world)")
     trials = int(require_number(f"{field}.trials", data["trials"], low=1, integer=True))
-    return ProbeSpec(str(data["name"]), kind, trials, dict(_table(f"{field}.params", data.get("params", {}))))
+    batch = data.get("batch_size")
+    if batch is not None:
+        batch = int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
+    return ProbeSpec(str(data["name"]), kind, trials, dict(_table(f"{field}.params", data.get("params", {}))),
+                     batch)
 
 
 def _target(field: str, data) -> TargetSpec:

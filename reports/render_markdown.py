@@ -76,7 +76,7 @@ def _probe(p: dict) -> list[str]:
     out.append("")
     out += _table(["estimator", "epsilon lower bound", "delta", "confidence", "rigorous", "assumptions"],
                   [[b["method"], f(b["epsilon"]), f(b["delta"]), f(b["confidence"]),
-                    "yes" if b["rigorous"] else "no (model-based)", b["assumptions"]] for b in p["bounds"]])
+                    "yes" if b["rigorous"] else "no (model-based or Bayesian)", b["assumptions"]] for b in p["bounds"]])
     return out
 
 
@@ -115,7 +115,7 @@ def _utility(u: dict) -> list[str]:
 
 
 def _target(t: dict) -> list[str]:
-    out = [f"## {t['name']}", "", t["description"], "", f"Algorithm: `{t['algorithm']}`; parameters: "
+    out = [f"## {t['name']}", ""] + ([t["description"], ""] if t["description"] else []) + [f"Algorithm: `{t['algorithm']}`; parameters: "
            + ", ".join(f"{k} = {v}" for k, v in sorted(t["parameters"].items())), "",
            "### Claim", "", t["claim"]["text"], ""]
     if t["findings"]:
