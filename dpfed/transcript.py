@@ -34,8 +34,13 @@ class Message:
     payload: Any
 
     def to_dict(self) -> dict:
-        return {"round": self.round, "sender": self.sender, "receiver": self.receiver,
-                "name": self.name, "payload": _jsonable(self.payload)}
+        return {
+            "round": self.round,
+            "sender": self.sender,
+            "receiver": self.receiver,
+            "name": self.name,
+            "payload": _jsonable(self.payload),
+        }
 
 
 def _jsonable(value: Any) -> Any:
@@ -63,17 +68,26 @@ class Transcript:
         self.messages.append(message)
         return message
 
-    def filter(self, name: str | None = None, sender: str | None = None,
-               receiver: str | None = None, round: int | None = None) -> list[Message]:
+    def filter(
+        self,
+        name: str | None = None,
+        sender: str | None = None,
+        receiver: str | None = None,
+        round: int | None = None,
+    ) -> list[Message]:
         """Messages matching every given criterion (None matches anything), in order of sending."""
-        return [m for m in self.messages
-                if (name is None or m.name == name)
-                and (sender is None or m.sender == sender)
-                and (receiver is None or m.receiver == receiver)
-                and (round is None or m.round == round)]
+        return [
+            m
+            for m in self.messages
+            if (name is None or m.name == name)
+            and (sender is None or m.sender == sender)
+            and (receiver is None or m.receiver == receiver)
+            and (round is None or m.round == round)
+        ]
 
-    def payloads(self, name: str | None = None, sender: str | None = None,
-                 receiver: str | None = None) -> list[Any]:
+    def payloads(
+        self, name: str | None = None, sender: str | None = None, receiver: str | None = None
+    ) -> list[Any]:
         """Payloads of ``filter(...)``, in order."""
         return [m.payload for m in self.filter(name=name, sender=sender, receiver=receiver)]
 

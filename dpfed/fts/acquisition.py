@@ -57,8 +57,15 @@ class PiecewiseFunction:
         return values
 
 
-def maximise(functions, dim: int, rng, candidates: int = 500, refine_steps: int = 3,
-             refine_samples: int = 12, start=None) -> tuple[np.ndarray, np.ndarray]:
+def maximise(
+    functions,
+    dim: int,
+    rng,
+    candidates: int = 500,
+    refine_steps: int = 3,
+    refine_samples: int = 12,
+    start=None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Approximate maximiser and maximum of each of the ``len(functions)`` functions on [0, 1]^d.
 
     ``start`` (n, d), optional: one extra candidate per function. Returns ``(x, value)``, shapes (n, d), (n,).
@@ -76,8 +83,9 @@ def maximise(functions, dim: int, rng, candidates: int = 500, refine_steps: int 
         best_x = np.where((v0 > best_v)[:, None], start, best_x)
         best_v = np.maximum(v0, best_v)
     for scale in REFINE_SCALES[: int(refine_steps)]:
-        prop = np.clip(best_x[:, None, :] + scale * rng.standard_normal((n, int(refine_samples), int(dim))),
-                       0.0, 1.0)
+        prop = np.clip(
+            best_x[:, None, :] + scale * rng.standard_normal((n, int(refine_samples), int(dim))), 0.0, 1.0
+        )
         v = functions(prop)
         j = np.argmax(v, axis=1)
         vj = v[np.arange(n), j]

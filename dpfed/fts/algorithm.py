@@ -59,10 +59,15 @@ class FTSResult:
         return Composition.of(self.mechanism, self.releases)
 
     def to_dict(self) -> dict:
-        return {"config": self.config.to_dict(), "utility_name": self.utility_name,
-                "utility": self.utility.tolist(), "releases": self.releases,
-                "queries": self.queries.tolist(), "observed": self.observed.tolist(),
-                "transcript": self.transcript.to_dict()}
+        return {
+            "config": self.config.to_dict(),
+            "utility_name": self.utility_name,
+            "utility": self.utility.tolist(),
+            "releases": self.releases,
+            "queries": self.queries.tolist(),
+            "observed": self.observed.tolist(),
+            "transcript": self.transcript.to_dict(),
+        }
 
 
 def _initial_points(config, slot_regions, boxes, rng):
@@ -74,8 +79,16 @@ def _initial_points(config, slot_regions, boxes, rng):
     return u
 
 
-def run_fts(config: FTSConfig, rng, *, mechanism: SubsampledGaussian | None = None, objective=None,
-            canary_vector=None, canary_subregion: int | None = None, upload_hook=None) -> FTSResult:
+def run_fts(
+    config: FTSConfig,
+    rng,
+    *,
+    mechanism: SubsampledGaussian | None = None,
+    objective=None,
+    canary_vector=None,
+    canary_subregion: int | None = None,
+    upload_hook=None,
+) -> FTSResult:
     """Run the algorithm ``config.algorithm`` once (BLAS limited to one thread: the matrices are small
     and multi-threaded BLAS only adds contention on them).
 
@@ -121,9 +134,13 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
     if canary_vector is not None:
         canary_vector = np.asarray(canary_vector, dtype=float)
         if slots < n + 1:
-            raise ConfigurationError("population", "a canary needs a declared slot: use config.with_canary_slot()")
+            raise ConfigurationError(
+                "population", "a canary needs a declared slot: use config.with_canary_slot()"
+            )
         if canary_vector.shape != (c.num_features,):
-            raise ConfigurationError("canary_vector", f"expected shape ({c.num_features},), got {canary_vector.shape}")
+            raise ConfigurationError(
+                "canary_vector", f"expected shape ({c.num_features},), got {canary_vector.shape}"
+            )
         if canary_subregion is not None:
             if not 0 <= int(canary_subregion) < p:
                 raise ConfigurationError("canary_subregion", f"must be in 0..{p - 1}")
@@ -143,8 +160,11 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
 
     federated = c.algorithm != "ts"
     mech = (mechanism or c.mechanism()) if c.private else None
-    server = Server(slot_regions, p, mech, c.weight_gap, c.weight_hold, c.weight_decay,
-                    c.empty_sample_fallback) if federated else None
+    server = (
+        Server(slot_regions, p, mech, c.weight_gap, c.weight_hold, c.weight_decay, c.empty_sample_fallback)
+        if federated
+        else None
+    )
     transcript = Transcript()
     sampled, used, noise_std = [], [], []
     present = np.arange(slots) < n
@@ -187,12 +207,19 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
         utility.append(objective.utility(best))
         used.append(~go_local if blocks is not None else np.zeros(n, bool))
     return FTSResult(
-        config=c, queries=np.concatenate(queries, axis=1), observed=np.concatenate(observed, axis=1),
-        true_values=np.concatenate(true, axis=1), utility_per_agent=np.stack(utility, axis=1),
-        transcript=transcript, sampled=np.array(sampled) if mech is not None else None,
-        used_broadcast=np.array(used), releases=server.releases if server else 0, mechanism=mech,
+        config=c,
+        queries=np.concatenate(queries, axis=1),
+        observed=np.concatenate(observed, axis=1),
+        true_values=np.concatenate(true, axis=1),
+        utility_per_agent=np.stack(utility, axis=1),
+        transcript=transcript,
+        sampled=np.array(sampled) if mech is not None else None,
+        used_broadcast=np.array(used),
+        releases=server.releases if server else 0,
+        mechanism=mech,
         block_noise_std=np.array(noise_std) if mech is not None else None,
-        utility_name=getattr(objective, "utility_name", "utility"))
+        utility_name=getattr(objective, "utility_name", "utility"),
+    )
 
 
 run_fts_de = run_fts

@@ -70,16 +70,43 @@ class FTSConfig:
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
-            raise ConfigurationError("algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+            raise ConfigurationError(
+                "algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}"
+            )
         if self.objective not in OBJECTIVES:
-            raise ConfigurationError("objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        ints = {"num_agents": 1, "rounds": 1, "init_points": 1, "num_features": 1, "local_num_features": 1,
-                "subregions": 1, "weight_hold": 0, "weight_decay": 0, "candidates": 1, "refine_steps": 0,
-                "refine_samples": 1, "dim": 1, "data_seed": 0}
+            raise ConfigurationError(
+                "objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
+            )
+        ints = {
+            "num_agents": 1,
+            "rounds": 1,
+            "init_points": 1,
+            "num_features": 1,
+            "local_num_features": 1,
+            "subregions": 1,
+            "weight_hold": 0,
+            "weight_decay": 0,
+            "candidates": 1,
+            "refine_steps": 0,
+            "refine_samples": 1,
+            "dim": 1,
+            "data_seed": 0,
+        }
         for name, low in ints.items():
-            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
-        for name in ("lengthscale", "kernel_variance", "obs_noise_var", "local_lengthscale", "local_noise_var",
-                     "noise_multiplier", "clip", "gp_lengthscale", "objective_noise_var"):
+            object.__setattr__(
+                self, name, int(require_number(name, getattr(self, name), low=low, integer=True))
+            )
+        for name in (
+            "lengthscale",
+            "kernel_variance",
+            "obs_noise_var",
+            "local_lengthscale",
+            "local_noise_var",
+            "noise_multiplier",
+            "clip",
+            "gp_lengthscale",
+            "objective_noise_var",
+        ):
             object.__setattr__(self, name, require_number(name, getattr(self, name), low=0, low_open=True))
         require_number("rate", self.rate, low=0, low_open=True, high=1)
         require_number("heterogeneity", self.heterogeneity, low=0, high=1)
@@ -89,7 +116,9 @@ class FTSConfig:
         if self.population is not None:
             require_number("population", self.population, low=self.num_agents, integer=True)
         if self.mixing not in MIXING_SCHEDULES:
-            raise ConfigurationError("mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
+            raise ConfigurationError(
+                "mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}"
+            )
         if self.init not in ("subregion", "whole"):
             raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
         if self.empty_sample_fallback not in ("noise", "uniform"):
@@ -99,7 +128,9 @@ class FTSConfig:
         if self.objective != "synthetic" and self.dim != 2:
             raise ConfigurationError("dim", f"the {self.objective} objective tunes (C, gamma): dim must be 2")
         if self.objective == "landmine" and not self.landmine_path:
-            raise ConfigurationError("landmine_path", "the landmine objective needs the path of LandmineData.mat")
+            raise ConfigurationError(
+                "landmine_path", "the landmine objective needs the path of LandmineData.mat"
+            )
         box_partition(self.dim, self.effective_subregions)  # P must split the domain
 
     # ----- derived ---------------------------------------------------------------------------
@@ -128,9 +159,14 @@ class FTSConfig:
         """The one subsampled Gaussian of the server (clip S/sqrt(P)); None for non-private algorithms."""
         if not self.private:
             return None
-        return SubsampledGaussian(rate=self.rate, noise_multiplier=self.noise_multiplier,
-                                  clip=self.per_vector_clip, sampling=self.sampling,
-                                  neighbouring=self.neighbouring, population=self.declared_population)
+        return SubsampledGaussian(
+            rate=self.rate,
+            noise_multiplier=self.noise_multiplier,
+            clip=self.per_vector_clip,
+            sampling=self.sampling,
+            neighbouring=self.neighbouring,
+            population=self.declared_population,
+        )
 
     def replace(self, **changes) -> FTSConfig:
         unknown = [k for k in changes if k not in FIELD_NAMES]
@@ -169,7 +205,7 @@ class FTSConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> FTSConfig:
-        """Presets: landmine, svm-breast-cancer, svm-digits, synthetic (files dpfed/presets/fts_<name>.toml)."""
+        """Presets: landmine, svm-breast-cancer, svm-digits, synthetic (dpfed/presets/fts_<name>.toml)."""
         if name not in PRESETS:
             raise ConfigurationError("preset", f"unknown {name!r}; choose one of {', '.join(PRESETS)}")
         return cls.from_toml(PRESET_DIR / f"fts_{name}.toml", **overrides)

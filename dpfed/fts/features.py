@@ -27,8 +27,15 @@ class RandomFourierFeatures:
     normalise: bool = True
 
     @classmethod
-    def draw(cls, dim: int, num_features: int, lengthscale: float, rng, variance: float = 1.0,
-             normalise: bool = True) -> RandomFourierFeatures:
+    def draw(
+        cls,
+        dim: int,
+        num_features: int,
+        lengthscale: float,
+        rng,
+        variance: float = 1.0,
+        normalise: bool = True,
+    ) -> RandomFourierFeatures:
         """Draw the spectral samples of an SE kernel with the given lengthscale and variance."""
         dim = int(require_number("dim", dim, low=1, integer=True))
         m = int(require_number("num_features", num_features, low=1, integer=True))

@@ -27,13 +27,15 @@ def box_partition(dim: int, subregions: int) -> np.ndarray:
     else:
         k = p.bit_length() - 1
         m = int(round(p ** (1.0 / dim)))
-        if 2 ** k == p and k <= dim:
+        if 2**k == p and k <= dim:
             splits = [2] * k + [1] * (dim - k)
-        elif m ** dim == p:
+        elif m**dim == p:
             splits = [m] * dim
         else:
-            raise ConfigurationError("subregions", f"P = {p} does not split [0,1]^{dim} into equal boxes "
-                                                   f"(use 2^k with k <= {dim}, or m^{dim})")
+            raise ConfigurationError(
+                "subregions",
+                f"P = {p} does not split [0,1]^{dim} into equal boxes (use 2^k with k <= {dim}, or m^{dim})",
+            )
     edges = [np.linspace(0.0, 1.0, s + 1) for s in splits]
     boxes = []
     for idx in itertools.product(*[range(s) for s in splits]):
@@ -44,7 +46,7 @@ def box_partition(dim: int, subregions: int) -> np.ndarray:
 
 
 def region_of(x, boxes: np.ndarray) -> np.ndarray:
-    """Index of the first box containing each point of ``x`` (..., d); points outside get the nearest-by-clip box."""
+    """Index of the first box containing each point of ``x`` (..., d); outside points are clipped first."""
     x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
     inside = np.all((x[..., None, :] >= boxes[:, 0]) & (x[..., None, :] <= boxes[:, 1]), axis=-1)
     return np.argmax(inside, axis=-1)

@@ -32,11 +32,21 @@ class Server:
     sampled agent broadcasts U[0, 1)^M instead of pure noise. It exists only to be audited.
     """
 
-    def __init__(self, slot_regions, subregions: int, mechanism: SubsampledGaussian | None = None,
-                 gap: float = 15.0, hold: int = 10, decay: int = 30, empty_sample_fallback: str = "noise"):
+    def __init__(
+        self,
+        slot_regions,
+        subregions: int,
+        mechanism: SubsampledGaussian | None = None,
+        gap: float = 15.0,
+        hold: int = 10,
+        decay: int = 30,
+        empty_sample_fallback: str = "noise",
+    ):
         if empty_sample_fallback not in FALLBACKS:
-            raise ConfigurationError("empty_sample_fallback", f"choose one of {', '.join(FALLBACKS)}, "
-                                                              f"got {empty_sample_fallback!r}")
+            raise ConfigurationError(
+                "empty_sample_fallback",
+                f"choose one of {', '.join(FALLBACKS)}, got {empty_sample_fallback!r}",
+            )
         self.slot_regions = np.asarray(slot_regions)
         self.subregions = int(subregions)
         self.mechanism = mechanism
@@ -71,8 +81,9 @@ class Server:
         if self.mechanism is None:
             return w @ uploads, np.asarray(present, dtype=bool).copy()
         rng = as_generator(rng)
-        noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate,
-                                             return_mask=True)
+        noisy, mask = self.mechanism.release(
+            uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True
+        )
         if self.empty_sample_fallback == "uniform" and not np.any(mask & present):
             noisy = rng.random(noisy.shape)
         self.releases += 1

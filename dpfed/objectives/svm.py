@@ -31,7 +31,9 @@ def sklearn_shards(name: str, num_agents: int, seed: int = 0) -> list[tuple[np.n
         x, y = datasets.load_digits(return_X_y=True)
         y = (y < 5).astype(int)
     else:
-        raise ConfigurationError("objective", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+        raise ConfigurationError(
+            "objective", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}"
+        )
     rng = np.random.default_rng(seed)
     shards: list[list[int]] = [[] for _ in range(num_agents)]
     for label in np.unique(y):  # deal each class round-robin after shuffling: stratified shards
@@ -73,8 +75,9 @@ class SVMTuning:
     dim = 2
     utility_name = "1 - AUC"
 
-    def __init__(self, shards, log10_c=(-3.0, 3.0), log10_gamma=(-4.0, 1.0), resolution: int = 128,
-                 split_seed: int = 0):
+    def __init__(
+        self, shards, log10_c=(-3.0, 3.0), log10_gamma=(-4.0, 1.0), resolution: int = 128, split_seed: int = 0
+    ):
         if not shards:
             raise ConfigurationError("num_agents", "no agent shards")
         self.num_agents = len(shards)
@@ -128,8 +131,9 @@ class SVMTuning:
     def evaluate(self, x, rng=None):
         """Validation AUC of each agent at its points ``x`` (N, k, 2); observed == true (no noise)."""
         cells = self.cell(x)
-        values = np.array([[self.auc(n, cells[n, j]) for j in range(cells.shape[1])]
-                           for n in range(cells.shape[0])])
+        values = np.array(
+            [[self.auc(n, cells[n, j]) for j in range(cells.shape[1])] for n in range(cells.shape[0])]
+        )
         return values, values
 
     def utility(self, best_true) -> np.ndarray:

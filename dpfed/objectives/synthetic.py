@@ -21,8 +21,17 @@ from dpfed.fts.features import RandomFourierFeatures
 class SyntheticGP:
     utility_name = "simple regret"
 
-    def __init__(self, num_agents: int, dim: int, rng, lengthscale: float = 0.1, heterogeneity: float = 0.1,
-                 noise_var: float = 1e-4, num_basis: int = 256, grid_points: int = 4096):
+    def __init__(
+        self,
+        num_agents: int,
+        dim: int,
+        rng,
+        lengthscale: float = 0.1,
+        heterogeneity: float = 0.1,
+        noise_var: float = 1e-4,
+        num_basis: int = 256,
+        grid_points: int = 4096,
+    ):
         rng = as_generator(rng)
         self.num_agents = int(require_number("num_agents", num_agents, low=1, integer=True))
         self.dim = int(require_number("dim", dim, low=1, integer=True))
@@ -41,8 +50,9 @@ class SyntheticGP:
         span = np.maximum(high - low, 1e-12)
         self.functions = LinearFunctions(self.features, weights / span[:, None], -low / span)
         best = grid[np.argmax(values, axis=1)]
-        _, refined = maximise(self.functions, self.dim, rng, candidates=256, refine_steps=5,
-                              refine_samples=64, start=best)
+        _, refined = maximise(
+            self.functions, self.dim, rng, candidates=256, refine_steps=5, refine_samples=64, start=best
+        )
         self.optimum = np.maximum(refined, 1.0)
 
     def true_values(self, x) -> np.ndarray:
@@ -55,4 +65,3 @@ class SyntheticGP:
 
     def utility(self, best_true) -> np.ndarray:
         return np.maximum(self.optimum - np.asarray(best_true, dtype=float), 0.0)
-

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from accounting.errors import ConfigurationError
-from reports.commands.common import dumps, format_number, number_arg, print_table
+from accounting.errors import ConfigurationError, require_number
+from reports.commands.common import dumps, format_number, print_table
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -30,24 +30,30 @@ def add_algorithms(subparsers) -> None:
     for name, help_text in ALGORITHM_HELP.items():
         p = subparsers.add_parser(name, help=help_text)
         source = p.add_mutually_exclusive_group()
-        source.add_argument("--preset", default=None,
-                            help="landmine | svm-breast-cancer (default) | svm-digits | synthetic")
+        source.add_argument(
+            "--preset", default=None, help="landmine | svm-breast-cancer (default) | svm-digits | synthetic"
+        )
         source.add_argument("--config", default=None, help="TOML file of FTSConfig keys")
         p.add_argument("--seed", type=int, default=0, help="base seed (run r uses seed [S, r])")
-        p.add_argument("--runs", type=number_arg("runs", low=1, integer=True), default=1)
+        p.add_argument("--runs", default="1", help="number of runs (seeds [S, 0..R-1])")
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
-        p.add_argument("--rounds", type=number_arg("rounds", low=1, integer=True), default=None)
+        p.add_argument("--rounds", default=None, help="override the number of rounds T")
         p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
-        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        p.add_argument(
+            "--save-transcript", action="store_true", help="include run 0's transcript in the JSON"
+        )
         p.set_defaults(func=functools.partial(run_command, name))
 
 
 def load_config(algorithm: str, args):
     from dpfed.fts import FTSConfig
 
-    overrides = {"algorithm": algorithm, "landmine_path": args.landmine_path,
-                 "rounds": int(args.rounds) if args.rounds else None}
+    overrides = {
+        "algorithm": algorithm,
+        "landmine_path": args.landmine_path,
+        "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds else None,
+    }
     if args.config:
         return FTSConfig.from_toml(args.config, **overrides)
     return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
@@ -58,19 +64,24 @@ def run_command(algorithm: str, args) -> int:
     from dpfed.fts import run_fts
     from dpfed.objectives import make_objective
 
+    runs = int(require_number("runs", args.runs, low=1, integer=True))
     config = load_config(algorithm, args)
-    runs = int(args.runs)
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
-    results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
+    results = [
+        run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)
+    ]
     curves = np.array([r.utility for r in results])
     mean = curves.mean(axis=0)
     se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
     name = results[0].utility_name
-    print(f"{algorithm} on {config.objective}: N={config.num_agents} T={config.rounds} M={config.num_features} "
-          f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)")
+    print(
+        f"{algorithm} on {config.objective}: N={config.num_agents} T={config.rounds} M={config.num_features} "
+        f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
+    )
     steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
-    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])]
-                                                for t in steps])
+    print_table(
+        ["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps]
+    )
     composition = results[0].composition()
     accounting_rows = []
     if composition is None:
@@ -79,20 +90,39 @@ def run_command(algorithm: str, args) -> int:
         delta = config.dp_delta
         accounting_rows = [a.to_dict() for a in account_all(composition, delta, args.accountants)]
         m = composition.parts[0][0]
-        print(f"\nprivacy: {composition.total_count} releases of subsampled Gaussian q={m.rate} z={m.noise_multiplier} "
-              f"clip={format_number(m.clip)} ({m.sampling.value}, {m.neighbouring.value}), delta={delta:.4g}")
-        print_table(["accountant", "epsilon", "status"],
-                    [[a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
-                     for a in accounting_rows])
+        print(
+            f"\nprivacy: {composition.total_count} releases of subsampled Gaussian "
+            f"q={m.rate} z={m.noise_multiplier} "
+            f"clip={format_number(m.clip)} ({m.sampling.value}, {m.neighbouring.value}), delta={delta:.4g}"
+        )
+        print_table(
+            ["accountant", "epsilon", "status"],
+            [
+                [
+                    a["name"],
+                    format_number(a["epsilon"]),
+                    a["status"] + (f" ({a['reason']})" if a["reason"] else ""),
+                ]
+                for a in accounting_rows
+            ],
+        )
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
-    payload = {"algorithm": algorithm, "config": config.to_dict(), "seed": args.seed, "runs": runs,
-               "utility_name": name, "utility_mean": mean.tolist(), "utility_se": se.tolist(),
-               "utility_runs": curves.tolist(), "releases": [r.releases for r in results],
-               "accounting": accounting_rows}
+    payload = {
+        "algorithm": algorithm,
+        "config": config.to_dict(),
+        "seed": args.seed,
+        "runs": runs,
+        "utility_name": name,
+        "utility_mean": mean.tolist(),
+        "utility_se": se.tolist(),
+        "utility_runs": curves.tolist(),
+        "releases": [r.releases for r in results],
+        "accounting": accounting_rows,
+    }
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
     stem = f"fts_{algorithm}_{config.objective}"
