@@ -19,7 +19,8 @@ def noisy_text(dataset, rng):
 
 
 def test_json_output_and_pass_exit_code(capsys):
-    code = main(["attack", "gaussian", "--trials", "20000", "--seed", "1", "--format", "json", "--no-progress"])
+    code = main(["attack", "gaussian", "--trials", "20000", "--seed", "1", "--format", "json",
+                 "--no-progress"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"]["status"] == "PASS"
     assert out["trials_per_world"] == 20000 and out["claim"]["epsilon"] == pytest.approx(2.0)

@@ -24,9 +24,8 @@ def test_plan_batches_cover_trials_and_seed_independently_of_count():
     tasks = plan_batches(2500, 1000, 5)
     assert [t.size for t in tasks] == [1000, 1000, 500] * 2 and [t.world for t in tasks] == [0] * 3 + [1] * 3
     longer = plan_batches(4000, 1000, 5)
-    same = [np.array_equal(a.seed.generate_state(4), b.seed.generate_state(4)) for a, b in zip(tasks[:2],
-                                                                                               longer[:2])]
-    assert all(same)
+    for a, b in zip(tasks[:2], longer[:2], strict=True):
+        assert np.array_equal(a.seed.generate_state(4), b.seed.generate_state(4))
     assert len({tuple(t.seed.generate_state(2)) for t in longer}) == len(longer)
 
 
@@ -46,7 +45,7 @@ def test_same_seed_same_scores_on_every_executor():
                collect_scores(probe, 3000, 42, executor="processes", workers=1)]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         results.append(collect_scores(probe, 3000, 42, executor="dask", scheduler=cluster.scheduler_address))
-    for out, inn, info in results:
+    for out, inn, _info in results:
         assert np.array_equal(out, reference[0]) and np.array_equal(inn, reference[1])
     assert results[-1][2]["executor"] == "dask"
     different = collect_scores(probe, 3000, 43)

@@ -74,8 +74,8 @@ def test_gaussian_probe_true_epsilon_matches_calibration_target():
 def test_laplace_profile_matches_numerical_hockey_stick():
     # delta(eps) = int max(0, p1 - e^eps p0) for Laplace(0, b) vs Laplace(1, b), integrated by scipy.
     b = 0.5
+    p0, p1 = stats.laplace(0, b).pdf, stats.laplace(1, b).pdf
     for eps in (0.3, 1.0, 1.7):
-        p0, p1 = stats.laplace(0, b).pdf, stats.laplace(1, b).pdf
         delta, _ = integrate.quad(lambda x, e=eps: max(0.0, p1(x) - math.exp(e) * p0(x)), -20, 20,
                                   points=[0, 1], limit=200)
         assert laplace_epsilon(1 / b, delta) == pytest.approx(eps, abs=1e-6)
