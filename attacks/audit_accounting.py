@@ -91,7 +91,7 @@ def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> 
 
 
 def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=("moments", "rdp", "pld"),
-                       reference_delta: float = REFERENCE_DELTA) -> dict:
+                       reference_delta: float = REFERENCE_DELTA, rounds_points: int = 7) -> dict:
     """Every accountant's epsilon at the claimed delta for each relation/sampling variant of ``mechanism``
     run ``steps`` times, the claimed setting at ``reference_delta``, notes and epsilon over rounds."""
     delta = claim["delta"]
@@ -117,7 +117,7 @@ def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=(
     valid_rounds = [n for n in rounds_names if n in names]
     return {"mechanism": describe(mechanism) + f" x {steps} releases", "rows": rows, "notes": notes,
             "reference_delta": float(reference_delta), "at_reference_delta": at_reference,
-            "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1])}
+            "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1], rounds_points)}
 
 
 def epsilon_of(rows: list[dict], accountant: str, claimed: bool = True) -> float | None:

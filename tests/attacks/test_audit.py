@@ -23,7 +23,8 @@ FTS_CLAIM = {"epsilon": 15.17, "delta": DELTA_29, "neighbouring": "add-remove", 
 
 @pytest.fixture(scope="module")
 def fts_accounting():
-    return acc.accounting_section(FTS_MECH, 60, FTS_CLAIM, ["moments", "pld"], rounds_names=("pld",))
+    return acc.accounting_section(FTS_MECH, 60, FTS_CLAIM, ["moments", "pld"], rounds_names=("pld",),
+                                  rounds_points=3)
 
 
 def test_accounting_reproduces_published_and_reference_numbers(fts_accounting):

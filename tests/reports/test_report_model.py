@@ -1,0 +1,86 @@
+"""Report model: schema validation, loading, atomic writes, claim wording."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from accounting.errors import ConfigurationError
+from reports import model
+from tests.reports.synthetic_report import synthetic_report
+
+
+def test_synthetic_report_validates_and_round_trips(tmp_path):
+    report = synthetic_report()
+    model.validate_report(report)
+    path = tmp_path / "report.json"
+    model.save_report(report, path)
+    assert model.load_report(path) == json.loads(json.dumps(report))
+    assert report["status"] == "INCONCLUSIVE" and report["exit_code"] == 3
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda r: r.update(status="MAYBE"), "status"),
+    (lambda r: r["targets"][0]["claim"].update(delta=1.0), "targets/0/claim/delta"),
+    (lambda r: r["targets"][0].pop("verdict"), "targets/0"),
+    (lambda r: r["targets"][0]["probes"][0]["bounds"][0].update(epsilon=-1.0), "targets/0/probes/0"),
+    (lambda r: r["provenance"].update(config_hash="md5:x"), "provenance/config_hash"),
+])
+def test_schema_rejects_bad_reports_naming_the_field(mutate, field):
+    report = synthetic_report()
+    mutate(report)
+    with pytest.raises(ConfigurationError) as err:
+        model.validate_report(report)
+    assert err.value.field.startswith(field)
+
+
+def test_load_report_refuses_other_files(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigurationError, match="result"):
+        model.load_report(bad)
+    bad.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ConfigurationError, match="not a dpfed-audit report"):
+        model.load_report(bad)
+    future = synthetic_report()
+    future["schema_version"] = "2.0"
+    bad.write_text(json.dumps(future))
+    with pytest.raises(ConfigurationError, match="schema_version"):
+        model.load_report(bad)
+    with pytest.raises(ConfigurationError, match="no such file"):
+        model.load_report(tmp_path / "missing.json")
+
+
+def test_atomic_write_never_leaves_a_half_written_file(tmp_path, monkeypatch):
+    path = tmp_path / "report.md"
+    model.atomic_write_text(path, "old\n")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        model.atomic_write_text(path, "new " * 10000)
+    monkeypatch.undo()
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # the temporary file is gone
+    model.atomic_write_text(path, "new\n")
+    assert path.read_text() == "new\n" and oct(path.stat().st_mode & 0o044) != "0o0"
+
+
+def test_claim_in_words_names_unit_and_relation():
+    text = model.claim_in_words({"epsilon": 15.17, "delta": 29**-1.1, "neighbouring": "add-remove",
+                                 "unit": "one agent (all of its uploads)"})
+    assert "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
+    text = model.claim_in_words({"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"})
+    assert "replacing one reward" in text
+
+
+def test_worst_status_and_strip_volatile():
+    assert model.worst_status(["PASS", "INCONCLUSIVE", "VIOLATION"]) == "VIOLATION"
+    assert model.worst_status(["PASS", "PASS"]) == "PASS"
+    assert model.worst_status([]) == "INCONCLUSIVE"
+    stripped = model.strip_volatile(synthetic_report())
+    assert "started" not in stripped["provenance"] and "seed" in stripped["provenance"]
