@@ -27,7 +27,8 @@ PROBES: dict[str, tuple[str, dict]] = {
     "fts-server-reference": ("attacks.probes.fts:FtsServerProbe", {"schedule": "reference"}),
     "fts-end-to-end": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe", {}),
     "pne-reward": ("attacks.probes.pne:PneRewardProbe", {}),
-    "pne-end-to-end": ("attacks.probes.pne_end_to_end:PneEndToEndProbe", {}),
+    "pne-end-to-end": ("attacks.probes.pne:PneEndToEndProbe", {}),
+    "pne-unclipped-canary": ("attacks.probes.pne:PneRewardProbe", {"canary_value": 10.0}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
 }
 

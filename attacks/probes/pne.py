@@ -1,0 +1,139 @@
+"""DP-Fed-PNE probes (``seed_fedpne.md`` 3.4): one client's canary reward, 0 in world 0 and 1 in world 1
+(or an out-of-range value to test the clipping), in a node that client pulls ``pulls`` times; the
+honest-but-curious server sees that client's uploaded local mean of the node.
+
+``PneRewardProbe`` (mechanism level) privatises the node's rewards with the algorithm's own
+``RewardPrivatizer`` (clip to [0, 1], then ``accounting.Gaussian.release``) vectorised over trials and
+averages them as the client does; the other ``pulls - 1`` rewards are known to the adversary. The mean
+is the Neyman-Pearson score. ``PneEndToEndProbe`` runs the whole DP-Fed-PNE algorithm with the canary
+forced through its ``RewardOverride`` hook and reads the upload from the transcript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from accounting.errors import ConfigurationError, require_number
+from accounting.exact import gaussian_epsilon
+from attacks.probes.base import Probe, check_world
+
+
+def _mechanism(epsilon, delta, calibration):
+    from dpfed.pne.private import dp_mechanism
+
+    return dp_mechanism(epsilon, delta, calibration)
+
+
+@dataclass
+class PneRewardProbe(Probe):
+    """Canary reward in a node pulled ``pulls`` times by one client; server view of its local mean."""
+
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    calibration: str = "classic"
+    pulls: int = 1
+    canary_value: float = 1.0
+    other_reward: float = 0.5
+
+    name = "pne-reward"
+    threat_model = "server view"
+    description = ("DP-Fed-PNE: one client's reward is 0 (world 0) or the canary value (world 1) in a node "
+                   "it pulls `pulls` times; the server sees the client's noisy local mean")
+    batch_size = 1_000_000
+
+    def __post_init__(self):
+        self.pulls = int(require_number("pulls", self.pulls, low=1, integer=True))
+        self.delta = require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
+        require_number("canary_value", self.canary_value)
+        self._mechanism = _mechanism(self.epsilon, self.delta, self.calibration)
+        self.default_delta = self.delta
+        self.batch_size = max(1, 1_000_000 // self.pulls)
+
+    def mechanism(self):
+        return self._mechanism
+
+    def true_epsilon(self, delta: float) -> float:
+        """Tight epsilon of the upload: mean of ``pulls`` noisy rewards, shift (clipped canary)/pulls."""
+        shift = min(max(self.canary_value, 0.0), 1.0)
+        if shift == 0.0:
+            return 0.0
+        mu = shift / (self._mechanism.noise_std / np.sqrt(self.pulls)) / self.pulls
+        return gaussian_epsilon(mu, delta)
+
+    def scores(self, world, trials, rng):
+        from dpfed.pne.private import RewardPrivatizer
+
+        rewards = np.full((int(trials), self.pulls), float(self.other_reward))
+        rewards[:, 0] = self.canary_value if check_world(world) else 0.0
+        return RewardPrivatizer(self._mechanism)(rewards, rng).mean(axis=1)
+
+
+@dataclass
+class PneEndToEndProbe(Probe):
+    """The real DP-Fed-PNE run with the canary reward forced in (client ``client``, first node of the
+    first phase whose nodes are pulled once per client, found by a dry run); score: that client's
+    uploaded mean of the node (0.5, uninformative, if the node was never uploaded)."""
+
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    calibration: str = "classic"
+    objective: str = "garland"
+    clients: int = 10
+    horizon: int = 200
+    c: float = 0.1
+    client: int = 0
+    canary_value: float = 1.0
+
+    name = "pne-end-to-end"
+    threat_model = "server view"
+    description = ("DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
+                   "view is the canary client's uploaded local mean of the canary node")
+    batch_size = 200
+
+    def __post_init__(self):
+        self.delta = require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
+        self.client = int(require_number("client", self.client, low=0, high=self.clients - 1, integer=True))
+        self._mechanism = _mechanism(self.epsilon, self.delta, self.calibration)
+        self.default_delta = self.delta
+        run = self._run(0, np.random.default_rng(0), override=False)
+        phase = next((p for p in run.phases if p.pulls == 1 and p.completed), None)
+        if phase is None:
+            raise ConfigurationError("c", "no phase pulls its nodes once per client with these settings; "
+                                          "lower c or raise clients")
+        self._phase = phase.phase
+        self._node = tuple(phase.nodes[0])
+
+    def mechanism(self):
+        return self._mechanism
+
+    def true_epsilon(self, delta: float) -> float:
+        shift = min(max(self.canary_value, 0.0), 1.0)
+        return gaussian_epsilon(shift / self._mechanism.noise_std, delta) if shift else 0.0
+
+    def _run(self, world, rng, override=True):
+        from dpfed.pne.algorithm import RewardOverride
+        from dpfed.pne.private import run_dp_fed_pne
+
+        forced = None
+        if override:
+            value = self.canary_value if world else 0.0
+            forced = RewardOverride(self.client, self._node[0], self._node[1], value, pull=0)
+        return run_dp_fed_pne(self.objective, self.clients, self.horizon, epsilon=self.epsilon,
+                              dp_delta=self.delta, calibration=self.calibration, seed=rng, c=self.c,
+                              scale_c_for_noise=False, reward_override=forced)
+
+    def _upload(self, run) -> float:
+        from dpfed.transcript import SERVER, agent_name
+
+        for message in run.transcript.filter(name="local_means", sender=agent_name(self.client),
+                                             receiver=SERVER, round=self._phase):
+            nodes = [tuple(n) for n in message.payload["nodes"]]
+            if self._node in nodes:
+                return float(np.asarray(message.payload["means"])[nodes.index(self._node)])
+        return 0.5
+
+    def scores(self, world, trials, rng):
+        world = check_world(world)
+        return np.array([self._upload(self._run(world, rng)) for _ in range(int(trials))])
