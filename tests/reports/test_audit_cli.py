@@ -1,0 +1,194 @@
+"""`dpaudit audit` end to end on small configurations: exit codes, the three report files, schema,
+re-rendering, determinism, resuming after an interruption, and one-line errors for bad configurations."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reports.audit_config import DEFAULT_CONFIG, load_config
+from reports.cli import main
+from reports.model import load_report, strip_volatile
+from reports.render_html import render_html
+from reports.render_markdown import render_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ROOT / "configs" / "audit_small.toml"
+VOLATILE_LINE = re.compile(r"(Started|Finished|Duration|Sections reused)[^\n]*")
+
+GAUSSIAN_ONLY = """
+title = "resume test"
+seed = 5
+[[target]]
+name = "Gaussian, analytic calibration"
+algorithm = "mechanism"
+accountants = ["exact"]
+[target.parameters]
+type = "gaussian"
+calibration = "analytic"
+[target.claim]
+epsilon = 1.0
+delta = 1e-5
+neighbouring = "add-remove"
+unit = "one record"
+[[target.probes]]
+name = "gaussian"
+trials = 20000
+batch_size = 2000
+"""
+
+
+def _audit(config, out: Path, *extra) -> int:
+    return main(["audit", str(config), "--out", str(out), "--quiet", *extra])
+
+
+@pytest.fixture(scope="module")
+def small_audit(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    code = _audit(SMALL, out)
+    return code, out
+
+
+def test_small_audit_writes_three_valid_files(small_audit):
+    code, out = small_audit
+    report = load_report(out / "report.json")  # validates against the schema
+    assert code == report["exit_code"] == 1  # the classic calibration at epsilon = 10 is refuted exactly
+    assert [t["verdict"]["status"] for t in report["targets"]][0] == "VIOLATION"
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    assert md == render_markdown(report) and html == render_html(report)
+    first, second = report["targets"]
+    assert first["calibration"]["failure_threshold"] == pytest.approx(8.42, abs=0.01)
+    assert any(f["id"] == "classic-calibration" for f in first["findings"])
+    assert second["utility"]["metric"].startswith("cumulative regret")
+    prov = report["provenance"]
+    assert prov["seed"] == 7 and prov["config_hash"].startswith("sha256:") and prov["duration_seconds"] >= 0
+    assert prov["packages"]["numpy"] and prov["started"] <= prov["finished"]
+
+
+def test_report_command_gives_the_same_files(small_audit, capsys):
+    _, out = small_audit
+    for fmt, name in (("md", "report.md"), ("html", "report.html")):
+        assert main(["report", str(out / "report.json"), "--format", fmt]) == 0
+        assert capsys.readouterr().out == (out / name).read_text()
+
+
+def test_same_configuration_and_seed_give_identical_reports(small_audit, tmp_path):
+    _, out = small_audit
+    assert _audit(SMALL, tmp_path) == 1
+    a, b = load_report(out / "report.json"), load_report(tmp_path / "report.json")
+    assert strip_volatile(a) == strip_volatile(b)
+    for name in ("report.md", "report.html"):
+        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub("", (tmp_path / name).read_text())
+
+
+def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch):
+    from attacks.executors import checkpoint as checkpoint_module
+    from attacks.probes.mechanisms import GaussianProbe
+
+    config = tmp_path / "resume.toml"
+    config.write_text(GAUSSIAN_ONLY)
+    out = tmp_path / "out"
+    original_save = checkpoint_module.Checkpoint.save
+    saved = []
+
+    def save_then_die(self, task, scores):
+        original_save(self, task, scores)
+        saved.append(task.key)
+        if len(saved) == 5:
+            raise KeyboardInterrupt  # as if the user pressed Ctrl-C after five finished batches
+
+    monkeypatch.setattr(checkpoint_module.Checkpoint, "save", save_then_die)
+    assert _audit(config, out) == 130
+    assert not any((out / n).exists() for n in ("report.json", "report.md", "report.html"))
+    monkeypatch.setattr(checkpoint_module.Checkpoint, "save", original_save)
+
+    original_scores, calls = GaussianProbe.scores, []
+
+    def counting_scores(self, world, trials, rng):
+        calls.append(trials)
+        return original_scores(self, world, trials, rng)
+
+    monkeypatch.setattr(GaussianProbe, "scores", counting_scores)
+    code = _audit(config, out)
+    resumed = load_report(out / "report.json")
+    assert code == resumed["exit_code"]
+    assert len(calls) == 20 - 5  # only the unfinished batches ran again
+    assert resumed["targets"][0]["probes"][0]["batches"] == {"total": 20, "resumed": 5}
+    assert "target-0/accounting" in resumed["provenance"]["resumed_sections"]
+
+    monkeypatch.setattr(GaussianProbe, "scores", original_scores)
+    fresh_out = tmp_path / "fresh"
+    assert _audit(config, fresh_out) == code
+    fresh = load_report(fresh_out / "report.json")
+    for report in (fresh, resumed):  # the batch bookkeeping legitimately differs
+        report["targets"][0]["probes"][0].pop("batches")
+    assert strip_volatile(fresh) == strip_volatile(resumed)
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_example_configurations_parse():
+    paths = sorted((ROOT / "configs").glob("audit_*.toml")) + [DEFAULT_CONFIG]
+    assert len(paths) >= 4
+    for path in paths:
+        config = load_config(path)
+        assert config["targets"] and config["hash"].startswith("sha256:")
+    default = load_config(None)
+    fts = default["targets"][0]
+    assert fts.claim["epsilon"] == 15.17 and fts.claim["delta"] == pytest.approx(29**-1.1)
+    assert fts.parameters["rate"] == 0.35 and fts.parameters["clip"] == 22.0
+    assert {t.parameters.get("calibration") for t in default["targets"][1:]} == {"classic", "analytic"}
+
+
+def test_planted_bug_example_is_a_violation(tmp_path):
+    assert _audit(ROOT / "configs" / "audit_planted_bug.toml", tmp_path) == 1
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["targets"][0]["verdict"]["lower_bound"]["epsilon"] > 2.0
+
+
+BASE = """
+[[target]]
+name = "t"
+algorithm = "mechanism"
+[target.parameters]
+type = "gaussian"
+noise_multiplier = 1.0
+[target.claim]
+epsilon = 1.0
+delta = 1e-5
+neighbouring = "add-remove"
+unit = "one record"
+[[target.probes]]
+name = "gaussian"
+trials = 100
+"""
+
+
+@pytest.mark.parametrize("text, field", [
+    (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-magic"'), "target[0].algorithm"),
+    (BASE.replace("[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = \"add-remove\"\n"
+                  "unit = \"one record\"\n", ""), "target[0].claim"),
+    (BASE.replace("delta = 1e-5", "delta = 1.0"), "target[0].claim.delta"),
+    (BASE.replace("delta = 1e-5", "delta = 1.5"), "target[0].claim.delta"),
+    (BASE.replace("trials = 100", "trials = 0"), "target[0].probes[0].trials"),
+    (BASE.replace('name = "gaussian"', 'name = "no-such-probe"'), "target[0].probes[0].name"),
+    (BASE + "\n[target.claim\n", "config"),
+    ("title = 'nothing'\n", "target"),
+    (BASE.replace('neighbouring = "add-remove"', 'neighbouring = "swap"'), "target[0].claim.neighbouring"),
+])
+def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, field):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    assert _audit(path, tmp_path / "out") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert f"error: {field}" in err, err
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_bad_command_line_values_exit_2(tmp_path, capsys):
+    assert _audit(SMALL, tmp_path, "--trials", "0") == 2
+    assert "trials" in capsys.readouterr().err
+    assert main(["audit", str(tmp_path / "missing.toml"), "--out", str(tmp_path)]) == 2
