@@ -53,14 +53,19 @@ def run_loop(c: FTSConfig, seed: int) -> np.ndarray:
     server = Server(regions, p, c.mechanism(), c.weight_gap, c.weight_hold, c.weight_decay)
     acq = dict(candidates=c.candidates, refine_steps=c.refine_steps, refine_samples=c.refine_samples)
     for j in range(1, c.rounds + 1):
-        uploads = np.array([posterior_sample_one(shared(np.array(xs[a])), np.array(ys[a]), c.obs_noise_var,
-                                                 r_agent)[0] for a in range(n)])
+        uploads = np.array(
+            [
+                posterior_sample_one(shared(np.array(xs[a])), np.array(ys[a]), c.obs_noise_var, r_agent)[0]
+                for a in range(n)
+            ]
+        )
         blocks, _ = server.aggregate(uploads, np.ones(n, bool), j - 1, r_server)
         new_x = np.zeros((n, d))
         for a in range(n):
             if r_agent.random() < mixing_probability(j, c.mixing):
-                w, off = posterior_sample_one(local(np.array(xs[a])), np.array(ys[a]), c.local_noise_var,
-                                              r_agent, centre=True)
+                w, off = posterior_sample_one(
+                    local(np.array(xs[a])), np.array(ys[a]), c.local_noise_var, r_agent, centre=True
+                )
                 x, _ = maximise(LinearFunctions(local, w[None], np.array([off])), d, r_agent, **acq)
             else:
                 x, _ = maximise(PiecewiseFunction(shared, blocks, boxes), d, r_agent, **acq)
@@ -87,8 +92,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    cfg = FTSConfig(objective="synthetic", dim=2, num_agents=29, rounds=60, num_features=100, subregions=4,
-                    lengthscale=0.01, obs_noise_var=1e-6)
+    cfg = FTSConfig(
+        objective="synthetic",
+        dim=2,
+        num_agents=29,
+        rounds=60,
+        num_features=100,
+        subregions=4,
+        lengthscale=0.01,
+        obs_noise_var=1e-6,
+    )
     vec_med, vec_min = timed(lambda s: run_fts(cfg, s), args.repeats)
     with threadpool_limits(limits=1, user_api="blas"):
         loop_med, loop_min = timed(lambda s: run_loop(cfg, s), args.repeats)
@@ -100,8 +113,10 @@ def main() -> None:
     objective = make_objective(svm, 0)
     cold = timed(lambda s: run_fts(svm, s, objective=objective), 1)[0]
     warm = timed(lambda s: run_fts(svm, s, objective=objective), 1)[0]
-    print(f"svm-breast-cancer preset (same scale): cold SVM-fit cache {cold:.2f} s, warm cache {warm:.2f} s "
-          f"({objective.fits} fits cached)")
+    print(
+        f"svm-breast-cancer preset (same scale): cold SVM-fit cache {cold:.2f} s, warm cache {warm:.2f} s "
+        f"({objective.fits} fits cached)"
+    )
 
 
 if __name__ == "__main__":

@@ -84,3 +84,33 @@ def test_landmine_loader_errors(tmp_path):
     with pytest.raises(ConfigurationError) as err:
         load_landmine(wrong)
     assert "feature" in str(err.value)
+
+
+def test_landmine_preset_runs_from_the_cli_on_a_generated_file(tmp_path, capsys):
+    from reports.cli import main
+
+    rng = np.random.default_rng(6)
+    feats = np.empty((1, 29), dtype=object)
+    labels = np.empty((1, 29), dtype=object)
+    for i in range(29):
+        feats[0, i] = rng.standard_normal((16, 9))
+        labels[0, i] = (np.arange(16) % 4 == 0).astype(float)[:, None]
+    path = tmp_path / "LandmineData.mat"
+    scipy.io.savemat(path, {"feature": feats, "label": labels})
+    argv = [
+        "run",
+        "dp-fts-de",
+        "--preset",
+        "landmine",
+        "--landmine-path",
+        str(path),
+        "--rounds",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--accountants",
+        "rdp",
+    ]
+    assert main(argv) == 0
+    assert "1 - AUC" in capsys.readouterr().out
+    assert (tmp_path / "fts_dp-fts-de_landmine.json").exists()
