@@ -70,11 +70,12 @@ class FTSResult:
         }
 
 
-def _initial_points(config, slot_regions, boxes, rng):
+def _initial_points(config, rng):
+    """Initial design: uniform on [0, 1]^d, or in sub-region ``n mod subregions`` for agent n (DE)."""
     n, k, d = config.num_agents, config.init_points, config.dim
     u = rng.random((n, k, d))
-    if config.effective_subregions > 1 and config.init == "subregion":
-        b = boxes[slot_regions[:n]]  # (N, 2, d)
+    if config.initial_design == "subregion" and config.subregions > 1:
+        b = box_partition(d, config.subregions)[assignment(n, config.subregions)]  # (N, 2, d)
         return b[:, None, 0] + u * (b[:, None, 1] - b[:, None, 0])
     return u
 
@@ -150,7 +151,7 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
     shared_post = FeaturePosteriors(n, shared, c.obs_noise_var)
     local_post = FeaturePosteriors(n, local, c.local_noise_var, centre=True)
 
-    x0 = _initial_points(c, slot_regions, boxes, r_init)
+    x0 = _initial_points(c, r_init)
     y0, t0 = objective.evaluate(x0, r_obs)
     shared_post.add(x0, y0)
     local_post.add(x0, y0)
@@ -187,13 +188,15 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
             transcript.add(j, SERVER, BROADCAST, "broadcast", blocks.copy())
             sampled.append(mask)
             noise_std.append(server.block_noise_std(j - 1))
-        prob = mixing_probability(j, c.mixing if federated else "local")
-        go_local = r_agent.random(n) < prob
+        explore = federated or c.explore_uniform
+        go_local = r_agent.random(n) < mixing_probability(j, c.mixing if explore else "local")
         theta = local_post.sample(r_agent)
         x, _ = maximise(LinearFunctions(local, theta, local_post.offsets), d, r_agent, **acq)
         if blocks is not None and not go_local.all():
             xg, _ = maximise(PiecewiseFunction(shared, blocks, boxes), d, r_agent, **acq)
             x = np.where(go_local[:, None], x, xg)
+        elif not federated and c.explore_uniform:  # ablation: random query instead of the broadcast
+            x = np.where(go_local[:, None], x, r_agent.random((n, d)))
         history = np.concatenate(queries, axis=1)
         repeat = np.min(np.abs(history - x[:, None, :]).max(axis=2), axis=1) < 1e-12
         x = np.where(repeat[:, None], r_agent.random((n, d)), x)

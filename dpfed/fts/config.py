@@ -32,7 +32,8 @@ class FTSConfig:
     num_agents: int = 29
     rounds: int = 60  # T: BO iterations after initialisation = broadcasts released
     init_points: int = 10
-    init: str = "subregion"  # "subregion" (DE) or "whole"; ts/fts/dp-fts always use "whole"
+    init: str | None = None  # "subregion" or "whole"; default: subregion for *-de, whole otherwise
+    explore_uniform: bool = False  # ts only: query a uniform point with prob. 1 - p_t (ablation, notes 5.6)
     # shared random features (uploads)
     num_features: int = 100
     lengthscale: float = 0.01
@@ -119,7 +120,11 @@ class FTSConfig:
             raise ConfigurationError(
                 "mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}"
             )
-        if self.init not in ("subregion", "whole"):
+        if not isinstance(self.explore_uniform, bool):
+            raise ConfigurationError(
+                "explore_uniform", f"expected true or false, got {self.explore_uniform!r}"
+            )
+        if self.init not in (None, "subregion", "whole"):
             raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
         if self.empty_sample_fallback not in ("noise", "uniform"):
             raise ConfigurationError("empty_sample_fallback", "choose 'noise' or 'uniform'")
@@ -132,6 +137,8 @@ class FTSConfig:
                 "landmine_path", "the landmine objective needs the path of LandmineData.mat"
             )
         box_partition(self.dim, self.effective_subregions)  # P must split the domain
+        if self.initial_design == "subregion":
+            box_partition(self.dim, self.subregions)
 
     # ----- derived ---------------------------------------------------------------------------
     @property
@@ -142,6 +149,13 @@ class FTSConfig:
     def effective_subregions(self) -> int:
         """P used by the run: ``subregions`` for the DE variants, 1 otherwise."""
         return self.subregions if self.algorithm.endswith("-de") else 1
+
+    @property
+    def initial_design(self) -> str:
+        """``subregion``: agent n draws its initial points in sub-region n mod ``subregions``; ``whole``."""
+        if self.init is not None:
+            return self.init
+        return "subregion" if self.algorithm.endswith("-de") else "whole"
 
     @property
     def declared_population(self) -> int:

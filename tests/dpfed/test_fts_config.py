@@ -136,3 +136,28 @@ def test_python_api_result_fields():
     assert res.utility.shape == (4,) and res.queries.shape == (4, 5, 1)
     assert res.used_broadcast[0].all()  # p_1 = 0: the first iteration follows the broadcast
     assert np.all(res.utility[1:] <= res.utility[:-1] + 1e-12)  # best-so-far regret never increases
+
+
+def test_initial_design_and_ablation_options():
+    base = dict(
+        objective="synthetic",
+        dim=1,
+        num_agents=4,
+        rounds=2,
+        init_points=6,
+        num_features=10,
+        local_num_features=10,
+        subregions=2,
+        candidates=20,
+    )
+    de = run_fts(FTSConfig(algorithm="fts-de", **base), 0)
+    ts_sub = run_fts(FTSConfig(algorithm="ts", init="subregion", explore_uniform=True, **base), 0)
+    ts = run_fts(FTSConfig(algorithm="ts", **base), 0)
+    for res in (de, ts_sub):
+        init = res.queries[:, :6, 0]
+        assert np.all(init[0::2] <= 0.5) and np.all(init[1::2] >= 0.5)
+    assert np.any(ts.queries[0::2, :6, 0] > 0.5)  # whole-domain design by default for ts
+    assert ts_sub.composition() is None and not ts_sub.used_broadcast.any()
+    with pytest.raises(ConfigurationError) as err:
+        FTSConfig(explore_uniform="yes")
+    assert err.value.field == "explore_uniform"
