@@ -84,6 +84,21 @@ class BanditRun:
             raise ValueError(f"{self.algorithm} is not a private algorithm: nothing to account")
         return Composition.of(self.mechanism, 1)
 
+    def upload(self, client: int, depth: int, index: int) -> float | None:
+        """The local mean client ``client`` uploaded for node (depth, index), or None if it never did
+        (the scalar a server-view canary probe scores)."""
+        for message in self.transcript.filter(name="local_means", sender=f"agent{int(client)}"):
+            nodes = [tuple(key) for key in message.payload["nodes"]]
+            if (int(depth), int(index)) in nodes:
+                return float(message.payload["means"][nodes.index((int(depth), int(index)))])
+        return None
+
+    def canary_slots(self, max_pulls: int = 1) -> list[tuple[int, int, int, int]]:
+        """(phase, depth, index, pulls) of every node of a completed phase pulled at most ``max_pulls``
+        times per client: where one forced reward moves an upload the most (mu = 1/(sigma sqrt(t)))."""
+        return [(p.phase, d, i, p.pulls) for p in self.phases if p.completed and p.pulls <= max_pulls
+                for d, i in p.nodes]
+
     def summary(self) -> dict:
         return {"algorithm": self.algorithm, "objective": self.objective, "clients": self.num_clients,
                 "horizon": self.horizon, "final_regret": self.final_regret,

@@ -84,3 +84,18 @@ def test_privacy_and_confidence_deltas_are_separate_parameters():
 def test_bad_privacy_parameters_name_the_field(kwargs, field):
     with pytest.raises(ConfigurationError, match=field):
         run_dp_fed_pne("garland", 2, 100, seed=0, **kwargs)
+
+
+def test_canary_hook_moves_exactly_one_upload_by_one_over_t():
+    plain = run_dp_fed_pne("garland", 5, 2_000, epsilon=1.0, seed=21, noise=NOISE_FREE)
+    assert not plain.canary_slots(max_pulls=1)  # c inflated for the noise: tau_0 > M, so t >= 2 here
+    phase, depth, index, pulls = plain.canary_slots(max_pulls=10)[0]
+    assert pulls >= 2 and phase == 1
+    worlds = {v: run_dp_fed_pne("garland", 5, 2_000, epsilon=1.0, seed=21, noise=NOISE_FREE,
+                                reward_override=RewardOverride(client=2, depth=depth, index=index, value=v))
+              for v in (0.0, 1.0)}
+    # same seed: identical privacy noise, so the two worlds' uploads differ by exactly (1 - 0) / t
+    diff = worlds[1.0].upload(2, depth, index) - worlds[0.0].upload(2, depth, index)
+    assert diff == pytest.approx(1.0 / pulls, abs=1e-12)
+    assert worlds[1.0].upload(1, depth, index) == worlds[0.0].upload(1, depth, index)
+    assert plain.upload(2, 60, 1) is None
