@@ -122,6 +122,7 @@ def speed(trials):
     """Gaussian probe (numpy draws) + all default estimators + ROC at ``trials`` per world."""
     z = analytic_gaussian_noise_multiplier(2.0, 1e-5)
     rng = np.random.default_rng(0)
+    cpu = time.process_time()
     start = time.perf_counter()
     out, inn = rng.normal(0.0, z, trials), rng.normal(1.0, z, trials)
     drawn = time.perf_counter()
@@ -131,7 +132,8 @@ def speed(trials):
     done = time.perf_counter()
     print(f"\nSpeed, {trials:.0e} trials per world (eps = 2, delta = 1e-5): draws {drawn - start:.2f} s, "
           f"estimators {estimated - drawn:.2f} s, ROC/AUC {done - estimated:.2f} s, "
-          f"total {done - start:.2f} s")
+          f"total {done - start:.2f} s wall, {time.process_time() - cpu:.2f} s CPU; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for b in bounds:
         print(f"  {b.method:<20} {b.epsilon:.3f}{'' if b.rigorous else '  (not rigorous)'}")
 

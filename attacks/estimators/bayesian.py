@@ -14,7 +14,7 @@ import numpy as np
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
 from attacks.estimators.binomial import check_audit_inputs
-from attacks.estimators.thresholds import as_sorted, select_threshold, selection_mask
+from attacks.estimators.thresholds import as_sorted, evaluation_tests, select_threshold, split_sorted
 from attacks.estimators.types import EpsilonBound
 
 
@@ -25,18 +25,16 @@ def bayesian_lower_bound(scores_out, scores_in, delta: float, confidence: float 
     out_scores, in_scores = check_audit_inputs(scores_out, scores_in, delta, confidence)
     draws = int(require_number("posterior_draws", posterior_draws, low=100, integer=True))
     gen = as_generator(0 if rng is None else rng)
-    pick_out = selection_mask(gen, out_scores.size, selection_fraction)
-    pick_in = selection_mask(gen, in_scores.size, selection_fraction)
-    ev_out, ev_in = out_scores[~pick_out], in_scores[~pick_in]
-    if min(pick_out.sum(), pick_in.sum(), ev_out.size, ev_in.size) == 0:
-        ev_out, ev_in = out_scores, in_scores  # too few trials to split: no selection, median threshold
+    out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
+    sel_out, sel_in = split_sorted(out_sorted, in_sorted, gen, selection_fraction)
+    if min(sel_out.size, sel_in.size, out_sorted.size - sel_out.size, in_sorted.size - sel_in.size) == 0:
+        sel_out, sel_in = out_sorted[:0], in_sorted[:0]  # too few trials to split: median threshold
         threshold = float(np.median(np.concatenate([out_scores, in_scores])))
     else:
-        _, threshold = select_threshold(as_sorted(out_scores[pick_out]), as_sorted(in_scores[pick_in]),
-                                        delta, 1.0 - confidence, candidates)
-    fp = int(np.count_nonzero(ev_out > threshold))
-    tp = int(np.count_nonzero(ev_in > threshold))
-    tn, fn = ev_out.size - fp, ev_in.size - tp
+        _, threshold = select_threshold(sel_out, sel_in, delta, 1.0 - confidence, candidates)
+    tests = evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, "in-high", threshold)
+    tp, fp = int(tests.lower_counts[0]), int(tests.upper_counts[0])   # in > t, out > t
+    tn, fn = int(tests.upper_totals[0]) - fp, int(tests.lower_totals[0]) - tp
     fpr = gen.beta(fp + 0.5, tn + 0.5, size=draws)
     fnr = gen.beta(fn + 0.5, tp + 0.5, size=draws)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -21,10 +21,10 @@ from attacks.estimators.binomial import check_audit_inputs, threshold_epsilons
 from attacks.estimators.thresholds import (
     ThresholdTests,
     as_sorted,
-    fixed_threshold_tests,
+    evaluation_tests,
     order_statistic_tests,
     select_threshold,
-    selection_mask,
+    split_sorted,
 )
 from attacks.estimators.types import EpsilonBound
 
@@ -84,17 +84,16 @@ def clopper_pearson_lower_bound(scores_out, scores_in, delta: float, confidence:
     require_number("selection_fraction", selection_fraction, low=0.0, high=1.0, low_open=True,
                    high_open=True)
     gen = as_generator(0 if rng is None else rng)
-    pick_out = selection_mask(gen, out_scores.size, selection_fraction)
-    pick_in = selection_mask(gen, in_scores.size, selection_fraction)
-    sel_out, sel_in = out_scores[pick_out], in_scores[pick_in]
-    ev_out, ev_in = as_sorted(out_scores[~pick_out]), as_sorted(in_scores[~pick_in])
-    if min(sel_out.size, sel_in.size, ev_out.size, ev_in.size) == 0:
+    out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
+    sel_out, sel_in = split_sorted(out_sorted, in_sorted, gen, selection_fraction)
+    if min(sel_out.size, sel_in.size, out_sorted.size - sel_out.size, in_sorted.size - sel_in.size) == 0:
         raise ConfigurationError("scores_out", "too few trials to split into selection and evaluation")
-    direction, threshold = select_threshold(as_sorted(sel_out), as_sorted(sel_in), delta, alpha, candidates)
-    tests = fixed_threshold_tests(ev_out, ev_in, direction, threshold)
+    direction, threshold = select_threshold(sel_out, sel_in, delta, alpha, candidates)
+    tests = evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, direction, threshold)
     i, eps, lower, upper = _best(tests, delta, alpha)
     return _bound("clopper-pearson-split", tests, i, eps, lower, upper, delta, confidence, 1,
                   "Trials of each world are i.i.d.; the threshold is chosen on a random "
                   f"{selection_fraction:.0%} of them and evaluated on the rest.",
                   {"threshold_selection": "split", "selection_fraction": float(selection_fraction),
-                   "evaluation_trials": {"out": int(ev_out.size), "in": int(ev_in.size)}})
+                   "evaluation_trials": {"out": int(out_sorted.size - sel_out.size),
+                                         "in": int(in_sorted.size - sel_in.size)}})

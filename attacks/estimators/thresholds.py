@@ -12,22 +12,64 @@ are plain binomials, and a Bonferroni correction over the grid is valid.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+# Sorted copies of the last few large score arrays, so that the estimators and the ROC of one audit
+# sort 10^7 scores once. Entries die with their array and are checked against its size and sum.
+_SORTED_CACHE: dict[int, tuple] = {}
+_CACHE_MIN_SIZE = 100_000
+_CACHE_ENTRIES = 4
+
 
 def as_sorted(scores: np.ndarray) -> np.ndarray:
-    """The scores in ascending order (no copy if they already are)."""
+    """The scores in ascending order (no copy if they already are; large sorts are remembered)."""
     if scores.size < 2 or bool(np.all(scores[1:] >= scores[:-1])):
         return scores
-    return np.sort(scores)
+    if scores.size < _CACHE_MIN_SIZE:
+        return np.sort(scores)
+    key, total = id(scores), float(np.sum(scores))
+    entry = _SORTED_CACHE.get(key)
+    if entry is not None and entry[0]() is scores and entry[1] == (scores.size, total):
+        return entry[2]
+    result = np.sort(scores)
+    result.flags.writeable = False
+    try:
+        ref = weakref.ref(scores, lambda _, k=key: _SORTED_CACHE.pop(k, None))
+    except TypeError:  # not weak-referenceable: do not cache
+        return result
+    while len(_SORTED_CACHE) >= _CACHE_ENTRIES:
+        _SORTED_CACHE.pop(next(iter(_SORTED_CACHE)))
+    _SORTED_CACHE[key] = (ref, (scores.size, total), result)
+    return result
 
 
 def selection_mask(gen: np.random.Generator, n: int, fraction: float) -> np.ndarray:
     """Independent Bernoulli(~fraction) flags for n trials (fraction rounded to 1/65536), fast."""
     bits = np.frombuffer(gen.bytes(2 * n), dtype=np.uint16)
     return bits < int(round(fraction * 65536))
+
+
+def split_sorted(out_sorted: np.ndarray, in_sorted: np.ndarray, gen: np.random.Generator,
+                 fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """A random selection subset of each world (each trial kept with probability ~fraction), sorted.
+
+    The evaluation subset is the complement; its counts are obtained by ``evaluation_tests``
+    without materialising it.
+    """
+    return (out_sorted[selection_mask(gen, out_sorted.size, fraction)],
+            in_sorted[selection_mask(gen, in_sorted.size, fraction)])
+
+
+def evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, direction, threshold) -> ThresholdTests:
+    """Fixed-threshold tests on the trials NOT in the selection subsets (all minus selection)."""
+    full = fixed_threshold_tests(out_sorted, in_sorted, direction, threshold)
+    sel = fixed_threshold_tests(sel_out, sel_in, direction, threshold)
+    return ThresholdTests(full.direction, full.threshold, full.lower_counts - sel.lower_counts,
+                          full.lower_totals - sel.lower_totals, full.upper_counts - sel.upper_counts,
+                          full.upper_totals - sel.upper_totals)
 
 
 def rank_grid(n: int, candidates: int) -> np.ndarray:
@@ -99,15 +141,17 @@ def select_threshold(out_sorted: np.ndarray, in_sorted: np.ndarray, delta: float
                      candidates: int) -> tuple[str, float]:
     """Best (direction, threshold) on a selection sample, for evaluation on independent trials.
 
-    Candidates are pooled order statistics on a rank grid from both ends; each is scored by its
-    Clopper-Pearson epsilon at ``alpha`` on this sample (no correction: only the choice depends on it).
+    Candidates are both worlds' order statistics on a rank grid from both ends, in both directions;
+    each is scored by its Clopper-Pearson epsilon at ``alpha`` on this sample (no correction: only the
+    choice depends on it).
     """
     from attacks.estimators.binomial import threshold_epsilons
 
-    pooled = np.sort(np.concatenate([out_sorted, in_sorted]), kind="stable")  # merges two sorted runs
-    k = rank_grid(pooled.size, candidates)
-    thresholds = np.concatenate([pooled[pooled.size - k], pooled[k - 1]])
-    direction = np.array(["in-high"] * k.size + ["out-low"] * k.size)
+    values = [s[np.concatenate([s.size - k, k - 1])] for s in (out_sorted, in_sorted)
+              for k in [rank_grid(s.size, candidates)]]
+    values = np.unique(np.concatenate(values))
+    thresholds = np.concatenate([values, values])
+    direction = np.array(["in-high"] * values.size + ["out-low"] * values.size)
     tests = fixed_threshold_tests(out_sorted, in_sorted, direction, thresholds)
     eps, _, _ = threshold_epsilons(tests.lower_counts, tests.lower_totals, tests.upper_counts,
                                    tests.upper_totals, delta, alpha)
