@@ -105,3 +105,28 @@ def test_estimate_all_runs_default_methods_and_rejects_unknown():
     assert [b.rigorous for b in bounds] == [True, False, False]
     with pytest.raises(ConfigurationError, match="methods"):
         estimate_all([0.0], [1.0], 1e-5, methods=["magic"])
+
+
+def test_sorted_cache_follows_in_place_changes():
+    from attacks.estimators.thresholds import as_sorted
+
+    scores = np.random.default_rng(2).normal(size=200_000)
+    first = as_sorted(scores)
+    assert as_sorted(scores) is first                       # one sort per audit
+    scores[0] = 1e9                                        # the caller changes the array
+    np.testing.assert_array_equal(as_sorted(scores), np.sort(scores))
+
+
+def test_split_evaluation_counts_are_the_complement_of_the_selection():
+    from attacks.estimators.thresholds import evaluation_tests, selection_mask, split_sorted
+
+    rng = np.random.default_rng(3)
+    out, inn = np.sort(rng.normal(size=5000)), np.sort(rng.normal(0.5, 1, size=4000))
+    sel_out, sel_in = split_sorted(out, inn, np.random.default_rng(9), 0.3)
+    gen = np.random.default_rng(9)
+    keep_out, keep_in = selection_mask(gen, out.size, 0.3), selection_mask(gen, inn.size, 0.3)
+    ev_out, ev_in = out[~keep_out], inn[~keep_in]
+    tests = evaluation_tests(out, inn, sel_out, sel_in, ["in-high", "out-low"], [0.7, -0.2])
+    assert tests.lower_counts.tolist() == [(ev_in > 0.7).sum(), (ev_out < -0.2).sum()]
+    assert tests.upper_counts.tolist() == [(ev_out > 0.7).sum(), (ev_in < -0.2).sum()]
+    assert tests.lower_totals.tolist() == [ev_in.size, ev_out.size]
