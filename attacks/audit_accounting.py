@@ -76,6 +76,9 @@ def best_upper_bound(rows: list[dict]) -> dict | None:
 
 def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> dict:
     """Epsilon at ``delta`` after t releases, for a few t up to ``steps``, per accountant."""
+    if steps < 2:
+        return {"available": False, "reason": "the mechanism releases once per unit of privacy: there is no "
+                                              "growth over rounds to show"}
     rounds = sorted({int(round(x)) for x in np.linspace(1, steps, min(points, steps))})
     series = []
     for name in names:

@@ -1,0 +1,68 @@
+"""The HTML report in a real headless Chromium: the page loads without errors, its plots are present,
+and a screenshot is saved under test-artifacts/. Skipped (with the reason) only if Chromium is absent."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reports.cli import main
+from reports.render_html import render_html
+from tests.reports.synthetic_report import synthetic_report
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+                None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / "profile"
+    profile.mkdir(exist_ok=True)
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+               f"--user-data-dir={profile}", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _check_page(html_path: Path, tmp_path: Path, screenshot_name: str, expected_plots: int) -> str:
+    url = html_path.resolve().as_uri()
+    dom = _chromium(tmp_path, "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    text = dom.stdout
+    # the page loaded (not a Chromium error page) and the browser parsed the inline SVG plots
+    assert "<h1>" in text and "neterror" not in text and "ERR_" not in text
+    plots = re.findall(r'<svg[^>]*class="plot"', text)
+    assert len(plots) == expected_plots
+    assert "<path" in text  # the plots have drawn content
+    assert not re.search(r"Uncaught|SyntaxError|Refused to", dom.stderr)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / screenshot_name
+    if shot.exists():
+        shot.unlink()
+    result = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,4000", "--hide-scrollbars", url)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert shot.exists() and shot.read_bytes()[:8] == PNG_MAGIC and shot.stat().st_size > 10_000
+    return text
+
+
+def test_synthetic_report_in_chromium(tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(render_html(synthetic_report()), encoding="utf-8")
+    dom = _check_page(page, tmp_path, "report-synthetic.png", expected_plots=3)
+    assert 'id="overall-status"' in dom and "INCONCLUSIVE" in dom
+
+
+def test_audit_report_in_chromium(tmp_path):
+    out = tmp_path / "audit"
+    code = main(["audit", str(ROOT / "configs" / "audit_small.toml"), "--out", str(out), "--quiet"])
+    assert code == 1
+    # mechanism target (one release): ROC; DP-Fed-PNE target (event level, one release): ROC + utility
+    dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=3)
+    assert "VIOLATION" in dom and "Calibration check" in dom
