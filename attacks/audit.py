@@ -10,14 +10,8 @@ reason instead of numbers. The output is plain JSON-ready dicts in the layout of
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import sys
-import tempfile
-import traceback
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -25,8 +19,7 @@ from accounting.errors import ConfigurationError
 from attacks import audit_accounting as acc
 from attacks import audit_findings as fnd
 from attacks import audit_targets as tgt
-
-CACHE_VERSION = 1
+from attacks.audit_cache import SectionCache, guard, stable_hash, thin_curve, trim_details
 
 
 @dataclass(frozen=True)
@@ -64,96 +57,19 @@ class AuditOptions:
     resumed: list = field(default_factory=list)
 
 
-def _hash(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _atomic_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, sort_keys=True, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _plain(value):
-    """JSON-safe copy (numpy values to Python, NaN/inf to None)."""
-    return json.loads(json.dumps(value, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o),
-                                 allow_nan=True).replace("NaN", "null").replace("-Infinity", "null")
-                      .replace("Infinity", "null"))
-
-
-class SectionCache:
-    """Finished sections of one target as JSON files keyed by a hash of their inputs."""
-
-    def __init__(self, root: str | None, target_index: int, options: AuditOptions):
-        self.root = None if root is None else Path(root) / f"target-{target_index}"
-        self.options = options
-
-    def path(self, section: str) -> Path | None:
-        return None if self.root is None else self.root / f"{section}.json"
-
-    def get_or_compute(self, section: str, key, compute):
-        key_hash = _hash([CACHE_VERSION, key])
-        path = self.path(section)
-        if path is not None and path.exists():
-            try:
-                stored = json.loads(path.read_text(encoding="utf-8"))
-                if stored.get("key") == key_hash:
-                    self.options.resumed.append(f"{self.root.name}/{section}")
-                    return stored["value"]
-            except (OSError, ValueError):
-                pass  # a damaged cache entry is recomputed
-        value = _plain(compute())
-        if path is not None:
-            _atomic_json(path, {"key": key_hash, "value": value})
-        return value
-
-
-def _guard(what: str, compute):
-    """Run ``compute``; a user error propagates, anything else becomes a 'not available' section."""
-    try:
-        return compute()
-    except ConfigurationError:
-        raise
-    except (ImportError, AttributeError) as exc:
-        return {"available": False, "reason": f"{what} is not available in this build ({type(exc).__name__}: {exc})"}
-    except Exception as exc:  # reported, never hidden, never turned into numbers
-        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return {"available": False, "reason": f"{what} failed: {detail}"}
-
-
-def _trim_details(details: dict) -> dict:
-    """Keep the scalar evidence of a bound; long arrays (all thresholds tried) stay out of the report."""
-    out = {}
-    for k, v in (details or {}).items():
-        if isinstance(v, (int, float, str, bool)) or v is None:
-            out[k] = v
-        elif isinstance(v, (list, tuple)) and len(v) <= 4 and all(isinstance(x, (int, float)) for x in v):
-            out[k] = list(v)
-    return out
-
-
-def _thin_curve(xs, ys, points: int = 400) -> tuple[list, list]:
-    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-    if xs.size <= points:
-        return xs.tolist(), ys.tolist()
-    idx = np.unique(np.geomspace(1, xs.size, points).astype(int) - 1)
-    return xs[idx].tolist(), ys[idx].tolist()
-
-
-def run_probe(target: TargetSpec, spec: ProbeSpec, index: int, options: AuditOptions,
-              checkpoint_dir: str | None, confidence: float) -> dict:
+def run_probe(
+    target: TargetSpec,
+    spec: ProbeSpec,
+    index: int,
+    options: AuditOptions,
+    checkpoint_dir: str | None,
+    confidence: float,
+) -> dict:
     """One probe of a target through the attack runner, as a report section."""
+    import dataclasses
+
     from attacks.attack import run_attack
     from attacks.probes import get_probe, probe_class
-
-    import dataclasses
 
     try:
         cls = probe_class(spec.name)
@@ -164,72 +80,139 @@ def run_probe(target: TargetSpec, spec: ProbeSpec, index: int, options: AuditOpt
     probe = get_probe(spec.name, **{**shared, **spec.params})
     trials = options.trials or spec.trials
     seed = int(np.random.SeedSequence([options.seed, index]).generate_state(1)[0])
-    result = run_attack(probe, trials, seed=seed, executor=options.executor, workers=options.workers,
-                        scheduler=options.scheduler, checkpoint_dir=checkpoint_dir, delta=target.claim["delta"],
-                        confidence=confidence, claim_epsilon=target.claim["epsilon"],
-                        claim_delta=target.claim["delta"], progress=options.progress,
-                        batch_size=spec.batch_size)
+    result = run_attack(
+        probe,
+        trials,
+        seed=seed,
+        executor=options.executor,
+        workers=options.workers,
+        scheduler=options.scheduler,
+        checkpoint_dir=checkpoint_dir,
+        delta=target.claim["delta"],
+        confidence=confidence,
+        claim_epsilon=target.claim["epsilon"],
+        claim_delta=target.claim["delta"],
+        progress=options.progress,
+        batch_size=spec.batch_size,
+    )
     mechanism, steps = tgt.target_mechanism(target)
     meta = result.probe
-    fpr, tpr = _thin_curve(result.roc["fpr"], result.roc["tpr"])
-    bounds = [dict(b.to_dict(), details=_trim_details(b.details)) for b in result.bounds]
+    fpr, tpr = thin_curve(result.roc["fpr"], result.roc["tpr"])
+    bounds = [dict(b.to_dict(), details=trim_details(b.details)) for b in result.bounds]
     verdict = result.verdict.to_dict() if result.verdict is not None else None
     if verdict is not None and verdict.get("best_bound"):
-        verdict["best_bound"] = dict(verdict["best_bound"], details=_trim_details(verdict["best_bound"]["details"]))
-    return {"name": spec.name, "kind": spec.kind, "available": True, "threat_model": meta["threat_model"],
-            "description": meta["description"], "trials": int(result.trials), "seed": seed,
-            "params": meta.get("params", {}), "bounds": bounds,
-            "roc": {"x": fpr, "y": tpr, "label": "empirical ROC"}, "auc": result.roc.get("auc"),
-            "tradeoff": acc.tradeoff_curve(mechanism, steps), "true_epsilon": result.true_epsilon,
-            "verdict": verdict, "batches": {"total": result.batches_total, "resumed": result.batches_resumed}}
+        verdict["best_bound"] = dict(
+            verdict["best_bound"], details=trim_details(verdict["best_bound"]["details"])
+        )
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "available": True,
+        "threat_model": meta["threat_model"],
+        "description": meta["description"],
+        "trials": int(result.trials),
+        "seed": seed,
+        "params": meta.get("params", {}),
+        "bounds": bounds,
+        "roc": {"x": fpr, "y": tpr, "label": "empirical ROC"},
+        "auc": result.roc.get("auc"),
+        "tradeoff": acc.tradeoff_curve(mechanism, steps),
+        "true_epsilon": result.true_epsilon,
+        "verdict": verdict,
+        "batches": {"total": result.batches_total, "resumed": result.batches_resumed},
+    }
 
 
 def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None) -> dict:
     """Audit one target; returns its report section."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
     cache = SectionCache(options.work_dir, index, options)
-    base_key = {"target": asdict(target), "seed": options.seed, "confidence": options.confidence,
-                "trials": options.trials}
+    base_key = {
+        "target": asdict(target),
+        "seed": options.seed,
+        "confidence": options.confidence,
+        "trials": options.trials,
+    }
     mechanism, steps = tgt.target_mechanism(target)
     k = max(1, len(target.probes))
     confidence = 1.0 - (1.0 - options.confidence) / k  # Bonferroni over the target's probes
 
     log(f"[{target.name}] accounting ({len(target.accountants)} accountants)")
-    accounting = cache.get_or_compute("accounting", [base_key, "accounting"], lambda: _guard(
-        "accounting", lambda: acc.accounting_section(mechanism, steps, target.claim, list(target.accountants),
-                                                     reference_delta=target.reference_delta)))
+    accounting = cache.get_or_compute(
+        "accounting",
+        [base_key, "accounting"],
+        lambda: guard(
+            "accounting",
+            lambda: acc.accounting_section(
+                mechanism,
+                steps,
+                target.claim,
+                list(target.accountants),
+                reference_delta=target.reference_delta,
+            ),
+        ),
+    )
     method = tgt.calibration_of(target)
     calibration = None
     if method is not None:
-        calibration = cache.get_or_compute("calibration", [base_key, "calibration"], lambda: _guard(
-            "calibration check", lambda: fnd.calibration_section(target.claim["epsilon"], target.claim["delta"],
-                                                                 method)))
-    planner = cache.get_or_compute("planner", [base_key, "planner"], lambda: _guard(
-        "planner", lambda: _planner(target, options, confidence)))
+        calibration = cache.get_or_compute(
+            "calibration",
+            [base_key, "calibration"],
+            lambda: guard(
+                "calibration check",
+                lambda: fnd.calibration_section(target.claim["epsilon"], target.claim["delta"], method),
+            ),
+        )
+    planner = cache.get_or_compute(
+        "planner",
+        [base_key, "planner"],
+        lambda: guard("planner", lambda: _planner(target, options, confidence)),
+    )
     probes = []
     for i, spec in enumerate(target.probes):
-        log(f"[{target.name}] probe {spec.name} ({spec.kind}, {options.trials or spec.trials} trials per world)")
+        budget = options.trials or spec.trials
+        log(f"[{target.name}] probe {spec.name} ({spec.kind}, {budget} trials per world)")
         key = [base_key, "probe", i]
-        checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{_hash(key)[:12]}")
-        section = cache.get_or_compute(f"probe-{i}", key, lambda spec=spec, i=i, cp=checkpoint:
-                                       _guard(f"probe {spec.name}", lambda: run_probe(
-                                           target, spec, index * 1000 + i, options, cp, confidence)))
+        checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{stable_hash(key)[:12]}")
+        section = cache.get_or_compute(
+            f"probe-{i}",
+            key,
+            lambda spec=spec, i=i, cp=checkpoint: guard(
+                f"probe {spec.name}",
+                lambda: run_probe(target, spec, index * 1000 + i, options, cp, confidence),
+            ),
+        )
         if section.get("available") is False:
             section = {"name": spec.name, "kind": spec.kind, "available": False, "reason": section["reason"]}
         probes.append(section)
     log(f"[{target.name}] utility ({target.utility_runs} run(s))")
-    utility = cache.get_or_compute("utility", [base_key, "utility"], lambda: _guard(
-        "utility run", lambda: tgt.utility_run(target, options.seed + index, target.utility_runs)))
+    utility = cache.get_or_compute(
+        "utility",
+        [base_key, "utility"],
+        lambda: guard(
+            "utility run", lambda: tgt.utility_run(target, options.seed + index, target.utility_runs)
+        ),
+    )
     units, unit_name = tgt.protected_units(target)
     findings = fnd.findings(target.claim, accounting, calibration, units, unit_name)
     analytic = fnd.analytic_check(target.claim, accounting)
     verdict = fnd.combine_verdict(target.claim, accounting, analytic, probes, options.confidence)
     parameters = {k: v for k, v in target.parameters.items()}
     parameters.update({"mechanism": acc.describe(mechanism), "releases": steps})
-    return {"name": target.name, "algorithm": target.algorithm, "description": target.description,
-            "parameters": parameters, "claim": target.claim, "accounting": accounting,
-            "calibration": calibration, "planner": planner, "probes": probes, "verdict": verdict,
-            "utility": utility, "findings": findings}
+    return {
+        "name": target.name,
+        "algorithm": target.algorithm,
+        "description": target.description,
+        "parameters": parameters,
+        "claim": target.claim,
+        "accounting": accounting,
+        "calibration": calibration,
+        "planner": planner,
+        "probes": probes,
+        "verdict": verdict,
+        "utility": utility,
+        "findings": findings,
+    }
 
 
 def _planner(target: TargetSpec, options: AuditOptions, confidence: float) -> dict:
@@ -243,8 +226,13 @@ def _planner(target: TargetSpec, options: AuditOptions, confidence: float) -> di
         needed = trials_needed(target.claim["epsilon"], delta, confidence)
     except ConfigurationError:
         needed = None
-    return {"trials": int(trials), "delta": delta, "confidence": confidence, "ceiling": ceiling,
-            "trials_for_claim": needed}
+    return {
+        "trials": int(trials),
+        "delta": delta,
+        "confidence": confidence,
+        "ceiling": ceiling,
+        "trials_for_claim": needed,
+    }
 
 
 def run_audit(targets, options: AuditOptions, log=None) -> list[dict]:

@@ -55,13 +55,24 @@ def variants(mechanism):
     return out
 
 
-def _rows(mechanism, steps: int, delta: float, names, claimed: bool,
-          relation: str = "add-remove") -> tuple[list[dict], list]:
+def _rows(
+    mechanism, steps: int, delta: float, names, claimed: bool, relation: str = "add-remove"
+) -> tuple[list[dict], list]:
     neighbouring, sampling = _label(mechanism, relation)
     results = account_all(Composition.of(mechanism, steps), delta, names=names)
-    rows = [{"accountant": r.name, "neighbouring": neighbouring, "sampling": sampling, "delta": float(delta),
-             "epsilon": r.epsilon, "status": r.status, "reason": r.reason, "claimed_setting": claimed}
-            for r in results]
+    rows = [
+        {
+            "accountant": r.name,
+            "neighbouring": neighbouring,
+            "sampling": sampling,
+            "delta": float(delta),
+            "epsilon": r.epsilon,
+            "status": r.status,
+            "reason": r.reason,
+            "claimed_setting": claimed,
+        }
+        for r in results
+    ]
     return rows, results
 
 
@@ -77,8 +88,11 @@ def best_upper_bound(rows: list[dict]) -> dict | None:
 def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> dict:
     """Epsilon at ``delta`` after t releases, for a few t up to ``steps``, per accountant."""
     if steps < 2:
-        return {"available": False, "reason": "the mechanism releases once per unit of privacy: there is no "
-                                              "growth over rounds to show"}
+        return {
+            "available": False,
+            "reason": "the mechanism releases once per unit of privacy: there is no "
+            "growth over rounds to show",
+        }
     rounds = sorted({int(round(x)) for x in np.linspace(1, steps, min(points, steps))})
     series = []
     for name in names:
@@ -93,8 +107,15 @@ def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> 
     return {"rounds": rounds, "series": series}
 
 
-def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=("moments", "rdp", "pld"),
-                       reference_delta: float = REFERENCE_DELTA, rounds_points: int = 7) -> dict:
+def accounting_section(
+    mechanism,
+    steps: int,
+    claim: dict,
+    names,
+    rounds_names=("moments", "rdp", "pld"),
+    reference_delta: float = REFERENCE_DELTA,
+    rounds_points: int = 7,
+) -> dict:
     """Every accountant's epsilon at the claimed delta for each relation/sampling variant of ``mechanism``
     run ``steps`` times, the claimed setting at ``reference_delta``, notes and epsilon over rounds."""
     delta = claim["delta"]
@@ -105,22 +126,32 @@ def accounting_section(mechanism, steps: int, claim: dict, names, rounds_names=(
         rows += variant_rows
         neighbouring, sampling = _label(variant, claim["neighbouring"])
         notes += [f"{neighbouring}, {sampling}: {n}" for n in disagreements(results)]
-    at_reference = ([] if math.isclose(reference_delta, delta)
-                    else _rows(mechanism, steps, reference_delta, names, True, claim["neighbouring"])[0])
+    at_reference = (
+        []
+        if math.isclose(reference_delta, delta)
+        else _rows(mechanism, steps, reference_delta, names, True, claim["neighbouring"])[0]
+    )
     ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
     if len(ok) >= 2:
         low, high = min(ok, key=lambda r: r["epsilon"]), max(ok, key=lambda r: r["epsilon"])
         if high["epsilon"] > 1.05 * low["epsilon"]:
-            notes.append(f"In the claimed setting the accountants span epsilon {low['epsilon']:.4g} "
-                         f"({low['accountant']}) to {high['epsilon']:.4g} ({high['accountant']}): all are "
-                         f"upper bounds, the smallest is the tightest valid one.")
+            notes.append(
+                f"In the claimed setting the accountants span epsilon {low['epsilon']:.4g} "
+                f"({low['accountant']}) to {high['epsilon']:.4g} ({high['accountant']}): all are "
+                f"upper bounds, the smallest is the tightest valid one."
+            )
     for r in rows:
         if r["status"] == "failed":
             notes.append(f"{r['accountant']} failed for {r['neighbouring']}, {r['sampling']}: {r['reason']}")
     valid_rounds = [n for n in rounds_names if n in names]
-    return {"mechanism": describe(mechanism) + f" x {steps} releases", "rows": rows, "notes": notes,
-            "reference_delta": float(reference_delta), "at_reference_delta": at_reference,
-            "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1], rounds_points)}
+    return {
+        "mechanism": describe(mechanism) + f" x {steps} releases",
+        "rows": rows,
+        "notes": notes,
+        "reference_delta": float(reference_delta),
+        "at_reference_delta": at_reference,
+        "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1], rounds_points),
+    }
 
 
 def epsilon_of(rows: list[dict], accountant: str, claimed: bool = True) -> float | None:
@@ -156,8 +187,11 @@ def profile_tradeoff(composition: Composition, fpr) -> dict:
         from dp_accounting import pld
 
         relations = {m.neighbouring for m, _ in composition.parts if isinstance(m, SubsampledGaussian)}
-        relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if Neighbouring.REPLACE_ONE in relations
-                    else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+        relation = (
+            dp_accounting.NeighboringRelation.REPLACE_ONE
+            if Neighbouring.REPLACE_ONE in relations
+            else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        )
         accountant = pld.PLDAccountant(relation, 1e-3)
         accountant.compose(composition.to_dp_event())
         eps = np.linspace(0.0, 40.0, 321)

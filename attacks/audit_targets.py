@@ -22,7 +22,9 @@ MAX_UTILITY_POINTS = 120
 
 def check_algorithm(name) -> str:
     if name not in ALGORITHMS:
-        raise ConfigurationError("algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}")
+        raise ConfigurationError(
+            "algorithm", f"unknown algorithm {name!r}; choose one of {', '.join(ALGORITHMS)}"
+        )
     return name
 
 
@@ -50,8 +52,11 @@ def _fts_utility(target, seed: int, runs: int) -> dict:
         result = run_fts_de(config, rng=np.random.default_rng([seed, 1000 + run]), objective=objective)
         curves.append(np.asarray(result.utility, dtype=float))
         composition = result.composition()
-        compositions.add("nothing" if composition is None else " + ".join(
-            f"{describe(m)} x {c}" for m, c in composition.parts))
+        compositions.add(
+            "nothing"
+            if composition is None
+            else " + ".join(f"{describe(m)} x {c}" for m, c in composition.parts)
+        )
         metric = result.utility_name
     curves = np.array(curves)
     rounds = list(range(curves.shape[1]))
@@ -60,26 +65,31 @@ def _fts_utility(target, seed: int, runs: int) -> dict:
     steps = np.maximum(np.array(rounds), 1)
     spent = epsilon_curve(config.mechanism(), steps, target.claim["delta"]).tolist()
     spent[0] = 0.0
-    note = (f"Mean over {runs} runs of the agents' mean {metric} (lower is better) after initialisation "
-            f"(round 0) and each broadcast; epsilon spent after each round from the rdp accountant at delta = "
-            f"{target.claim['delta']:.3g}. The runs released {', '.join(sorted(compositions))}.")
+    note = (
+        f"Mean over {runs} runs of the agents' mean {metric} (lower is better) after initialisation "
+        f"(round 0) and each broadcast; epsilon spent after each round from the rdp accountant at delta = "
+        f"{target.claim['delta']:.3g}. The runs released {', '.join(sorted(compositions))}."
+    )
     return _curve(metric, rounds, curves, spent, runs, note)
 
 
 # ----- DP-Fed-PNE -----------------------------------------------------------------------------------
 def pne_settings(target) -> dict:
     p = dict(target.parameters)
-    settings = {"objective": p.pop("objective", "garland"),
-                "clients": int(require_number("clients", p.pop("clients", 10), low=1, integer=True)),
-                "horizon": int(require_number("horizon", p.pop("horizon", 2000), low=1, integer=True)),
-                "calibration": p.pop("calibration", "analytic"),
-                "epsilon": require_number("epsilon", p.pop("epsilon", target.claim["epsilon"]), low=0,
-                                          low_open=True),
-                "dp_delta": require_number("dp_delta", p.pop("dp_delta", target.claim["delta"]), low=0,
-                                           high=1, low_open=True, high_open=True)}
+    settings = {
+        "objective": p.pop("objective", "garland"),
+        "clients": int(require_number("clients", p.pop("clients", 10), low=1, integer=True)),
+        "horizon": int(require_number("horizon", p.pop("horizon", 2000), low=1, integer=True)),
+        "calibration": p.pop("calibration", "analytic"),
+        "epsilon": require_number("epsilon", p.pop("epsilon", target.claim["epsilon"]), low=0, low_open=True),
+        "dp_delta": require_number(
+            "dp_delta", p.pop("dp_delta", target.claim["delta"]), low=0, high=1, low_open=True, high_open=True
+        ),
+    }
     if settings["calibration"] not in ("classic", "analytic"):
-        raise ConfigurationError("calibration", f"unknown method {settings['calibration']!r}; "
-                                                "choose classic or analytic")
+        raise ConfigurationError(
+            "calibration", f"unknown method {settings['calibration']!r}; choose classic or analytic"
+        )
     settings["extra"] = p
     return settings
 
@@ -90,10 +100,16 @@ def _pne_utility(target, seed: int, runs: int) -> dict:
     s = pne_settings(target)
     curves = []
     for run in range(runs):
-        result = run_dp_fed_pne(s["objective"], s["clients"], s["horizon"], epsilon=s["epsilon"],
-                                dp_delta=s["dp_delta"], calibration=s["calibration"],
-                                seed=int(np.random.SeedSequence([seed, 1000 + run]).generate_state(1)[0]),
-                                **s["extra"])
+        result = run_dp_fed_pne(
+            s["objective"],
+            s["clients"],
+            s["horizon"],
+            epsilon=s["epsilon"],
+            dp_delta=s["dp_delta"],
+            calibration=s["calibration"],
+            seed=int(np.random.SeedSequence([seed, 1000 + run]).generate_state(1)[0]),
+            **s["extra"],
+        )
         curves.append(np.asarray(result.regret, dtype=float))
     curves = np.array(curves)
     mechanism = target_mechanism(target)[0]
@@ -101,10 +117,12 @@ def _pne_utility(target, seed: int, runs: int) -> dict:
 
     spent_value = gaussian_epsilon(1.0 / mechanism.noise_multiplier, target.claim["delta"])
     rounds = list(range(1, curves.shape[1] + 1))
-    note = (f"Average per-client cumulative regret of DP-Fed-PNE on {s['objective']} with {s['clients']} clients, "
-            f"mean over {runs} runs. Event-level privacy: each reward enters one noisy release, so the epsilon "
-            f"spent per reward ({spent_value:.4g} at delta = {target.claim['delta']:.3g}, exact profile) does not "
-            f"grow with rounds.")
+    note = (
+        f"Average per-client cumulative regret of DP-Fed-PNE on {s['objective']} with {s['clients']} "
+        f"clients, mean over {runs} runs. Event-level privacy: each reward enters one noisy release, so the "
+        f"epsilon spent per reward ({spent_value:.4g} at delta = {target.claim['delta']:.3g}, exact profile) "
+        f"does not grow with rounds."
+    )
     return _curve("cumulative regret per client", rounds, curves, [spent_value] * len(rounds), runs, note)
 
 
@@ -113,16 +131,25 @@ def _curve(metric, rounds, curves, spent, runs, note) -> dict:
     mean = curves.mean(axis=0)
     stderr = curves.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.full(mean.shape, np.nan)
     idx = np.unique(np.linspace(0, len(rounds) - 1, min(len(rounds), MAX_UTILITY_POINTS)).round().astype(int))
-    return {"metric": metric, "rounds": [int(rounds[i]) for i in idx], "values": [float(mean[i]) for i in idx],
-            "stderr": [None if not np.isfinite(stderr[i]) else float(stderr[i]) for i in idx], "runs": runs,
-            "final": float(mean[-1]), "epsilon_spent": [spent[i] for i in idx], "note": note}
+    return {
+        "metric": metric,
+        "rounds": [int(rounds[i]) for i in idx],
+        "values": [float(mean[i]) for i in idx],
+        "stderr": [None if not np.isfinite(stderr[i]) else float(stderr[i]) for i in idx],
+        "runs": runs,
+        "final": float(mean[-1]),
+        "epsilon_spent": [spent[i] for i in idx],
+        "note": note,
+    }
 
 
 def _bare_mechanism(target):
     p = dict(target.parameters)
     kind = p.get("type", "gaussian")
     if kind not in MECHANISM_TYPES:
-        raise ConfigurationError("parameters.type", f"unknown mechanism {kind!r}; choose {', '.join(MECHANISM_TYPES)}")
+        raise ConfigurationError(
+            "parameters.type", f"unknown mechanism {kind!r}; choose {', '.join(MECHANISM_TYPES)}"
+        )
     steps = int(require_number("parameters.steps", p.get("steps", 1), low=1, integer=True))
     if kind == "gaussian" and "calibration" in p:
         from attacks.audit_accounting import gaussian_for
@@ -130,15 +157,22 @@ def _bare_mechanism(target):
         mech = gaussian_for(target.claim["epsilon"], target.claim["delta"], p["calibration"])
         return Gaussian(mech.noise_multiplier, p.get("sensitivity", 1.0)), steps
     if "noise_multiplier" not in p:
-        raise ConfigurationError("parameters.noise_multiplier", "a bare mechanism needs its noise multiplier "
-                                                                "(or calibration = 'classic'|'analytic')")
+        raise ConfigurationError(
+            "parameters.noise_multiplier",
+            "a bare mechanism needs its noise multiplier (or calibration = 'classic'|'analytic')",
+        )
     if kind == "gaussian":
         return Gaussian(p["noise_multiplier"], p.get("sensitivity", 1.0)), steps
     if kind == "laplace":
         return Laplace(p["noise_multiplier"], p.get("sensitivity", 1.0)), steps
-    return SubsampledGaussian(p.get("rate", 1.0), p["noise_multiplier"], p.get("clip", 1.0),
-                              p.get("sampling", "poisson"), target.claim["neighbouring"],
-                              p.get("population")), steps
+    return SubsampledGaussian(
+        p.get("rate", 1.0),
+        p["noise_multiplier"],
+        p.get("clip", 1.0),
+        p.get("sampling", "poisson"),
+        target.claim["neighbouring"],
+        p.get("population"),
+    ), steps
 
 
 def target_mechanism(target) -> tuple:
@@ -182,12 +216,24 @@ def probe_defaults(target) -> dict:
     out = {"delta": claim["delta"], "epsilon": claim["epsilon"], "rounds": steps, "steps": steps}
     if target.algorithm in ("dp-fts-de", "dp-fts"):
         c = fts_config(target)
-        out.update(rate=c.rate, noise_multiplier=c.noise_multiplier, agents=c.num_agents,
-                   subregions=c.effective_subregions, sampling=c.sampling, objective=c.objective)
+        out.update(
+            rate=c.rate,
+            noise_multiplier=c.noise_multiplier,
+            agents=c.num_agents,
+            subregions=c.effective_subregions,
+            sampling=c.sampling,
+            objective=c.objective,
+        )
     elif target.algorithm == "dp-fed-pne":
         s = pne_settings(target)
-        out.update(calibration=s["calibration"], clients=s["clients"], horizon=s["horizon"],
-                   objective=s["objective"], epsilon=s["epsilon"], delta=s["dp_delta"])
+        out.update(
+            calibration=s["calibration"],
+            clients=s["clients"],
+            horizon=s["horizon"],
+            objective=s["objective"],
+            epsilon=s["epsilon"],
+            delta=s["dp_delta"],
+        )
     else:
         for key in ("noise_multiplier", "sensitivity", "rate", "clip", "sampling", "calibration"):
             if key in target.parameters:

@@ -36,8 +36,17 @@ from reports.model import claim_in_words
 DEFAULT_CONFIG = Path(__file__).with_name("defaults") / "default_audit.toml"
 _POWER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*\^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*$")
 TOP_KEYS = {"title", "seed", "confidence", "target"}
-TARGET_KEYS = {"name", "algorithm", "description", "accountants", "utility_runs", "reference_delta",
-               "parameters", "claim", "probes"}
+TARGET_KEYS = {
+    "name",
+    "algorithm",
+    "description",
+    "accountants",
+    "utility_runs",
+    "reference_delta",
+    "parameters",
+    "claim",
+    "probes",
+}
 CLAIM_KEYS = {"epsilon", "delta", "neighbouring", "unit", "source", "units", "unit_plural"}
 PROBE_KEYS = {"name", "kind", "trials", "params", "batch_size"}
 
@@ -47,7 +56,7 @@ def parse_delta(field: str, value) -> float:
     if isinstance(value, str):
         match = _POWER.match(value)
         if not match:
-            raise ConfigurationError(field, f"expected a number or a power like \"29^-1.1\", got {value!r}")
+            raise ConfigurationError(field, f'expected a number or a power like "29^-1.1", got {value!r}')
         value = float(match.group(1)) ** float(match.group(2))
     return require_number(field, value, low=0, high=1, low_open=True, high_open=True)
 
@@ -55,8 +64,10 @@ def parse_delta(field: str, value) -> float:
 def _unknown(field: str, data: dict, allowed: set) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise ConfigurationError(f"{field}.{extra[0]}" if field else extra[0],
-                                 f"unknown key; expected one of {', '.join(sorted(allowed))}")
+        raise ConfigurationError(
+            f"{field}.{extra[0]}" if field else extra[0],
+            f"unknown key; expected one of {', '.join(sorted(allowed))}",
+        )
 
 
 def _table(field: str, value) -> dict:
@@ -67,18 +78,24 @@ def _table(field: str, value) -> dict:
 
 def _claim(field: str, data) -> dict:
     if data is None:
-        raise ConfigurationError(field, "missing: every target needs a claim (epsilon, delta, neighbouring, unit)")
+        raise ConfigurationError(
+            field, "missing: every target needs a claim (epsilon, delta, neighbouring, unit)"
+        )
     data = _table(field, data)
     _unknown(field, data, CLAIM_KEYS)
     for key in ("epsilon", "delta", "neighbouring", "unit"):
         if key not in data:
             raise ConfigurationError(f"{field}.{key}", "missing")
-    claim = {"epsilon": require_number(f"{field}.epsilon", data["epsilon"], low=0, low_open=True),
-             "delta": parse_delta(f"{field}.delta", data["delta"]),
-             "neighbouring": str(data["neighbouring"]).lower().replace("_", "-"), "unit": str(data["unit"])}
+    claim = {
+        "epsilon": require_number(f"{field}.epsilon", data["epsilon"], low=0, low_open=True),
+        "delta": parse_delta(f"{field}.delta", data["delta"]),
+        "neighbouring": str(data["neighbouring"]).lower().replace("_", "-"),
+        "unit": str(data["unit"]),
+    }
     if claim["neighbouring"] not in ("add-remove", "replace-one"):
-        raise ConfigurationError(f"{field}.neighbouring", f"choose add-remove or replace-one, got "
-                                                          f"{data['neighbouring']!r}")
+        raise ConfigurationError(
+            f"{field}.neighbouring", f"choose add-remove or replace-one, got {data['neighbouring']!r}"
+        )
     if "source" in data:
         claim["source"] = str(data["source"])
     if "units" in data:
@@ -96,7 +113,9 @@ def _probe(field: str, data) -> ProbeSpec:
     from attacks.probes import PROBES
 
     if data["name"] not in PROBES:
-        raise ConfigurationError(f"{field}.name", f"unknown probe {data['name']!r}; choose from {', '.join(PROBES)}")
+        raise ConfigurationError(
+            f"{field}.name", f"unknown probe {data['name']!r}; choose from {', '.join(PROBES)}"
+        )
     kind = data.get("kind", "end-to-end" if "end-to-end" in data["name"] else "mechanism")
     if kind not in ("mechanism", "end-to-end"):
         raise ConfigurationError(f"{field}.kind", f"choose mechanism or end-to-end, got {kind!r}")
@@ -106,8 +125,9 @@ def _probe(field: str, data) -> ProbeSpec:
     batch = data.get("batch_size")
     if batch is not None:
         batch = int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
-    return ProbeSpec(str(data["name"]), kind, trials, dict(_table(f"{field}.params", data.get("params", {}))),
-                     batch)
+    return ProbeSpec(
+        str(data["name"]), kind, trials, dict(_table(f"{field}.params", data.get("params", {}))), batch
+    )
 
 
 def _target(field: str, data) -> TargetSpec:
@@ -128,13 +148,18 @@ def _target(field: str, data) -> TargetSpec:
     except ConfigurationError as exc:
         raise ConfigurationError(f"{field}.accountants", str(exc).split(": ", 1)[1]) from None
     return TargetSpec(
-        name=str(data.get("name", algorithm)), algorithm=algorithm, claim=claim,
+        name=str(data.get("name", algorithm)),
+        algorithm=algorithm,
+        claim=claim,
         description=str(data.get("description", "")),
         parameters=dict(_table(f"{field}.parameters", data.get("parameters", {}))),
         probes=tuple(_probe(f"{field}.probes[{i}]", p) for i, p in enumerate(probes)),
         accountants=accountants if "accountants" in data else TargetSpec.accountants,
-        utility_runs=int(require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)),
-        reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)))
+        utility_runs=int(
+            require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)
+        ),
+        reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)),
+    )
 
 
 def parse_config(text: str, source: str = "<string>") -> dict:
@@ -150,12 +175,20 @@ def parse_config(text: str, source: str = "<string>") -> dict:
     if not isinstance(targets, list):
         raise ConfigurationError("target", "expected an array of tables ([[target]])")
     specs = [_target(f"target[{i}]", t) for i, t in enumerate(targets)]
-    confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True,
-                                high_open=True)
+    confidence = require_number(
+        "confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True
+    )
     seed = int(require_number("seed", raw.get("seed", 0), low=0, integer=True))
-    return {"title": str(raw.get("title", "dpfed-audit report")), "seed": seed, "confidence": confidence,
-            "targets": specs, "raw": raw, "text": text, "source": source,
-            "hash": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    return {
+        "title": str(raw.get("title", "dpfed-audit report")),
+        "seed": seed,
+        "confidence": confidence,
+        "targets": specs,
+        "raw": raw,
+        "text": text,
+        "source": source,
+        "hash": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }
 
 
 def load_config(path: str | Path | None) -> dict:

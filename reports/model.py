@@ -81,11 +81,14 @@ def jsonable(value):
 def claim_in_words(claim: dict) -> str:
     """One sentence stating the claim, its unit of privacy and its neighbouring relation."""
     relation = {"add-remove": "adding or removing", "replace-one": "replacing"}.get(
-        claim.get("neighbouring", ""), claim.get("neighbouring", "changing"))
+        claim.get("neighbouring", ""), claim.get("neighbouring", "changing")
+    )
     unit = claim.get("unit", "one record")
-    text = (f"({fmt_number(claim['epsilon'])}, {fmt_number(claim['delta'])})-differential privacy: for any two inputs "
-            f"that differ by {relation} {unit}, every set of outputs has probability at most "
-            f"e^{fmt_number(claim['epsilon'])} times larger plus {fmt_number(claim['delta'])} under one than the other")
+    eps, delta = fmt_number(claim["epsilon"]), fmt_number(claim["delta"])
+    text = (
+        f"({eps}, {delta})-differential privacy: for any two inputs that differ by {relation} {unit}, every "
+        f"set of outputs has probability at most e^{eps} times larger plus {delta} under one than the other"
+    )
     if claim.get("source"):
         text += f" (source: {claim['source']})"
     return text + "."
@@ -105,9 +108,18 @@ def new_report(title: str, targets: list[dict], provenance: dict) -> dict:
     """Assemble a report; its status is the worst target verdict."""
     status = worst_status(t["verdict"]["status"] for t in targets)
     summary = [f"{t['name']}: {t['verdict']['status']} - {t['verdict']['reason']}" for t in targets]
-    return jsonable({"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "title": title,
-                     "status": status, "exit_code": EXIT_CODES[status], "summary": summary,
-                     "targets": targets, "provenance": provenance})
+    return jsonable(
+        {
+            "schema": SCHEMA_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "title": title,
+            "status": status,
+            "exit_code": EXIT_CODES[status],
+            "summary": summary,
+            "targets": targets,
+            "provenance": provenance,
+        }
+    )
 
 
 @lru_cache(maxsize=1)
@@ -181,6 +193,8 @@ def load_report(path) -> dict:
         raise ConfigurationError("result", f"{path} is not a dpfed-audit report")
     major = str(report.get("schema_version", "")).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
-        raise ConfigurationError("schema_version", f"report version {report.get('schema_version')!r} is "
-                                                   f"not readable by schema {SCHEMA_VERSION}")
+        raise ConfigurationError(
+            "schema_version",
+            f"report version {report.get('schema_version')!r} is not readable by schema {SCHEMA_VERSION}",
+        )
     return validate_report(report)

@@ -26,14 +26,15 @@ def _to_svg(fig: Figure, label: str) -> str:
     fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
     text = buffer.getvalue()
     start = _SVG_START.search(text)
-    svg = text[start.start():] if start else text
+    svg = text[start.start() :] if start else text
     # accessible name for screen readers and for tests that look for the plots
     return svg.replace("<svg ", f'<svg role="img" aria-label="{label}" class="plot" ', 1)
 
 
 def _positive_pairs(xs, ys):
-    pairs = [(x, y) for x, y in zip(xs, ys, strict=False)
-             if x is not None and y is not None and x > 0 and y > 0]
+    pairs = [
+        (x, y) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None and x > 0 and y > 0
+    ]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -53,8 +54,14 @@ def roc_svg(probe: dict) -> str | None:
     if roc.get("available", True) is not False and roc.get("x"):
         x, y = _positive_pairs(roc["x"], roc["y"])
         if x:
-            ax.step(x, y, where="post", color="#1f5fa8", lw=1.5,
-                    label=f"empirical ROC (AUC {probe.get('auc') or 0:.3f})")
+            ax.step(
+                x,
+                y,
+                where="post",
+                color="#1f5fa8",
+                lw=1.5,
+                label=f"empirical ROC (AUC {probe.get('auc') or 0:.3f})",
+            )
             drew = True
     if not drew:
         return None
@@ -82,7 +89,9 @@ def epsilon_rounds_svg(accounting: dict, claim: dict) -> str | None:
         pts = [(r, e) for r, e in zip(series["x"], series["y"], strict=False) if e is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=series.get("label", ""))
-    ax.axhline(claim["epsilon"], color="#c0392b", ls="--", lw=1, label=f"claim epsilon = {claim['epsilon']:g}")
+    ax.axhline(
+        claim["epsilon"], color="#c0392b", ls="--", lw=1, label=f"claim epsilon = {claim['epsilon']:g}"
+    )
     ax.set_xlabel("rounds (releases)")
     ax.set_ylabel(f"epsilon at delta = {claim['delta']:.3g}")
     ax.grid(True, alpha=0.3)

@@ -19,16 +19,21 @@ TEMPLATE_DIR = Path(__file__).with_name("templates")
 
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATE_DIR)), autoescape=select_autoescape(["html", "j2"]),
-                      keep_trailing_newline=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATE_DIR)),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
     env.globals["f"] = fmt_number
     env.globals["accounting_table"] = _accounting_table
     return env
 
 
 def _accounting_table(rows: list[dict]) -> Markup:
-    head = ("<table class=\"accounting\"><tr><th>accountant</th><th>neighbouring</th><th>sampling</th>"
-            "<th>delta</th><th>epsilon</th></tr>")
+    head = (
+        '<table class="accounting"><tr><th>accountant</th><th>neighbouring</th><th>sampling</th>'
+        "<th>delta</th><th>epsilon</th></tr>"
+    )
     body = []
     for r in rows:
         value = fmt_number(r["epsilon"]) if r["status"] == "ok" else f"{r['status']}: {r['reason']}"
@@ -47,7 +52,9 @@ def render_plots(report: dict) -> dict:
     targets = report["targets"]
     return {
         "epsilon": [_svg(plots.epsilon_rounds_svg(t["accounting"], t["claim"])) for t in targets],
-        "roc": [[_svg(plots.roc_svg(p)) if p.get("available") else None for p in t["probes"]] for t in targets],
+        "roc": [
+            [_svg(plots.roc_svg(p)) if p.get("available") else None for p in t["probes"]] for t in targets
+        ],
         "utility": [_svg(plots.utility_svg(t["utility"])) for t in targets],
     }
 

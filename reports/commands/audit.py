@@ -17,8 +17,20 @@ from pathlib import Path
 
 from accounting.errors import ConfigurationError, require_number
 
-PACKAGES = ("dpfed-audit", "numpy", "scipy", "dp-accounting", "opacus", "torch", "scikit-learn", "matplotlib",
-            "jinja2", "jsonschema", "dask", "tqdm")
+PACKAGES = (
+    "dpfed-audit",
+    "numpy",
+    "scipy",
+    "dp-accounting",
+    "opacus",
+    "torch",
+    "scikit-learn",
+    "matplotlib",
+    "jinja2",
+    "jsonschema",
+    "dask",
+    "tqdm",
+)
 EXECUTORS = ("inprocess", "processes", "dask")
 WORK_DIR_NAME = ".audit-work"
 
@@ -34,7 +46,7 @@ def package_versions() -> dict:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _command(args, seed: int) -> str:
@@ -70,7 +82,9 @@ def run(args) -> int:
     from reports.model import new_report
 
     config = load_config(args.config)
-    seed = config["seed"] if args.seed is None else int(require_number("seed", args.seed, low=0, integer=True))
+    seed = (
+        config["seed"] if args.seed is None else int(require_number("seed", args.seed, low=0, integer=True))
+    )
     trials = None if args.trials is None else int(require_number("trials", args.trials, low=1, integer=True))
     workers = int(require_number("workers", args.workers, low=1, integer=True))
     if args.executor == "dask" and not args.scheduler:
@@ -78,19 +92,34 @@ def run(args) -> int:
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigurationError("out", f"{out_dir} exists and is not a directory")
-    options = AuditOptions(seed=seed, confidence=config["confidence"], executor=args.executor, workers=workers,
-                           scheduler=args.scheduler, trials=trials, work_dir=str(out_dir / WORK_DIR_NAME),
-                           progress=not args.quiet)
+    options = AuditOptions(
+        seed=seed,
+        confidence=config["confidence"],
+        executor=args.executor,
+        workers=workers,
+        scheduler=args.scheduler,
+        trials=trials,
+        work_dir=str(out_dir / WORK_DIR_NAME),
+        progress=not args.quiet,
+    )
     started, clock = _now(), time.perf_counter()
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     log(f"dpaudit audit: {len(config['targets'])} target(s) from {config['source']}, seed {seed}")
     targets = run_audit(config["targets"], options, log)
-    provenance = {"packages": package_versions(), "python": platform.python_version(),
-                  "platform": f"{platform.system()} {platform.machine()}", "seed": seed, "config": config["raw"],
-                  "config_source": config["source"], "config_hash": config["hash"],
-                  "command": _command(args, seed), "started": started, "finished": _now(),
-                  "duration_seconds": round(time.perf_counter() - clock, 3),
-                  "resumed_sections": sorted(options.resumed)}
+    provenance = {
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "seed": seed,
+        "config": config["raw"],
+        "config_source": config["source"],
+        "config_hash": config["hash"],
+        "command": _command(args, seed),
+        "started": started,
+        "finished": _now(),
+        "duration_seconds": round(time.perf_counter() - clock, 3),
+        "resumed_sections": sorted(options.resumed),
+    }
     report = new_report(config["title"], targets, provenance)
     paths = write_reports(report, out_dir)
     for line in report["summary"]:
@@ -100,11 +129,18 @@ def run(args) -> int:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("audit", help="audit a configuration (default: the built-in reference audit)",
-                                   description=__doc__.split("\n\n")[1])
-    parser.add_argument("config", nargs="?", default=None, help="audit configuration (TOML); default: built-in")
+    parser = subparsers.add_parser(
+        "audit",
+        help="audit a configuration (default: the built-in reference audit)",
+        description=__doc__.split("\n\n")[1],
+    )
+    parser.add_argument(
+        "config", nargs="?", default=None, help="audit configuration (TOML); default: built-in"
+    )
     parser.add_argument("--out", default="audit-report", help="output directory (default: audit-report)")
-    parser.add_argument("--trials", type=int, default=None, help="trials per world for every probe (overrides)")
+    parser.add_argument(
+        "--trials", type=int, default=None, help="trials per world for every probe (overrides)"
+    )
     parser.add_argument("--executor", choices=EXECUTORS, default="inprocess", help="where probe batches run")
     parser.add_argument("--workers", type=int, default=2, help="workers of the processes executor")
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")

@@ -14,7 +14,8 @@ from scipy import stats
 from accounting.mechanisms import Composition, Gaussian, SubsampledGaussian
 from attacks import audit_accounting as acc
 from attacks import audit_findings as fnd
-from attacks.audit import AuditOptions, SectionCache
+from attacks.audit import AuditOptions
+from attacks.audit_cache import SectionCache
 
 DELTA_29 = 29.0**-1.1
 FTS_MECH = SubsampledGaussian(0.35, 1.0, 11.0, population=29)
@@ -23,8 +24,9 @@ FTS_CLAIM = {"epsilon": 15.17, "delta": DELTA_29, "neighbouring": "add-remove", 
 
 @pytest.fixture(scope="module")
 def fts_accounting():
-    return acc.accounting_section(FTS_MECH, 60, FTS_CLAIM, ["moments", "pld"], rounds_names=("pld",),
-                                  rounds_points=3)
+    return acc.accounting_section(
+        FTS_MECH, 60, FTS_CLAIM, ["moments", "pld"], rounds_names=("pld",), rounds_points=3
+    )
 
 
 def test_accounting_reproduces_published_and_reference_numbers(fts_accounting):
@@ -32,8 +34,11 @@ def test_accounting_reproduces_published_and_reference_numbers(fts_accounting):
     # paper (Fig. 3a / notebook): 15.17; notes 4.5: PLD 10.38, replace-one PLD 21.39
     assert acc.epsilon_of(rows, "moments") == pytest.approx(15.17, abs=0.01)
     assert acc.epsilon_of(rows, "pld") == pytest.approx(10.38, abs=0.03)
-    replace = [r for r in rows if r["neighbouring"] == "replace-one" and r["sampling"] == "poisson"
-               and r["accountant"] == "pld"]
+    replace = [
+        r
+        for r in rows
+        if r["neighbouring"] == "replace-one" and r["sampling"] == "poisson" and r["accountant"] == "pld"
+    ]
     assert replace[0]["epsilon"] == pytest.approx(21.39, abs=0.05)
     # notes 4.5 at delta = 1e-5: paper recipe 22.97, PLD 19.74
     ref = {r["accountant"]: r["epsilon"] for r in fts_accounting["at_reference_delta"]}
@@ -73,9 +78,17 @@ def test_classic_calibration_section_matches_notes():
     assert section["claim_check"]["true_delta"] == pytest.approx(2.27e-5, rel=0.01)
     assert section["claim_check"]["violated"]
     assert "8.42" in section["text"] and "does NOT" in section["text"]
-    finding = [f for f in fnd.findings({"epsilon": 10.0, "delta": 1e-5, "neighbouring": "replace-one",
-                                        "unit": "reward"}, {"rows": []}, section, None, "")
-               if f["id"] == "classic-calibration"][0]
+    finding = [
+        f
+        for f in fnd.findings(
+            {"epsilon": 10.0, "delta": 1e-5, "neighbouring": "replace-one", "unit": "reward"},
+            {"rows": []},
+            section,
+            None,
+            "",
+        )
+        if f["id"] == "classic-calibration"
+    ][0]
     assert finding["severity"] == "high" and "fails for large epsilon" in finding["text"]
 
 
@@ -102,10 +115,20 @@ def test_gaussian_tradeoff_is_the_closed_form_and_the_profile_route_agrees():
 
 
 def _probe(status, eps, p_value, ceiling):
-    bound = {"method": "clopper-pearson", "epsilon": eps, "delta": 1e-5, "confidence": 0.95, "rigorous": True,
-             "assumptions": ""}
-    return {"name": "p", "available": True, "bounds": [bound],
-            "verdict": {"status": status, "p_value": p_value, "ceiling": ceiling}}
+    bound = {
+        "method": "clopper-pearson",
+        "epsilon": eps,
+        "delta": 1e-5,
+        "confidence": 0.95,
+        "rigorous": True,
+        "assumptions": "",
+    }
+    return {
+        "name": "p",
+        "available": True,
+        "bounds": [bound],
+        "verdict": {"status": status, "p_value": p_value, "ceiling": ceiling},
+    }
 
 
 def test_combine_verdict_rules():
@@ -115,8 +138,9 @@ def test_combine_verdict_rules():
     assert v["status"] == "PASS" and v["gap"] == pytest.approx(0.6)
     v = fnd.combine_verdict(claim, accounting, None, [_probe("INCONCLUSIVE", 0.3, 1.0, 0.5)], 0.95)
     assert v["status"] == "INCONCLUSIVE"
-    v = fnd.combine_verdict(claim, accounting, None,
-                            [_probe("PASS", 0.3, 1.0, 5.0), _probe("VIOLATION", 2.0, 0.01, 5.0)], 0.95)
+    v = fnd.combine_verdict(
+        claim, accounting, None, [_probe("PASS", 0.3, 1.0, 5.0), _probe("VIOLATION", 2.0, 0.01, 5.0)], 0.95
+    )
     assert v["status"] == "VIOLATION" and v["p_value"] == pytest.approx(0.02)  # Bonferroni over 2 probes
     assert v["lower_bound"]["epsilon"] == 2.0
     assert fnd.combine_verdict(claim, accounting, None, [], 0.95)["status"] == "INCONCLUSIVE"

@@ -81,7 +81,9 @@ def test_same_configuration_and_seed_give_identical_reports(small_audit, tmp_pat
     a, b = load_report(out / "report.json"), load_report(tmp_path / "report.json")
     assert strip_volatile(a) == strip_volatile(b)
     for name in ("report.md", "report.html"):
-        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub("", (tmp_path / name).read_text())
+        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub(
+            "", (tmp_path / name).read_text()
+        )
 
 
 def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch):
@@ -166,18 +168,30 @@ trials = 100
 """
 
 
-@pytest.mark.parametrize("text, field", [
-    (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-magic"'), "target[0].algorithm"),
-    (BASE.replace("[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = \"add-remove\"\n"
-                  "unit = \"one record\"\n", ""), "target[0].claim"),
-    (BASE.replace("delta = 1e-5", "delta = 1.0"), "target[0].claim.delta"),
-    (BASE.replace("delta = 1e-5", "delta = 1.5"), "target[0].claim.delta"),
-    (BASE.replace("trials = 100", "trials = 0"), "target[0].probes[0].trials"),
-    (BASE.replace('name = "gaussian"', 'name = "no-such-probe"'), "target[0].probes[0].name"),
-    (BASE + "\n[target.claim\n", "config"),
-    ("title = 'nothing'\n", "target"),
-    (BASE.replace('neighbouring = "add-remove"', 'neighbouring = "swap"'), "target[0].claim.neighbouring"),
-])
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-magic"'), "target[0].algorithm"),
+        (
+            BASE.replace(
+                '[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = "add-remove"\n'
+                'unit = "one record"\n',
+                "",
+            ),
+            "target[0].claim",
+        ),
+        (BASE.replace("delta = 1e-5", "delta = 1.0"), "target[0].claim.delta"),
+        (BASE.replace("delta = 1e-5", "delta = 1.5"), "target[0].claim.delta"),
+        (BASE.replace("trials = 100", "trials = 0"), "target[0].probes[0].trials"),
+        (BASE.replace('name = "gaussian"', 'name = "no-such-probe"'), "target[0].probes[0].name"),
+        (BASE + "\n[target.claim\n", "config"),
+        ("title = 'nothing'\n", "target"),
+        (
+            BASE.replace('neighbouring = "add-remove"', 'neighbouring = "swap"'),
+            "target[0].claim.neighbouring",
+        ),
+    ],
+)
 def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, field):
     path = tmp_path / "bad.toml"
     path.write_text(text)

@@ -16,8 +16,17 @@ from tests.reports.synthetic_report import synthetic_report
 
 def test_markdown_has_every_section():
     md = render_markdown(synthetic_report())
-    for heading in ("### Claim", "### Findings", "### Accounting", "### Calibration check", "### Planner",
-                    "### Probes", "### Verdict", "### Utility", "## Provenance"):
+    for heading in (
+        "### Claim",
+        "### Findings",
+        "### Accounting",
+        "### Calibration check",
+        "### Planner",
+        "### Probes",
+        "### Verdict",
+        "### Utility",
+        "## Provenance",
+    ):
         assert heading in md
     assert "Not available: not built yet" in md and "Not available: accountants failed" in md
     assert "failed: ImportError: x\\|y" in md  # table cells are escaped
@@ -32,8 +41,12 @@ def test_html_is_self_contained_escaped_and_has_its_plots():
     assert "<script" not in html and "<link" not in html and "<img" not in html
     external = [u for u in re.findall(r'(?:href|src)="([^"#]+)"', html)]
     assert external == []
-    assert "http://" not in re.sub(r'xmlns(:\w+)?="http[^"]*"|"http://www\.w3\.org[^"]*"|http://purl\.org[^"<]*|'
-                                   r'http://creativecommons\.org[^"<]*|https?://matplotlib\.org[^"<]*', "", html)
+    assert "http://" not in re.sub(
+        r'xmlns(:\w+)?="http[^"]*"|"http://www\.w3\.org[^"]*"|http://purl\.org[^"<]*|'
+        r'http://creativecommons\.org[^"<]*|https?://matplotlib\.org[^"<]*',
+        "",
+        html,
+    )
 
 
 def test_rendering_is_deterministic_and_survives_a_json_round_trip():

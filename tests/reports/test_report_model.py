@@ -21,13 +21,16 @@ def test_synthetic_report_validates_and_round_trips(tmp_path):
     assert report["status"] == "INCONCLUSIVE" and report["exit_code"] == 3
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda r: r.update(status="MAYBE"), "status"),
-    (lambda r: r["targets"][0]["claim"].update(delta=1.0), "targets/0/claim/delta"),
-    (lambda r: r["targets"][0].pop("verdict"), "targets/0"),
-    (lambda r: r["targets"][0]["probes"][0]["bounds"][0].update(epsilon=-1.0), "targets/0/probes/0"),
-    (lambda r: r["provenance"].update(config_hash="md5:x"), "provenance/config_hash"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda r: r.update(status="MAYBE"), "status"),
+        (lambda r: r["targets"][0]["claim"].update(delta=1.0), "targets/0/claim/delta"),
+        (lambda r: r["targets"][0].pop("verdict"), "targets/0"),
+        (lambda r: r["targets"][0]["probes"][0]["bounds"][0].update(epsilon=-1.0), "targets/0/probes/0"),
+        (lambda r: r["provenance"].update(config_hash="md5:x"), "provenance/config_hash"),
+    ],
+)
 def test_schema_rejects_bad_reports_naming_the_field(mutate, field):
     report = synthetic_report()
     mutate(report)
@@ -71,10 +74,20 @@ def test_atomic_write_never_leaves_a_half_written_file(tmp_path, monkeypatch):
 
 
 def test_claim_in_words_names_unit_and_relation():
-    text = model.claim_in_words({"epsilon": 15.17, "delta": 29**-1.1, "neighbouring": "add-remove",
-                                 "unit": "one agent (all of its uploads)"})
-    assert "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
-    text = model.claim_in_words({"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"})
+    text = model.claim_in_words(
+        {
+            "epsilon": 15.17,
+            "delta": 29**-1.1,
+            "neighbouring": "add-remove",
+            "unit": "one agent (all of its uploads)",
+        }
+    )
+    assert (
+        "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
+    )
+    text = model.claim_in_words(
+        {"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"}
+    )
     assert "replacing one reward" in text
 
 
