@@ -29,12 +29,17 @@ def bayesian_lower_bound(scores_out, scores_in, delta: float, confidence: float 
     sel_out, sel_in = split_sorted(out_sorted, in_sorted, gen, selection_fraction)
     if min(sel_out.size, sel_in.size, out_sorted.size - sel_out.size, in_sorted.size - sel_in.size) == 0:
         sel_out, sel_in = out_sorted[:0], in_sorted[:0]  # too few trials to split: median threshold
-        threshold = float(np.median(np.concatenate([out_scores, in_scores])))
+        direction, threshold = "in-high", float(np.median(np.concatenate([out_scores, in_scores])))
     else:
-        _, threshold = select_threshold(sel_out, sel_in, delta, 1.0 - confidence, candidates)
-    tests = evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, "in-high", threshold)
-    tp, fp = int(tests.lower_counts[0]), int(tests.upper_counts[0])   # in > t, out > t
-    tn, fn = int(tests.upper_totals[0]) - fp, int(tests.lower_totals[0]) - tp
+        direction, threshold = select_threshold(sel_out, sel_in, delta, 1.0 - confidence, candidates)
+    tests = evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, direction, threshold)
+    n_out, n_in = out_sorted.size - sel_out.size, in_sorted.size - sel_in.size
+    if direction == "in-high":   # "in" when score > t
+        tp, fp = int(tests.lower_counts[0]), int(tests.upper_counts[0])
+        tn, fn = n_out - fp, n_in - tp
+    else:                        # "out" when score < t
+        tn, fn = int(tests.lower_counts[0]), int(tests.upper_counts[0])
+        fp, tp = n_out - tn, n_in - fn
     fpr = gen.beta(fp + 0.5, tn + 0.5, size=draws)
     fnr = gen.beta(fn + 0.5, tp + 0.5, size=draws)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -47,7 +52,8 @@ def bayesian_lower_bound(scores_out, scores_in, delta: float, confidence: float 
         confidence=float(confidence), rigorous=False,
         assumptions="Bayesian credible bound (Jeffreys priors on FPR and FNR), not a frequentist "
                     "guarantee; threshold chosen on a held-out half.",
-        details={"threshold": threshold, "counts": {"tp": tp, "fn": fn, "fp": fp, "tn": tn},
+        details={"threshold": threshold, "direction": direction,
+                 "counts": {"tp": tp, "fn": fn, "fp": fp, "tn": tn},
                  "credible_interval": [float(low), float(high)],
                  "posterior_median": float(np.median(samples)), "posterior_draws": draws},
     )

@@ -94,7 +94,9 @@ def check_audit_inputs(scores_out, scores_in, delta, confidence):
             raise ConfigurationError(name, "scores must be numeric") from None
         if array.size == 0:
             raise ConfigurationError(name, "needs at least one score")
-        if not np.isfinite(np.sum(array)) and np.isnan(array).any():  # the sum is a cheap first check
+        with np.errstate(invalid="ignore", over="ignore"):
+            suspicious = not np.isfinite(np.sum(array))       # cheap first check for NaN
+        if suspicious and np.isnan(array).any():
             raise ConfigurationError(name, "scores contain NaN")
         arrays.append(array)
     return arrays[0], arrays[1]

@@ -104,3 +104,21 @@ def test_roc_auc_of_gaussian_scores_and_point_budget():
     fpr, tpr, auc = empirical_roc(out, inn, max_points=64)
     assert auc == pytest.approx(stats.norm.cdf(1 / math.sqrt(2)), abs=0.005)
     assert len(fpr) <= 64
+
+
+def test_infinite_scores_are_handled_without_warnings():
+    import warnings
+
+    from attacks.estimators import estimate_all
+
+    out = np.r_[np.zeros(100), np.inf]
+    inn = np.r_[np.full(100, np.inf), -np.inf]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bounds = estimate_all(out, inn, 1e-5, rng=0)
+        _, _, auc = empirical_roc(out, inn)
+    assert all(math.isfinite(b.epsilon) and b.epsilon > 0 for b in bounds)
+    bayes = next(b for b in bounds if b.method == "bayesian-jeffreys")
+    counts = bayes.details["counts"]
+    assert 0 < counts["tp"] + counts["fn"] + counts["fp"] + counts["tn"] < 202  # the evaluation part
+    assert 0.5 < auc < 1.0
