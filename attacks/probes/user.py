@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+import sys
 import tomllib
 from dataclasses import dataclass
 
@@ -28,6 +30,8 @@ def load_callable(spec: str):
     if not isinstance(spec, str) or spec.count(":") != 1:
         raise ConfigurationError("mechanism", f"expected 'module:function', got {spec!r}")
     module_name, attr = spec.split(":")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # like ``python -m``: modules in the working directory are importable
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
