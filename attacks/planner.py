@@ -35,6 +35,22 @@ def max_certifiable_epsilon(trials: int, delta: float, confidence: float = 0.95)
     return _ceiling(float(trials), float(delta), float(confidence))
 
 
+def bonferroni_ceiling(trials: int, delta: float, confidence: float = 0.95,
+                       candidates: int | None = None) -> float:
+    """The most the default (Bonferroni) Clopper-Pearson estimator can certify with ``trials`` per world.
+
+    It runs 2 x len(rank grid) tests, each at significance (1 - confidence) / (number of tests), so its
+    perfect-attack ceiling is the single-test ceiling at that stricter level.
+    """
+    from attacks.estimators.clopper_pearson import DEFAULT_CANDIDATES
+    from attacks.estimators.thresholds import rank_grid
+
+    trials = require_number("trials", trials, low=1, integer=True)
+    _check(delta, confidence)
+    tests = 2 * rank_grid(int(trials), candidates or DEFAULT_CANDIDATES).size
+    return _ceiling(float(trials), float(delta), 1.0 - (1.0 - float(confidence)) / tests)
+
+
 def trials_needed(target_epsilon: float, delta: float, confidence: float = 0.95) -> int:
     """Fewest trials per world with which a perfect attack certifies ``target_epsilon`` at ``delta``."""
     target = require_number("target_epsilon", target_epsilon, low=0.0, low_open=True, high=700.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from attacks.planner import max_certifiable_epsilon, trials_needed
+from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
 
 
 def add_parser(subparsers) -> None:
@@ -25,6 +25,7 @@ def run(args) -> int:
     if args.trials is not None:
         result["trials"] = args.trials
         result["max_certifiable_epsilon"] = max_certifiable_epsilon(args.trials, args.delta, args.confidence)
+        result["default_estimator_ceiling"] = bonferroni_ceiling(args.trials, args.delta, args.confidence)
     if args.target_epsilon is not None:
         result["target_epsilon"] = args.target_epsilon
         result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
@@ -35,6 +36,8 @@ def run(args) -> int:
     if "max_certifiable_epsilon" in result:
         print(f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "
               f"epsilon = {result['max_certifiable_epsilon']:.4f}.")
+        print("The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
+              f"at most {result['default_estimator_ceiling']:.4f}.")
     if "trials_needed" in result:
         print(f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
               f"{result['trials_needed']} trials per world, even with a perfect attack.")

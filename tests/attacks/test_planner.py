@@ -76,3 +76,15 @@ def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("trials", [10, 1000, 50_000])
+def test_bonferroni_ceiling_is_what_the_default_estimator_reaches_on_a_perfect_attack(trials):
+    import numpy as np
+
+    from attacks.estimators import clopper_pearson_lower_bound
+    from attacks.planner import bonferroni_ceiling
+
+    perfect = clopper_pearson_lower_bound(np.zeros(trials), np.ones(trials), 1e-5).epsilon
+    assert bonferroni_ceiling(trials, 1e-5) == pytest.approx(perfect, rel=1e-9)
+    assert bonferroni_ceiling(trials, 1e-5) < max_certifiable_epsilon(trials, 1e-5)
