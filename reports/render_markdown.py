@@ -98,6 +98,8 @@ def _probe(p: dict) -> list[str]:
         f"- Trials per world: {p['trials']}",
         f"- Description: {p.get('description', '')}",
     ]
+    if p.get("params"):
+        out.append("- Parameters: " + ", ".join(f"{k} = {v}" for k, v in sorted(p["params"].items())))
     if p.get("true_epsilon") is not None:
         out.append(f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}")
     if p.get("auc") is not None:

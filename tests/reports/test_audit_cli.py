@@ -206,3 +206,71 @@ def test_bad_command_line_values_exit_2(tmp_path, capsys):
     assert _audit(SMALL, tmp_path, "--trials", "0") == 2
     assert "trials" in capsys.readouterr().err
     assert main(["audit", str(tmp_path / "missing.toml"), "--out", str(tmp_path)]) == 2
+
+
+KILL_CONFIG = """
+title = "kill test"
+seed = 9
+[[target]]
+name = "subsampled Gaussian, 20 rounds"
+algorithm = "mechanism"
+accountants = ["rdp"]
+[target.parameters]
+type = "subsampled-gaussian"
+rate = 0.35
+noise_multiplier = 1.0
+steps = 20
+population = 29
+[target.claim]
+epsilon = 15.0
+delta = 0.01
+neighbouring = "add-remove"
+unit = "one agent"
+[[target.probes]]
+name = "fts-server"
+trials = 12000
+batch_size = 200
+"""
+
+
+def test_killed_audit_leaves_no_partial_report_and_resumes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config = tmp_path / "kill.toml"
+    config.write_text(KILL_CONFIG)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "reports.cli", "audit", str(config), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if len(list(out.rglob("*.npy"))) >= 10:
+            break
+        time.sleep(0.02)
+    killed = proc.poll() is None
+    if killed:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    finished_batches = len(list(out.rglob("*.npy")))
+    assert killed, "the audit finished before it could be killed; make its probe slower"
+    # each report file is absent or complete (atomic writes): never half-written
+    if (out / "report.json").exists():
+        load_report(out / "report.json")
+    if (out / "report.html").exists():
+        assert (out / "report.html").read_text().rstrip().endswith("</html>")
+    assert _audit(config, out) in (0, 3)
+    resumed = load_report(out / "report.json")
+    batches = resumed["targets"][0]["probes"][0]["batches"]
+    assert batches["total"] == 120
+    # whatever finished before the kill is reused, not redone
+    assert batches["resumed"] == finished_batches >= 10
+    fresh_out = tmp_path / "fresh"
+    _audit(config, fresh_out)
+    fresh = load_report(fresh_out / "report.json")
+    for report in (fresh, resumed):
+        report["targets"][0]["probes"][0].pop("batches")
+    assert strip_volatile(fresh) == strip_volatile(resumed)
+    assert not list(out.glob(".report*"))  # no temporary report files left behind
