@@ -123,6 +123,22 @@ def test_one_run_on_null_and_on_randomised_response():
     assert_at_most_nominal(wrong_rr)
 
 
+def test_one_run_on_independent_gaussian_canaries():
+    # Idealised one-run setting: canary j's score is its own Gaussian release N(b_j, z^2), z calibrated
+    # exactly to (4, 1e-5); the mechanism is (4, 1e-5)-DP with respect to each canary's inclusion.
+    z = analytic_gaussian_noise_multiplier(4.0, 1e-5)
+    rng = np.random.default_rng(51)
+    m, wrong, bounds = 2000, 0, []
+    for _ in range(AUDITS):
+        included = rng.random(m) < 0.5
+        scores = included + z * rng.normal(size=m)
+        bound = one_run_from_scores(scores, included, 1e-5, guess_counts=[20, 100, 500]).epsilon
+        bounds.append(bound)
+        wrong += bound > 4.0
+    assert_at_most_nominal(wrong)
+    assert np.median(bounds) > 1.0  # and it is not vacuous
+
+
 # Power on the Gaussian mechanism calibrated exactly to (2, 1e-5). Over 8 other seeds: Clopper-Pearson at
 # 10^6 trials gave 1.56 +- 0.04 (1.3 is 6 sd away: false-failure probability < 1e-6); GDP at 10^5 gave
 # 1.89 +- 0.037 (1.8 is 2.4 sd away: about 1% for a random seed; the seed here is fixed).
