@@ -20,7 +20,8 @@ def empirical_roc(scores_out, scores_in, max_points: int = 512) -> tuple[np.ndar
     # Mann-Whitney: AUC = P(in > out) + P(in == out) / 2, by binary search of the sorted in-scores.
     below = np.searchsorted(out_sorted, in_sorted, side="left")
     greater = float(below.sum(dtype=np.float64))
-    tied = out_sorted[np.minimum(below, n_out - 1)] == in_sorted
+    np.minimum(below, n_out - 1, out=below)   # in place; entries with a tie are below n_out already
+    tied = out_sorted[below] == in_sorted
     ties = 0.0
     if tied.any():
         ties = float((np.searchsorted(out_sorted, in_sorted[tied], side="right") - below[tied]).sum())

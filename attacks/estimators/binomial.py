@@ -89,7 +89,8 @@ def check_audit_inputs(scores_out, scores_in, delta, confidence):
     arrays = []
     for name, scores in (("scores_out", scores_out), ("scores_in", scores_in)):
         try:
-            array = np.asarray(scores, dtype=float).ravel()
+            array = np.asarray(scores, dtype=float)
+            array = array if array.ndim == 1 else array.ravel()  # keep the caller's object (sort cache)
         except (TypeError, ValueError):
             raise ConfigurationError(name, "scores must be numeric") from None
         if array.size == 0:
