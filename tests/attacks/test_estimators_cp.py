@@ -130,3 +130,16 @@ def test_split_evaluation_counts_are_the_complement_of_the_selection():
     assert tests.lower_counts.tolist() == [(ev_in > 0.7).sum(), (ev_out < -0.2).sum()]
     assert tests.upper_counts.tolist() == [(ev_out > 0.7).sum(), (ev_in < -0.2).sum()]
     assert tests.lower_totals.tolist() == [ev_in.size, ev_out.size]
+
+
+def test_one_sort_per_world_across_estimators_and_roc():
+    from attacks.estimators.thresholds import _SORTED_CACHE, as_sorted
+    from attacks.roc import empirical_roc
+
+    rng = np.random.default_rng(4)
+    out, inn = rng.normal(size=150_000), rng.normal(size=150_000)
+    estimate_all(out, inn, 1e-5, rng=0)
+    cached = as_sorted(out)
+    assert id(out) in _SORTED_CACHE and id(inn) in _SORTED_CACHE
+    empirical_roc(out, inn)
+    assert as_sorted(out) is cached
