@@ -127,11 +127,13 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     """Audit one target; returns its report section."""
     log = log or (lambda msg: print(msg, file=sys.stderr))
     cache = SectionCache(options.work_dir, index, options)
-    base_key = {
-        "target": asdict(target),
-        "seed": options.seed,
-        "confidence": options.confidence,
+    # each section's key holds exactly what it depends on, so changing, say, the trial budget reuses
+    # the accounting and the utility run of an earlier audit in the same output directory
+    system = {"algorithm": target.algorithm, "parameters": target.parameters, "claim": target.claim}
+    probe_plan = {
+        "probes": [asdict(p) for p in target.probes],
         "trials": options.trials,
+        "confidence": options.confidence,
     }
     mechanism, steps = tgt.target_mechanism(target)
     k = max(1, len(target.probes))
@@ -140,7 +142,7 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     log(f"[{target.name}] accounting ({len(target.accountants)} accountants)")
     accounting = cache.get_or_compute(
         "accounting",
-        [base_key, "accounting"],
+        [system, list(target.accountants), target.reference_delta],
         lambda: guard(
             "accounting",
             lambda: acc.accounting_section(
@@ -157,7 +159,7 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     if method is not None:
         calibration = cache.get_or_compute(
             "calibration",
-            [base_key, "calibration"],
+            [target.claim, method],
             lambda: guard(
                 "calibration check",
                 lambda: fnd.calibration_section(target.claim["epsilon"], target.claim["delta"], method),
@@ -165,14 +167,14 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
         )
     planner = cache.get_or_compute(
         "planner",
-        [base_key, "planner"],
+        [system, probe_plan],
         lambda: guard("planner", lambda: _planner(target, options, confidence)),
     )
     probes = []
     for i, spec in enumerate(target.probes):
         budget = options.trials or spec.trials
         log(f"[{target.name}] probe {spec.name} ({spec.kind}, {budget} trials per world)")
-        key = [base_key, "probe", i]
+        key = [system, probe_plan, i, options.seed, index]
         checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{stable_hash(key)[:12]}")
         section = cache.get_or_compute(
             f"probe-{i}",
@@ -188,7 +190,7 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
     log(f"[{target.name}] utility ({target.utility_runs} run(s))")
     utility = cache.get_or_compute(
         "utility",
-        [base_key, "utility"],
+        [system, target.utility_runs, options.seed, index],
         lambda: guard(
             "utility run", lambda: tgt.utility_run(target, options.seed + index, target.utility_runs)
         ),

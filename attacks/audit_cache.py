@@ -67,7 +67,8 @@ class SectionCache:
             except (OSError, ValueError):
                 pass  # a damaged cache entry is recomputed
         value = _plain(compute())
-        if path is not None:
+        unavailable = isinstance(value, dict) and value.get("available") is False
+        if path is not None and not unavailable:  # a missing piece is retried next time
             _atomic_json(path, {"key": key_hash, "value": value})
         return value
 

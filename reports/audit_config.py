@@ -125,9 +125,39 @@ def _probe(field: str, data) -> ProbeSpec:
     batch = data.get("batch_size")
     if batch is not None:
         batch = int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
-    return ProbeSpec(
-        str(data["name"]), kind, trials, dict(_table(f"{field}.params", data.get("params", {}))), batch
-    )
+    params = dict(_table(f"{field}.params", data.get("params", {})))
+    _check_probe_params(f"{field}.params", str(data["name"]), params)
+    return ProbeSpec(str(data["name"]), kind, trials, params, batch)
+
+
+def _check_probe_params(field: str, name: str, params: dict) -> None:
+    """Refuse parameters the probe does not have (a probe not built yet is reported when the audit runs)."""
+    import dataclasses
+
+    from attacks.probes import probe_class
+
+    try:
+        cls = probe_class(name)
+    except ConfigurationError:
+        return
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ConfigurationError(
+            f"{field}.{unknown[0]}", f"not a parameter of probe {name!r}; known: {', '.join(sorted(known))}"
+        )
+
+
+def _check_system(field: str, spec: TargetSpec) -> None:
+    """Build the target's mechanism now, so a bad parameter is reported before any work starts."""
+    from attacks.audit_targets import protected_units, target_mechanism
+
+    try:
+        target_mechanism(spec)
+        protected_units(spec)
+    except ConfigurationError as exc:
+        message = str(exc).split(": ", 1)[-1]
+        raise ConfigurationError(f"{field}.parameters.{exc.field}", message) from None
 
 
 def _target(field: str, data) -> TargetSpec:
@@ -147,7 +177,7 @@ def _target(field: str, data) -> TargetSpec:
         accountants = tuple(parse_accountant_names(data.get("accountants")))
     except ConfigurationError as exc:
         raise ConfigurationError(f"{field}.accountants", str(exc).split(": ", 1)[1]) from None
-    return TargetSpec(
+    spec = TargetSpec(
         name=str(data.get("name", algorithm)),
         algorithm=algorithm,
         claim=claim,
@@ -160,6 +190,8 @@ def _target(field: str, data) -> TargetSpec:
         ),
         reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)),
     )
+    _check_system(field, spec)
+    return spec
 
 
 def parse_config(text: str, source: str = "<string>") -> dict:

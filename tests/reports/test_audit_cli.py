@@ -190,6 +190,20 @@ trials = 100
             BASE.replace('neighbouring = "add-remove"', 'neighbouring = "swap"'),
             "target[0].claim.neighbouring",
         ),
+        (
+            BASE.replace("noise_multiplier = 1.0", "noise_multiplier = -1.0"),
+            "target[0].parameters.noise_multiplier",
+        ),
+        (
+            BASE.replace("trials = 100", "trials = 100\n[target.probes.params]\nloudness = 3"),
+            "target[0].probes[0].params.loudness",
+        ),
+        (
+            BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-fts-de"').replace(
+                'type = "gaussian"', 'preset = "svm-breast-cancer"\nrate = 1.5'
+            ),
+            "target[0].parameters.rate",
+        ),
     ],
 )
 def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, field):
@@ -200,6 +214,18 @@ def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, 
     assert err.count("\n") == 0, err
     assert f"error: {field}" in err, err
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_executors_give_the_same_report(tmp_path):
+    config = tmp_path / "g.toml"
+    config.write_text(GAUSSIAN_ONLY)
+    assert _audit(config, tmp_path / "a") == _audit(
+        config, tmp_path / "b", "--executor", "processes", "--workers", "2"
+    )
+    a, b = (load_report(tmp_path / d / "report.json") for d in "ab")
+    for report in (a, b):
+        report["provenance"].pop("command")  # names the executor
+    assert strip_volatile(a) == strip_volatile(b)
 
 
 def test_bad_command_line_values_exit_2(tmp_path, capsys):
