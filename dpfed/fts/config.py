@@ -51,7 +51,9 @@ class FTSConfig:
     delta: float | None = None  # default num_agents ** -1.1 (the seed's choice; see flaw F1)
     sampling: str = "poisson"
     neighbouring: str = "add-remove"
-    population: int | None = None  # declared slots; default num_agents
+    # declared agent slots (default num_agents): weights and 1/q use them, not the agents present (flaw F2);
+    # audits with a canary declare num_agents + 1 in both worlds (``with_canary_slot``)
+    population: int | None = None
     empty_sample_fallback: str = "noise"
     mixing: str = "reciprocal"
     weight_gap: float = 15.0
