@@ -192,7 +192,7 @@ def audit_target(target: TargetSpec, index: int, options: AuditOptions, log=None
         "utility",
         [system, target.utility_runs, options.seed, index],
         lambda: guard(
-            "utility run", lambda: tgt.utility_run(target, options.seed + index, target.utility_runs)
+            "utility run", lambda: tgt.utility_run(target, options.seed + index, target.utility_runs, log)
         ),
     )
     units, unit_name = tgt.protected_units(target)

@@ -40,7 +40,7 @@ def fts_config(target):
     return FTSConfig.from_preset(preset, **params)
 
 
-def _fts_utility(target, seed: int, runs: int) -> dict:
+def _fts_utility(target, seed: int, runs: int, log) -> dict:
     from attacks.audit_accounting import describe
     from dpfed.fts import run_fts_de
     from dpfed.objectives import make_objective
@@ -49,6 +49,7 @@ def _fts_utility(target, seed: int, runs: int) -> dict:
     objective = make_objective(config, np.random.default_rng([seed, 7]))
     curves, compositions = [], set()
     for run in range(runs):
+        log(f"  utility run {run + 1}/{runs}")
         result = run_fts_de(config, rng=np.random.default_rng([seed, 1000 + run]), objective=objective)
         curves.append(np.asarray(result.utility, dtype=float))
         composition = result.composition()
@@ -70,7 +71,7 @@ def _fts_utility(target, seed: int, runs: int) -> dict:
         f"(round 0) and each broadcast; epsilon spent after each round from the rdp accountant at delta = "
         f"{target.claim['delta']:.3g}. The runs released {', '.join(sorted(compositions))}."
     )
-    return _curve(metric, rounds, curves, spent, runs, note)
+    return _curve(metric, rounds, curves, spent, runs, note, "rdp")
 
 
 # ----- DP-Fed-PNE -----------------------------------------------------------------------------------
@@ -94,12 +95,13 @@ def pne_settings(target) -> dict:
     return settings
 
 
-def _pne_utility(target, seed: int, runs: int) -> dict:
+def _pne_utility(target, seed: int, runs: int, log) -> dict:
     from dpfed.pne.private import run_dp_fed_pne
 
     s = pne_settings(target)
     curves = []
     for run in range(runs):
+        log(f"  utility run {run + 1}/{runs}")
         result = run_dp_fed_pne(
             s["objective"],
             s["clients"],
@@ -123,11 +125,12 @@ def _pne_utility(target, seed: int, runs: int) -> dict:
         f"epsilon spent per reward ({spent_value:.4g} at delta = {target.claim['delta']:.3g}, exact profile) "
         f"does not grow with rounds."
     )
-    return _curve("cumulative regret per client", rounds, curves, [spent_value] * len(rounds), runs, note)
+    spent = [spent_value] * len(rounds)
+    return _curve("cumulative regret per client", rounds, curves, spent, runs, note, "exact")
 
 
 # ----- shared ---------------------------------------------------------------------------------------
-def _curve(metric, rounds, curves, spent, runs, note) -> dict:
+def _curve(metric, rounds, curves, spent, runs, note, accountant: str) -> dict:
     mean = curves.mean(axis=0)
     stderr = curves.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.full(mean.shape, np.nan)
     idx = np.unique(np.linspace(0, len(rounds) - 1, min(len(rounds), MAX_UTILITY_POINTS)).round().astype(int))
@@ -139,6 +142,7 @@ def _curve(metric, rounds, curves, spent, runs, note) -> dict:
         "runs": runs,
         "final": float(mean[-1]),
         "epsilon_spent": [spent[i] for i in idx],
+        "epsilon_accountant": accountant,
         "note": note,
     }
 
@@ -243,12 +247,12 @@ def probe_defaults(target) -> dict:
     return out
 
 
-def utility_run(target, seed: int, runs: int) -> dict:
+def utility_run(target, seed: int, runs: int, log=None) -> dict:
     """Utility over rounds (mean of ``runs`` seeded runs) with the privacy spent, or 'not available'."""
     if target.algorithm in ("dp-fts-de", "dp-fts"):
-        return _fts_utility(target, seed, runs)
+        return _fts_utility(target, seed, runs, log or (lambda msg: None))
     if target.algorithm == "dp-fed-pne":
-        return _pne_utility(target, seed, runs)
+        return _pne_utility(target, seed, runs, log or (lambda msg: None))
     return {"available": False, "reason": "a bare mechanism has no utility to measure"}
 
 

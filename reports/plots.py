@@ -120,7 +120,12 @@ def utility_svg(utility: dict) -> str | None:
     if spent and len(spent) == len(rounds):
         twin = ax.twinx()
         pts = [(r, e) for r, e in zip(rounds, spent, strict=True) if e is not None]
-        twin.plot([p[0] for p in pts], [p[1] for p in pts], color="#c0392b", ls="--", label="epsilon spent")
-        twin.set_ylabel("epsilon spent", color="#c0392b")
+        label = (
+            f"epsilon spent ({utility['epsilon_accountant']})"
+            if utility.get("epsilon_accountant")
+            else ("epsilon spent")
+        )
+        twin.plot([p[0] for p in pts], [p[1] for p in pts], color="#c0392b", ls="--", label=label)
+        twin.set_ylabel(label, color="#c0392b")
     ax.legend(fontsize=7, loc="upper right")
     return _to_svg(fig, "utility over rounds")

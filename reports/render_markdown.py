@@ -155,7 +155,12 @@ def _utility(u: dict) -> list[str]:
     spent = u.get("epsilon_spent") or [None] * len(u["rounds"])
     stderr = u.get("stderr") or [None] * len(u["rounds"])
     out += _table(
-        ["round", u["metric"], "standard error", "epsilon spent"],
+        [
+            "round",
+            u["metric"],
+            "standard error",
+            f"epsilon spent ({u['epsilon_accountant']})" if u.get("epsilon_accountant") else "epsilon spent",
+        ],
         [[u["rounds"][i], f(u["values"][i]), f(stderr[i]), f(spent[i])] for i in idx if i >= 0],
     )
     return out
