@@ -96,6 +96,8 @@ def _claim(field: str, data) -> dict:
         raise ConfigurationError(
             f"{field}.neighbouring", f"choose add-remove or replace-one, got {data['neighbouring']!r}"
         )
+    if isinstance(data["delta"], str):
+        claim["delta_given"] = data["delta"].replace(" ", "")
     if "source" in data:
         claim["source"] = str(data["source"])
     if "units" in data:

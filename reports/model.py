@@ -85,8 +85,9 @@ def claim_in_words(claim: dict) -> str:
     )
     unit = claim.get("unit", "one record")
     eps, delta = fmt_number(claim["epsilon"]), fmt_number(claim["delta"])
+    stated = f"{claim['delta_given']} = {delta}" if claim.get("delta_given") else delta
     text = (
-        f"({eps}, {delta})-differential privacy: for any two inputs that differ by {relation} {unit}, every "
+        f"({eps}, {stated})-differential privacy: for any two inputs that differ by {relation} {unit}, every "
         f"set of outputs has probability at most e^{eps} times larger plus {delta} under one than the other"
     )
     if claim.get("source"):
