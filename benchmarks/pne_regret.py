@@ -96,6 +96,19 @@ def main() -> None:
             results["hct"][f"{name}/T={horizon}"] = [float(mm[0]), float(ss[0])]
             print(f"{name:11s} {horizon:6d}  " + "  ".join(f"{r:>17s}" for r in row) + f"  {fmt(h):>17s}")
 
+    print("\nFed-PNE per-client regret against HCT (difference beyond 2 standard errors):")
+    for name in OBJECTIVES:
+        for horizon in HORIZONS:
+            hct_m, hct_s = results["hct"][f"{name}/T={horizon}"]
+            verdicts = []
+            for m in CLIENTS:
+                pne_m, pne_s = results["fed_pne"][f"{name}/T={horizon}/M={m}"]
+                margin = 2 * np.hypot(hct_s, pne_s)
+                verdict = "below" if pne_m < hct_m - margin else "above" if pne_m > hct_m + margin else "tie"
+                verdicts.append(f"M={m}: {verdict}")
+            results.setdefault("versus_hct", {})[f"{name}/T={horizon}"] = verdicts
+            print(f"  {name:11s} T={horizon:<6d} " + ", ".join(verdicts))
+
     print("\nDP-Fed-PNE, M = 10, analytic calibration, dp_delta = 1e-5 (event level), T = 10^4")
     print(f"{'objective':11s}  " + "  ".join(f"{'eps=' + format(e, 'g'):>17s}" for e in EPSILONS)
           + f"  {'non-private':>17s}")

@@ -99,6 +99,8 @@ class RewardOverride:
     ``pull`` selects which of the client's pulls of that node (0-based; None = all of them). The
     override happens before any clipping or noise, exactly where an environment's reward would enter,
     so a probe can compare worlds ``value=0`` and ``value=1`` (or an out-of-range canary such as 10).
+    A membership experiment must give every trial and world its own seed (fresh noise); reusing one
+    seed in both worlds cancels the noise (useful only for deterministic tests of the clipping).
     """
 
     client: int
