@@ -96,7 +96,9 @@ class PNEConfig:
 class RewardOverride:
     """Force client ``client``'s raw reward(s) in node (``depth``, ``index``) to ``value``.
 
-    ``pull`` selects which of the client's pulls of that node (0-based; None = all of them). The
+    ``pull`` selects which of the client's pulls of that node (0-based; None = all of them);
+    ``run.parameters["override_applied"]`` counts the rewards actually replaced (0 if the node was
+    never active in an uploaded phase, or the pull index exceeded the node's pulls). The
     override happens before any clipping or noise, exactly where an environment's reward would enter,
     so a probe can compare worlds ``value=0`` and ``value=1`` (or an out-of-range canary such as 10).
     A membership experiment must give every trial and world its own seed (fresh noise); reusing one
@@ -111,16 +113,18 @@ class RewardOverride:
 
 
 def _apply_override(rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None,
-                    pulled: np.ndarray) -> None:
-    if override is None or not 0 <= override.client < rewards.shape[0]:
-        return
+                    pulled: np.ndarray) -> int:
+    """Force the override's rewards in place; returns how many raw rewards were replaced."""
+    if override is None:
+        return 0
     try:
         j = nodes.index((int(override.depth), int(override.index)))
     except ValueError:
-        return
+        return 0
     pulls = np.arange(rewards.shape[2]) if override.pull is None else np.array([int(override.pull)])
     pulls = pulls[(pulls < rewards.shape[2]) & pulled[j, np.minimum(pulls, rewards.shape[2] - 1)]]
     rewards[override.client, j, pulls] = override.value
+    return int(pulls.size)
 
 
 def resolve_objective(objective: str | Objective) -> Objective:
@@ -147,6 +151,10 @@ def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horiz
     local = LocalObjectives(obj, cfg.num_clients, heterogeneity, heterogeneity_kind, rng=streams.objective)
     noise = noise or ObservationNoise()
     m_clients, horizon = cfg.num_clients, cfg.horizon
+    if reward_override is not None:
+        require_number("override client", reward_override.client, low=0, high=m_clients - 1, integer=True)
+        require_number("override value", reward_override.value)
+    forced = 0
 
     instant = np.empty(horizon)
     points = np.empty((horizon, obj.domain.shape[0]))
@@ -178,7 +186,7 @@ def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horiz
             pulled = (np.arange(length) < done).reshape(num_nodes, pulls)
             rewards = local.values(centres)[:, :, None] + noise.sample(streams.observation,
                                                                        (m_clients, num_nodes, pulls))
-            _apply_override(rewards, keys, reward_override, pulled)
+            forced += _apply_override(rewards, keys, reward_override, pulled)
             if privatizer is not None:
                 rewards = privatizer(rewards, streams.privacy)
             counts = pulled.sum(axis=1)
@@ -205,7 +213,8 @@ def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horiz
     params = {"k": cfg.k, "nu1": cfg.nu1, "rho": cfg.rho, "c": cfg.c, "c1": cfg.c1,
               "conf_delta": cfg.conf_delta, "expansion": cfg.expansion, "final_upload": cfg.final_upload,
               "heterogeneity": heterogeneity, "heterogeneity_kind": heterogeneity_kind,
-              "noise": {"kind": noise.kind, "width": noise.width}, "partition": part.describe()}
+              "noise": {"kind": noise.kind, "width": noise.width}, "partition": part.describe(),
+              "override_applied": forced}
     return BanditRun(algorithm, obj.name, m_clients, horizon, instant, points, np.asarray(recommendation),
                      communication_rounds=rounds, uplink_floats=uplink, downlink_values=downlink,
                      phases=phases, transcript=transcript, parameters=params)

@@ -112,6 +112,7 @@ def test_reward_override_replaces_exactly_one_raw_reward():
         return msg["means"][msg["nodes"].index(node)]
 
     t = phase.pulls
+    assert forced.parameters["override_applied"] == 1 and base.parameters["override_applied"] == 0
     assert upload(forced, 3) == pytest.approx(upload(base, 3) + (5.0 - upload(base, 3)) / t)
     assert upload(forced, 2) == upload(base, 2)
 
@@ -145,3 +146,13 @@ def test_prose_expansion_rule_stops_earlier_or_equal():
     cfg_c = PNEConfig(horizon=2000, num_clients=10)
     assert not cfg_p.needs_expansion(5, 2) and cfg_c.needs_expansion(5, 2)  # 5 * tau_2 = 10: "<" vs "<="
     assert math.isclose(cfg_c.radius(10), 0.1 * math.sqrt(math.log(2000 / 0.1) / 10))
+
+
+def test_override_outside_the_run_is_reported_or_rejected():
+    missing = run_fed_pne("garland", 2, 500, seed=0, reward_override=RewardOverride(0, 30, 1, 1.0))
+    assert missing.parameters["override_applied"] == 0
+    every = run_fed_pne("garland", 2, 500, seed=0,
+                        reward_override=RewardOverride(1, *missing.phases[1].nodes[0], 1.0, pull=None))
+    assert every.parameters["override_applied"] == missing.phases[1].pulls
+    with pytest.raises(ConfigurationError, match="override client"):
+        run_fed_pne("garland", 2, 500, seed=0, reward_override=RewardOverride(2, 3, 1, 1.0))
