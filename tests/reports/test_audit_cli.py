@@ -142,6 +142,11 @@ def test_example_configurations_parse():
     assert fts.claim["epsilon"] == 15.17 and fts.claim["delta"] == pytest.approx(29**-1.1)
     assert fts.parameters["rate"] == 0.35 and fts.parameters["clip"] == 22.0
     assert {t.parameters.get("calibration") for t in default["targets"][1:]} == {"classic", "analytic"}
+    # the two preset examples are the default audit split in two (they must not drift apart)
+    split = [
+        load_config(ROOT / "configs" / n)["targets"] for n in ("audit_dpftsde.toml", "audit_dpfedpne.toml")
+    ]
+    assert split[0] + split[1] == default["targets"]
 
 
 def test_planted_bug_example_is_a_violation(tmp_path):
@@ -300,3 +305,20 @@ def test_killed_audit_leaves_no_partial_report_and_resumes(tmp_path):
         report["targets"][0]["probes"][0].pop("batches")
     assert strip_volatile(fresh) == strip_volatile(resumed)
     assert not list(out.glob(".report*"))  # no temporary report files left behind
+
+
+def test_dp_fed_pne_example_finds_the_classic_calibration_flaw(tmp_path):
+    assert _audit(ROOT / "configs" / "audit_dpfedpne.toml", tmp_path, "--trials", "500") == 1
+    classic, analytic = load_report(tmp_path / "report.json")["targets"]
+    assert (
+        classic["verdict"]["status"] == "VIOLATION" and classic["verdict"]["analytic"]["status"] == "refuted"
+    )
+    assert (
+        analytic["verdict"]["status"] != "VIOLATION" and analytic["verdict"]["analytic"]["status"] == "holds"
+    )
+    finding = next(f for f in classic["findings"] if f["id"] == "classic-calibration")
+    # seed_fedpne.md 3.3(a): fails from epsilon = 8.42 at delta = 1e-5; true delta(10) = 2.27e-5
+    assert finding["values"]["failure_threshold"] == pytest.approx(8.42, abs=0.01)
+    assert finding["values"]["true_delta_at_claim"] == pytest.approx(2.27e-5, rel=0.01)
+    assert all(p["available"] for p in classic["probes"])  # mechanism-level and end-to-end
+    assert {p["kind"] for p in classic["probes"]} == {"mechanism", "end-to-end"}
