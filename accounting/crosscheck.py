@@ -16,6 +16,9 @@ PRV_TOLERANCE = 0.02  # opacus eps_error 0.01 plus slack
 def disagreements(results: list[AccountingResult]) -> list[str]:
     """One sentence per pair of accountants whose epsilons contradict the expected ordering."""
     eps = {r.name: r.epsilon for r in results if r.ok}
+    slack = {r.name: (r.details or {}) for r in results if r.ok}
+    prv_tol = max(PRV_TOLERANCE, 2 * slack.get("prv", {}).get("eps_error", 0.0))
+    pld_tol = max(PLD_TOLERANCE, 100 * slack.get("pld", {}).get("value_discretization_interval", 0.0))
     notes = []
 
     def at_least(upper: str, lower: str, slack: float):
@@ -23,10 +26,10 @@ def disagreements(results: list[AccountingResult]) -> list[str]:
             notes.append(f"{upper} ({eps[upper]:.4f}) is below {lower} ({eps[lower]:.4f}), which theory forbids")
 
     at_least("moments", "rdp", 1e-6)
-    at_least("rdp", "pld", PLD_TOLERANCE)
-    at_least("rdp", "prv", PRV_TOLERANCE)
-    if "pld" in eps and "prv" in eps and abs(eps["pld"] - eps["prv"]) > PLD_TOLERANCE + PRV_TOLERANCE:
+    at_least("rdp", "pld", pld_tol)
+    at_least("rdp", "prv", prv_tol)
+    if "pld" in eps and "prv" in eps and abs(eps["pld"] - eps["prv"]) > pld_tol + prv_tol:
         notes.append(f"pld ({eps['pld']:.4f}) and prv ({eps['prv']:.4f}) differ by more than their stated errors")
-    if "exact" in eps and "pld" in eps and abs(eps["exact"] - eps["pld"]) > PLD_TOLERANCE:
+    if "exact" in eps and "pld" in eps and abs(eps["exact"] - eps["pld"]) > pld_tol:
         notes.append(f"pld ({eps['pld']:.4f}) differs from the closed form ({eps['exact']:.4f})")
     return notes

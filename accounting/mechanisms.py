@@ -27,7 +27,7 @@ class Sampling(enum.Enum):
     FIXED_SIZE = "fixed-size"  # exactly round(rate * population) without replacement
 
     @classmethod
-    def parse(cls, value: "Sampling | str") -> "Sampling":
+    def parse(cls, value: Sampling | str) -> Sampling:
         return _parse_enum(cls, value, "sampling")
 
 
@@ -38,7 +38,7 @@ class Neighbouring(enum.Enum):
     REPLACE_ONE = "replace-one"
 
     @classmethod
-    def parse(cls, value: "Neighbouring | str") -> "Neighbouring":
+    def parse(cls, value: Neighbouring | str) -> Neighbouring:
         return _parse_enum(cls, value, "neighbouring")
 
 
@@ -52,7 +52,7 @@ def _parse_enum(cls, value, field_name):
     raise ConfigurationError(field_name, f"unknown value {value!r}; choose one of {choices}")
 
 
-def as_generator(rng: "np.random.Generator | int | None") -> np.random.Generator:
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """Return ``rng`` if it is a Generator, else a new Generator seeded by it."""
     if isinstance(rng, np.random.Generator):
         return rng
@@ -91,7 +91,9 @@ class Gaussian:
 
 @dataclass(frozen=True)
 class Laplace:
-    """Laplace mechanism with scale ``noise_multiplier * sensitivity`` (L1 sensitivity); pure epsilon = 1/noise_multiplier."""
+    """Laplace mechanism with scale ``noise_multiplier * sensitivity`` (L1 sensitivity).
+
+    It is (1/noise_multiplier, 0)-DP."""
 
     noise_multiplier: float
     sensitivity: float = 1.0
@@ -268,10 +270,10 @@ class Composition:
         object.__setattr__(self, "parts", tuple(checked))
 
     @classmethod
-    def of(cls, mechanism: Mechanism, count: int = 1) -> "Composition":
+    def of(cls, mechanism: Mechanism, count: int = 1) -> Composition:
         return cls(((mechanism, count),))
 
-    def __add__(self, other: "Composition") -> "Composition":
+    def __add__(self, other: Composition) -> Composition:
         return Composition(self.parts + other.parts)
 
     @property
@@ -285,5 +287,5 @@ class Composition:
         return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
 
 
-def as_composition(value: "Composition | Mechanism") -> Composition:
+def as_composition(value: Composition | Mechanism) -> Composition:
     return value if isinstance(value, Composition) else Composition.of(value, 1)

@@ -1,13 +1,18 @@
 """Tight accounting through dp-accounting's privacy-loss distributions (PLD).
 
 dp-accounting's PLD is pessimistic by construction (its discretisation rounds losses up), so the
-epsilon it reports is an upper bound within roughly ``value_discretization_interval`` per composition.
+epsilon it reports is an upper bound, loose by at most about ``steps * value_discretization_interval``.
+The interval is 1e-4 unless the noise is so small that the privacy-loss support would need more than
+``MAX_POINTS`` grid points per release (memory blows up otherwise); it is then coarsened, and the
+interval used is reported in the result details.
 """
 
 from __future__ import annotations
 
 from accounting.base import Unsupported
-from accounting.mechanisms import Composition, Neighbouring, Sampling, SubsampledGaussian
+from accounting.mechanisms import Composition, Gaussian, Laplace, Neighbouring, Sampling, SubsampledGaussian
+
+MAX_POINTS = 200_000
 
 
 def _relation(composition: Composition):
@@ -21,12 +26,28 @@ def _relation(composition: Composition):
     return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
+def loss_range(mechanism) -> float:
+    """Approximate width of one release's privacy-loss support (sensitivity 1, tails at ~6 sigma)."""
+    if isinstance(mechanism, Laplace):
+        return 2.0 / mechanism.noise_multiplier
+    z = mechanism.noise_multiplier
+    replace = isinstance(mechanism, SubsampledGaussian) and mechanism.neighbouring is Neighbouring.REPLACE_ONE
+    factor = 2.0 if replace else 1.0
+    return factor * (factor + 12.0 * z) / z**2
+
+
+def discretisation_interval(composition: Composition, finest: float = 1e-4) -> float:
+    return max(finest, max(loss_range(m) for m, _ in composition.parts) / MAX_POINTS)
+
+
 def _accountant(composition: Composition, value_discretization_interval: float):
     from dp_accounting import pld
 
     for mechanism, _ in composition.parts:
         if isinstance(mechanism, SubsampledGaussian) and mechanism.sampling is not Sampling.POISSON:
             raise Unsupported("dp-accounting's PLD does not analyse fixed-size sampling without replacement")
+        if not isinstance(mechanism, (Gaussian, Laplace, SubsampledGaussian)):
+            raise Unsupported(f"no PLD for {type(mechanism).__name__}")
     accountant = pld.PLDAccountant(_relation(composition), value_discretization_interval)
     event = composition.to_dp_event()
     if not accountant.supports(event):
@@ -40,9 +61,15 @@ class PldAccountant:
 
     def __init__(self, value_discretization_interval: float = 1e-4):
         self.value_discretization_interval = value_discretization_interval
+        self.last_details: dict = {}
+
+    def _interval(self, composition: Composition) -> float:
+        interval = discretisation_interval(composition, self.value_discretization_interval)
+        self.last_details = {"value_discretization_interval": interval}
+        return interval
 
     def epsilon(self, composition: Composition, delta: float) -> float:
-        return _accountant(composition, self.value_discretization_interval).get_epsilon(delta)
+        return _accountant(composition, self._interval(composition)).get_epsilon(delta)
 
     def delta(self, composition: Composition, epsilon: float) -> float:
-        return _accountant(composition, self.value_discretization_interval).get_delta(epsilon)
+        return _accountant(composition, self._interval(composition)).get_delta(epsilon)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from accounting import Composition, SubsampledGaussian, account_all
 from accounting.crosscheck import disagreements
 from accounting.registry import DEFAULT_ACCOUNTANTS, parse_accountant_names
-from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, dumps, format_number, number_arg, print_table
+from reports.commands.common import (
+    POSITIVE,
+    PROBABILITY,
+    RATE,
+    STEPS,
+    dumps,
+    format_number,
+    number_arg,
+    print_table,
+)
 
 
 def add_parser(subparsers) -> None:

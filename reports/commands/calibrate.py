@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from accounting.calibration import calibrate_noise_multiplier, check_classic_calibration, classic_failure_threshold
+from accounting.calibration import (
+    calibrate_noise_multiplier,
+    check_classic_calibration,
+    classic_failure_threshold,
+)
 from accounting.errors import ConfigurationError
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, dumps, format_number, number_arg
 
