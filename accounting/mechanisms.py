@@ -60,12 +60,8 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
 
 
 @dataclass(frozen=True)
-class Gaussian:
-    """Gaussian mechanism: adds N(0, (noise_multiplier * sensitivity)^2) to each coordinate.
-
-    ``sensitivity`` is the L2 sensitivity of the released query under the neighbouring relation
-    the caller declares; ``noise_multiplier`` is the noise standard deviation in units of it.
-    """
+class _AdditiveNoise:
+    """A query answer plus independent noise of scale ``noise_multiplier * sensitivity``."""
 
     noise_multiplier: float
     sensitivity: float = 1.0
@@ -75,13 +71,29 @@ class Gaussian:
         require_number("sensitivity", self.sensitivity, low=0, low_open=True)
 
     @property
-    def noise_std(self) -> float:
+    def noise_scale(self) -> float:
         return float(self.noise_multiplier) * float(self.sensitivity)
 
     def release(self, values, rng) -> np.ndarray:
-        """Return ``values`` plus independent Gaussian noise of standard deviation ``noise_std``."""
+        """Return ``values`` plus independent noise of this mechanism's law and scale."""
         values = np.asarray(values, dtype=float)
-        return values + as_generator(rng).normal(0.0, self.noise_std, size=values.shape)
+        return values + self._draw(as_generator(rng), values.shape)
+
+
+@dataclass(frozen=True)
+class Gaussian(_AdditiveNoise):
+    """Gaussian mechanism: adds N(0, (noise_multiplier * sensitivity)^2) to each coordinate.
+
+    ``sensitivity`` is the L2 sensitivity of the released query under the neighbouring relation
+    the caller declares; ``noise_multiplier`` is the noise standard deviation in units of it.
+    """
+
+    @property
+    def noise_std(self) -> float:
+        return self.noise_scale
+
+    def _draw(self, rng: np.random.Generator, shape) -> np.ndarray:
+        return rng.normal(0.0, self.noise_scale, size=shape)
 
     def to_dp_event(self):
         import dp_accounting
@@ -90,25 +102,17 @@ class Gaussian:
 
 
 @dataclass(frozen=True)
-class Laplace:
+class Laplace(_AdditiveNoise):
     """Laplace mechanism with scale ``noise_multiplier * sensitivity`` (L1 sensitivity).
 
     It is (1/noise_multiplier, 0)-DP."""
 
-    noise_multiplier: float
-    sensitivity: float = 1.0
-
-    def __post_init__(self):
-        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
-        require_number("sensitivity", self.sensitivity, low=0, low_open=True)
-
     @property
     def scale(self) -> float:
-        return float(self.noise_multiplier) * float(self.sensitivity)
+        return self.noise_scale
 
-    def release(self, values, rng) -> np.ndarray:
-        values = np.asarray(values, dtype=float)
-        return values + as_generator(rng).laplace(0.0, self.scale, size=values.shape)
+    def _draw(self, rng: np.random.Generator, shape) -> np.ndarray:
+        return rng.laplace(0.0, self.noise_scale, size=shape)
 
     def to_dp_event(self):
         import dp_accounting

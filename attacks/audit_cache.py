@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import traceback
 from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError
+from attacks.files import atomic_write_text
 
 CACHE_VERSION = 1
 
@@ -23,16 +22,7 @@ def stable_hash(obj) -> str:
 
 
 def _atomic_json(path: Path, data) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, sort_keys=True, allow_nan=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, json.dumps(data, sort_keys=True, allow_nan=False))
 
 
 def _plain(value):

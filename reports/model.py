@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 from accounting.errors import ConfigurationError
+from attacks.files import atomic_write_text
 
 SCHEMA_NAME = "dpfed-audit/report"
 SCHEMA_VERSION = "1.0"
@@ -147,30 +146,6 @@ def strip_volatile(report: dict) -> dict:
     for key in VOLATILE_PROVENANCE_FIELDS:
         copy.get("provenance", {}).pop(key, None)
     return copy
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; reports are ordinary readable files
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def dumps_report(report: dict) -> str:

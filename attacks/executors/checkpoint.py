@@ -9,27 +9,14 @@ the same directory is refused rather than silently mixed.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError
+from attacks.files import atomic_write
 
 MANIFEST = "manifest.json"
-
-
-def _atomic_write_bytes(path: Path, writer) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            writer(handle)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _normalise(obj):
@@ -58,7 +45,7 @@ class Checkpoint:
                                                        "directory")
         else:
             text = json.dumps(manifest, indent=2, sort_keys=True).encode()
-            _atomic_write_bytes(path, lambda handle: handle.write(text))
+            atomic_write(path, lambda handle: handle.write(text))
         self.manifest = manifest
 
     @staticmethod
@@ -85,4 +72,4 @@ class Checkpoint:
         return scores if scores.shape == (task.size,) else None
 
     def save(self, task, scores: np.ndarray) -> None:
-        _atomic_write_bytes(self._path(task), lambda handle: np.save(handle, np.asarray(scores, dtype=float)))
+        atomic_write(self._path(task), lambda handle: np.save(handle, np.asarray(scores, dtype=float)))

@@ -63,7 +63,8 @@ def write_reports(report: dict, out_dir: Path) -> list[Path]:
     """Validate and write report.json, then report.md and report.html rendered from the saved JSON."""
     import json
 
-    from reports.model import atomic_write_text, dumps_report, validate_report
+    from attacks.files import atomic_write_text
+    from reports.model import dumps_report, validate_report
     from reports.render_html import render_html
     from reports.render_markdown import render_markdown
 

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from accounting.errors import ConfigurationError
-from reports.model import atomic_write_text, load_report
+from attacks.files import atomic_write_text
+from reports.model import load_report
 
 
 def render(report: dict, fmt: str) -> str:

@@ -8,13 +8,12 @@ and a utility plot to ``--out`` (both written atomically).
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
+from attacks.files import atomic_write_bytes
 from reports.commands.common import dumps, format_number, print_table
 
 ALGORITHM_HELP = {
@@ -126,26 +125,12 @@ def run_command(algorithm: str, args) -> int:
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
     stem = f"fts_{algorithm}_{config.objective}"
-    json_path = write_atomic(out / f"{stem}.json", dumps(payload).encode())
+    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
     png_path = plot_utility(out / f"{stem}.png", mean, se, f"{algorithm} on {config.objective}", name)
     print(f"\nwrote {json_path} and {png_path}")
     return 0
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def plot_utility(path: Path, mean, se, title: str, ylabel: str) -> Path:
@@ -167,4 +152,4 @@ def plot_utility(path: Path, mean, se, title: str, ylabel: str) -> Path:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
-    return write_atomic(path, buffer.getvalue())
+    return atomic_write_bytes(path, buffer.getvalue())

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import functools
 import io
-import os
-import tempfile
 import tomllib
 from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
+from attacks.files import atomic_write_bytes
 from reports.commands.common import dumps, format_number, print_table
 
 ALGORITHM_HELP = {
@@ -174,25 +173,13 @@ def run_command(algorithm: str, args) -> int:
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     stem = f"pne_{algorithm}_{opts['objective']}"
-    json_path = write_atomic(out / f"{stem}.json", dumps(payload).encode())
+    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
     figure = plot_regret(mean, se, f"{algorithm} on {opts['objective']}", label)
-    png_path = write_atomic(out / f"{stem}.png", figure)
+    png_path = atomic_write_bytes(out / f"{stem}.png", figure)
     print(f"\nwrote {json_path} and {png_path}")
     return 0
 
 
-def write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to a temporary file beside ``path``, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def plot_regret(mean, se, title: str, ylabel: str) -> bytes:
