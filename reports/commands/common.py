@@ -55,3 +55,27 @@ def dumps(obj) -> str:
             return [clean(v) for v in value]
         return value
     return json.dumps(clean(obj), indent=2)
+
+
+def write_curve_png(path, x, mean, se, title: str, xlabel: str, ylabel: str):
+    """Plot a mean curve with a +-1 standard-error band and write it atomically as PNG."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attacks.files import atomic_write_bytes
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(x, mean, color="C0")
+    ax.fill_between(x, mean - se, mean + se, color="C0", alpha=0.25)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return atomic_write_bytes(path, buffer.getvalue())

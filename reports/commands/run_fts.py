@@ -14,7 +14,7 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, print_table
+from reports.commands.common import dumps, format_number, print_table, write_curve_png
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -126,30 +126,7 @@ def run_command(algorithm: str, args) -> int:
         payload["transcript"] = results[0].transcript.to_dict()
     stem = f"fts_{algorithm}_{config.objective}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
-    png_path = plot_utility(out / f"{stem}.png", mean, se, f"{algorithm} on {config.objective}", name)
+    png_path = write_curve_png(out / f"{stem}.png", np.arange(len(mean)), mean, se,
+                               f"{algorithm} on {config.objective}", "iteration", name)
     print(f"\nwrote {json_path} and {png_path}")
     return 0
-
-
-
-
-def plot_utility(path: Path, mean, se, title: str, ylabel: str) -> Path:
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    t = np.arange(len(mean))
-    ax.plot(t, mean, color="C0")
-    ax.fill_between(t, mean - se, mean + se, color="C0", alpha=0.25)
-    ax.set_xlabel("iteration")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    return atomic_write_bytes(path, buffer.getvalue())

@@ -10,7 +10,6 @@ a JSON result and a regret plot to ``--out`` (both atomically). Options may come
 from __future__ import annotations
 
 import functools
-import io
 import tomllib
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, print_table
+from reports.commands.common import dumps, format_number, print_table, write_curve_png
 
 ALGORITHM_HELP = {
     "fed-pne": "federated phased node elimination (no privacy)",
@@ -174,29 +173,7 @@ def run_command(algorithm: str, args) -> int:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     stem = f"pne_{algorithm}_{opts['objective']}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
-    figure = plot_regret(mean, se, f"{algorithm} on {opts['objective']}", label)
-    png_path = atomic_write_bytes(out / f"{stem}.png", figure)
+    png_path = write_curve_png(out / f"{stem}.png", np.arange(1, len(mean) + 1), mean, se,
+                               f"{algorithm} on {opts['objective']}", "round (pulls per client)", label)
     print(f"\nwrote {json_path} and {png_path}")
     return 0
-
-
-
-
-def plot_regret(mean, se, title: str, ylabel: str) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    t = np.arange(1, len(mean) + 1)
-    ax.plot(t, mean, color="C0")
-    ax.fill_between(t, mean - se, mean + se, color="C0", alpha=0.25)
-    ax.set_xlabel("round (pulls per client)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    return buffer.getvalue()
