@@ -31,3 +31,19 @@ def require_number(field: str, value, *, low=None, high=None, low_open=False, hi
         bound = f"less than {high}" if high_open else f"at most {high}"
         raise ConfigurationError(field, f"must be {bound}, got {value!r}")
     return number
+
+
+def read_toml(path, field: str = "config") -> dict:
+    """Parse a TOML file a user named; a missing, unreadable or malformed file becomes one
+    ConfigurationError naming ``field``."""
+    import tomllib
+
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigurationError(field, f"file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigurationError(field, f"cannot read {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigurationError(field, f"{path} is not valid TOML: {exc}") from None

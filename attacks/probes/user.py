@@ -14,12 +14,11 @@ import dataclasses
 import importlib
 import os
 import sys
-import tomllib
 from dataclasses import dataclass
 
 import numpy as np
 
-from accounting.errors import ConfigurationError
+from accounting.errors import ConfigurationError, read_toml
 from attacks.probes.base import Probe, check_world
 
 CLASSIFIERS = ("logistic", "boosting")
@@ -56,13 +55,7 @@ def _convert(value):
 
 def load_datasets(path: str) -> tuple:
     """The two neighbouring datasets (without, with) from a TOML file; numeric lists become arrays."""
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigurationError("datasets", f"cannot read {path!r}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigurationError("datasets", f"{path!r} is not valid TOML: {exc}") from None
+    data = read_toml(path, "datasets")
     data = data.get("datasets", data)
     missing = [k for k in ("without", "with") if k not in data]
     if missing:

@@ -8,11 +8,10 @@ Every bad value raises ``ConfigurationError`` naming the field.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import ConfigurationError, read_toml, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
@@ -208,13 +207,7 @@ class FTSConfig:
     @classmethod
     def from_toml(cls, path, **overrides) -> FTSConfig:
         """Read a TOML file of top-level keys (optionally under an ``[fts]`` table)."""
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text())
-        except FileNotFoundError:
-            raise ConfigurationError("config", f"file not found: {path}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, IsADirectoryError) as exc:
-            raise ConfigurationError("config", f"cannot read {path}: {exc}") from None
+        data = read_toml(Path(path), "config")
         data = dict(data.get("fts", data))
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)

@@ -8,7 +8,7 @@ import json
 import sys
 import tomllib
 
-from accounting.errors import ConfigurationError
+from accounting.errors import ConfigurationError, read_toml
 
 CONFIG_KEYS = ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
                "workers", "scheduler", "checkpoint", "methods", "batch_size", "params", "mechanism",
@@ -39,13 +39,7 @@ def parse_params(items) -> dict:
 def load_config(path) -> dict:
     if path is None:
         return {}
-    try:
-        with open(path, "rb") as handle:
-            config = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigurationError("config", f"cannot read {path!r}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigurationError("config", f"{path!r} is not valid TOML: {exc}") from None
+    config = read_toml(path, "config")
     config = config.get("attack", config)
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:

@@ -10,12 +10,11 @@ a JSON result and a regret plot to ``--out`` (both atomically). Options may come
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
 
 import numpy as np
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import ConfigurationError, read_toml, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import dumps, format_number, print_table, write_curve_png
 
@@ -58,11 +57,7 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     """Options (command line over config file over defaults), validated; and the PNE constants."""
     config = {}
     if args.config:
-        try:
-            with open(args.config, "rb") as handle:
-                config = tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigurationError("config", f"cannot read {args.config}: {exc}") from None
+        config = read_toml(args.config, "config")
     config = {key.replace("-", "_"): value for key, value in config.items()}
     unknown = set(config) - set(DEFAULTS) - set(CONSTANTS)
     if unknown:
