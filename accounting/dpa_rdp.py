@@ -1,11 +1,13 @@
 """dp-accounting's RDP accountant as a peer (the one place fixed-size sampling is analysed: Wang,
-Balle, Kasiviswanathan 2019, replace-one). dp-accounting 0.6.0 drops orders it cannot evaluate with
+Balle, Kasiviswanathan 2019, replace-one). Its multipliers are relative to the L2 sensitivity of the
+released sum, ``2 * clip`` under replace-one (``accounting.peers``). dp-accounting 0.6.0 drops orders it cannot evaluate with
 a logged warning; we report those orders instead of hiding them."""
 
 from __future__ import annotations
 
 import logging
 
+from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Neighbouring, Sampling, SubsampledGaussian
 
@@ -26,27 +28,23 @@ class DpaRdpAccountant:
         self.last_details: dict = {}
 
     def _accountant(self, composition: Composition):
-        import dp_accounting
         from dp_accounting import rdp
 
-        relations = {m.neighbouring for m, _ in composition.parts if isinstance(m, SubsampledGaussian)}
-        fixed = any(isinstance(m, SubsampledGaussian) and m.sampling is Sampling.FIXED_SIZE
-                    for m, _ in composition.parts)
-        if len(relations) > 1:
-            raise Unsupported("the composition mixes neighbouring relations")
-        replace = Neighbouring.REPLACE_ONE in relations
-        if fixed and not replace:
-            raise Unsupported("fixed-size sampling is only analysed under replace-one")
-        if replace and not fixed:
-            raise Unsupported("dp-accounting's RDP has no Poisson replace-one analysis")
-        relation = (dp_accounting.NeighboringRelation.REPLACE_ONE if replace
-                    else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
-        accountant = rdp.RdpAccountant(neighboring_relation=relation)
+        relation = peers.composition_relation(composition)
+        for mechanism, _ in composition.parts:
+            if isinstance(mechanism, SubsampledGaussian) and not peers.is_unsampled(mechanism):
+                fixed = mechanism.sampling is Sampling.FIXED_SIZE
+                if fixed and relation is not Neighbouring.REPLACE_ONE:
+                    raise Unsupported("fixed-size sampling is only analysed under replace-one")
+                if not fixed and relation is Neighbouring.REPLACE_ONE:
+                    raise Unsupported("dp-accounting's RDP has no Poisson replace-one analysis")
+        accountant = rdp.RdpAccountant(neighboring_relation=peers.dpa_relation(relation))
+        event = peers.dp_event(composition, peers.PeerScale.SENSITIVITY, relation)
         handler = _Collect()
         root = logging.getLogger()
         saved, root.handlers = root.handlers, [handler]  # collect its warnings instead of printing them
         try:
-            accountant.compose(composition.to_dp_event())
+            accountant.compose(event)
         finally:
             root.handlers = saved
         self.last_details = {"warnings": handler.messages}

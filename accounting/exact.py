@@ -12,8 +12,9 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from accounting import peers
 from accounting.base import Unsupported
-from accounting.mechanisms import Composition, Gaussian, Neighbouring, SubsampledGaussian
+from accounting.mechanisms import Composition, Laplace
 
 
 def _log_ndtr_diff(a, b, eps):
@@ -48,14 +49,9 @@ def composition_mu(composition: Composition) -> float:
     """The GDP parameter mu of a composition of un-subsampled Gaussians; Unsupported otherwise."""
     total = 0.0
     for mechanism, count in composition.parts:
-        if isinstance(mechanism, Gaussian):
-            z = mechanism.noise_multiplier
-        elif isinstance(mechanism, SubsampledGaussian) and mechanism.rate == 1.0:
-            factor = 2.0 if mechanism.neighbouring is Neighbouring.REPLACE_ONE else 1.0
-            z = mechanism.noise_multiplier / factor
-        else:
+        if isinstance(mechanism, Laplace) or not peers.is_unsampled(mechanism):
             raise Unsupported("closed form only for Gaussian mechanisms without subsampling")
-        total += count / z**2
+        total += count * peers.mean_shift(mechanism) ** 2
     return math.sqrt(total)
 
 

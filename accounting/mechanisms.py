@@ -7,6 +7,7 @@ Noise convention (as in DP-SGD, Opacus and dp-accounting): the standard deviatio
 ``noise_multiplier * sensitivity`` for ``Gaussian`` and ``noise_multiplier * clip`` for
 ``SubsampledGaussian``. Under replace-one neighbours the L2 sensitivity of a clipped sum is
 ``2 * clip``; the noise is *not* doubled, the accountants charge the doubled sensitivity instead.
+Peer libraries read multipliers in their own units: ``accounting.peers`` converts, in one place.
 """
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
+def _single_event(mechanism, scale):
+    """dp-accounting DpEvent of one release under the mechanism's own relation (see ``Composition.to_dp_event``)."""
+    from accounting import peers
+
+    scale = peers.PeerScale.RECORD_NORM if scale is None else scale
+    return peers.mechanism_event(mechanism, peers.composition_relation(Composition.of(mechanism)), scale)
+
+
 @dataclass(frozen=True)
 class _AdditiveNoise:
     """A query answer plus independent noise of scale ``noise_multiplier * sensitivity``."""
@@ -73,6 +82,9 @@ class _AdditiveNoise:
     @property
     def noise_scale(self) -> float:
         return float(self.noise_multiplier) * float(self.sensitivity)
+
+    def to_dp_event(self, scale=None):
+        return _single_event(self, scale)
 
     def release(self, values, rng) -> np.ndarray:
         """Return ``values`` plus independent noise of this mechanism's law and scale."""
@@ -95,10 +107,6 @@ class Gaussian(_AdditiveNoise):
     def _draw(self, rng: np.random.Generator, shape) -> np.ndarray:
         return rng.normal(0.0, self.noise_scale, size=shape)
 
-    def to_dp_event(self):
-        import dp_accounting
-
-        return dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
 
 
 @dataclass(frozen=True)
@@ -114,10 +122,6 @@ class Laplace(_AdditiveNoise):
     def _draw(self, rng: np.random.Generator, shape) -> np.ndarray:
         return rng.laplace(0.0, self.noise_scale, size=shape)
 
-    def to_dp_event(self):
-        import dp_accounting
-
-        return dp_accounting.LaplaceDpEvent(float(self.noise_multiplier))
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,9 @@ class SubsampledGaussian:
     def noise_std(self) -> float:
         """Noise standard deviation of an unweighted release."""
         return float(self.noise_multiplier) * float(self.clip)
+
+    def to_dp_event(self, scale=None):
+        return _single_event(self, scale)
 
     # ----- execution ----------------------------------------------------------------------
     def sample(self, rng, num_participants: int, batch_shape: tuple[int, ...] = ()) -> np.ndarray:
@@ -244,13 +251,6 @@ class SubsampledGaussian:
         noisy = self.add_noise(sums, rng, weights) * scale
         return (noisy, mask) if return_mask else noisy
 
-    def to_dp_event(self):
-        import dp_accounting
-
-        inner = dp_accounting.GaussianDpEvent(float(self.noise_multiplier))
-        if self.sampling is Sampling.POISSON:
-            return dp_accounting.PoissonSampledDpEvent(float(self.rate), inner)
-        return dp_accounting.SampledWithoutReplacementDpEvent(self.population, self.batch_size, inner)
 
 
 Mechanism = Gaussian | Laplace | SubsampledGaussian
@@ -284,11 +284,12 @@ class Composition:
     def total_count(self) -> int:
         return sum(c for _, c in self.parts)
 
-    def to_dp_event(self):
-        import dp_accounting
+    def to_dp_event(self, scale=None):
+        """dp-accounting DpEvent; multipliers in ``scale`` (default: dp-accounting's record norm, as
+        its PLD reads them). See ``accounting.peers``: the only place a multiplier crosses to a peer."""
+        from accounting import peers
 
-        events = [dp_accounting.SelfComposedDpEvent(m.to_dp_event(), c) for m, c in self.parts]
-        return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
+        return peers.dp_event(self, peers.PeerScale.RECORD_NORM if scale is None else scale)
 
 
 def as_composition(value: Composition | Mechanism) -> Composition:

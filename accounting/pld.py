@@ -9,31 +9,19 @@ interval used is reported in the result details.
 
 from __future__ import annotations
 
+from accounting import peers
 from accounting.base import Unsupported
-from accounting.mechanisms import Composition, Gaussian, Laplace, Neighbouring, Sampling, SubsampledGaussian
+from accounting.mechanisms import Composition, Gaussian, Laplace, Sampling, SubsampledGaussian
 
 MAX_POINTS = 200_000
 
 
-def _relation(composition: Composition):
-    import dp_accounting
-
-    relations = {m.neighbouring for m, _ in composition.parts if isinstance(m, SubsampledGaussian)}
-    if len(relations) > 1:
-        raise Unsupported("the composition mixes neighbouring relations")
-    if Neighbouring.REPLACE_ONE in relations:
-        return dp_accounting.NeighboringRelation.REPLACE_ONE
-    return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-
-
 def loss_range(mechanism) -> float:
-    """Approximate width of one release's privacy-loss support (sensitivity 1, tails at ~6 sigma)."""
+    """Approximate width of one release's privacy-loss support (Gaussian tails at ~6 sigma)."""
+    shift = peers.mean_shift(mechanism)
     if isinstance(mechanism, Laplace):
-        return 2.0 / mechanism.noise_multiplier
-    z = mechanism.noise_multiplier
-    replace = isinstance(mechanism, SubsampledGaussian) and mechanism.neighbouring is Neighbouring.REPLACE_ONE
-    factor = 2.0 if replace else 1.0
-    return factor * (factor + 12.0 * z) / z**2
+        return 2.0 * shift
+    return shift * (shift + 12.0)
 
 
 def discretisation_interval(composition: Composition, finest: float = 1e-4) -> float:
@@ -44,12 +32,14 @@ def _accountant(composition: Composition, value_discretization_interval: float):
     from dp_accounting import pld
 
     for mechanism, _ in composition.parts:
-        if isinstance(mechanism, SubsampledGaussian) and mechanism.sampling is not Sampling.POISSON:
+        if (isinstance(mechanism, SubsampledGaussian) and mechanism.sampling is not Sampling.POISSON
+                and not peers.is_unsampled(mechanism)):
             raise Unsupported("dp-accounting's PLD does not analyse fixed-size sampling without replacement")
         if not isinstance(mechanism, (Gaussian, Laplace, SubsampledGaussian)):
             raise Unsupported(f"no PLD for {type(mechanism).__name__}")
-    accountant = pld.PLDAccountant(_relation(composition), value_discretization_interval)
-    event = composition.to_dp_event()
+    relation = peers.composition_relation(composition)
+    accountant = pld.PLDAccountant(peers.dpa_relation(relation), value_discretization_interval)
+    event = peers.dp_event(composition, peers.PeerScale.RECORD_NORM, relation)
     if not accountant.supports(event):
         raise Unsupported("dp-accounting's PLD does not support this composition")
     accountant.compose(event)

@@ -12,21 +12,26 @@ from __future__ import annotations
 import contextlib
 import resource
 
+from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
 
 
 def _history(composition: Composition) -> list[tuple[float, float, int]]:
+    """Opacus's (noise multiplier, sampling rate, steps) history; its multipliers are relative to the
+    L2 sensitivity (add/remove), so an un-subsampled replace-one release enters with z / 2."""
+    relation = peers.composition_relation(composition)
     history = []
     for mechanism, count in composition.parts:
-        if isinstance(mechanism, Gaussian):
-            history.append((float(mechanism.noise_multiplier), 1.0, count))
-        elif isinstance(mechanism, SubsampledGaussian):
-            if mechanism.sampling is not Sampling.POISSON or mechanism.neighbouring is not Neighbouring.ADD_REMOVE:
-                raise Unsupported("opacus's PRV accountant covers Poisson sampling under add/remove only")
-            history.append((float(mechanism.noise_multiplier), float(mechanism.rate), count))
-        else:
+        if not isinstance(mechanism, (Gaussian, SubsampledGaussian)):
             raise Unsupported(f"opacus's PRV accountant has no {type(mechanism).__name__}")
+        if peers.is_unsampled(mechanism):
+            rate = 1.0
+        elif mechanism.sampling is Sampling.POISSON and relation is Neighbouring.ADD_REMOVE:
+            rate = float(mechanism.rate)
+        else:
+            raise Unsupported("opacus's PRV accountant covers Poisson sampling under add/remove only")
+        history.append((peers.peer_noise_multiplier(mechanism, relation, peers.PeerScale.SENSITIVITY), rate, count))
     return history
 
 

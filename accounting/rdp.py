@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from accounting.base import Unsupported
-from accounting.mechanisms import Composition, Gaussian, Laplace, Neighbouring, Sampling, SubsampledGaussian
+from accounting.mechanisms import Composition, Laplace, Neighbouring, Sampling
+from accounting.peers import is_unsampled, mean_shift
 from accounting.rdp_curves import (
     DEFAULT_ORDERS,
     improved_conversion,
@@ -35,20 +36,16 @@ def laplace_rdp(noise_multiplier: float, orders) -> np.ndarray:
 
 def mechanism_rdp(mechanism, orders=DEFAULT_ORDERS) -> np.ndarray:
     """Per-order RDP of one release of ``mechanism``."""
-    if isinstance(mechanism, Gaussian):
-        return gaussian_rdp(mechanism.noise_multiplier, orders)
     if isinstance(mechanism, Laplace):
         return laplace_rdp(mechanism.noise_multiplier, orders)
-    if isinstance(mechanism, SubsampledGaussian):
-        if mechanism.sampling is not Sampling.POISSON:
-            raise Unsupported("fixed-size sampling is not analysed by our RDP accountant; "
-                              "use dpa-rdp (dp-accounting, replace-one, Wang et al.)")
-        if mechanism.neighbouring is Neighbouring.REPLACE_ONE:
-            if mechanism.rate == 1.0:
-                return gaussian_rdp(mechanism.noise_multiplier / 2.0, orders)
-            return replace_one_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
-        return poisson_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
-    raise Unsupported(f"no RDP analysis for {type(mechanism).__name__}")
+    if is_unsampled(mechanism):  # a Gaussian whose means are mean_shift noise scales apart
+        return gaussian_rdp(1.0 / mean_shift(mechanism), orders)
+    if mechanism.sampling is not Sampling.POISSON:
+        raise Unsupported("fixed-size sampling is not analysed by our RDP accountant; "
+                          "use dpa-rdp (dp-accounting, replace-one, Wang et al.)")
+    if mechanism.neighbouring is Neighbouring.REPLACE_ONE:
+        return replace_one_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
+    return poisson_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
 
 
 def composition_rdp(composition: Composition, orders=DEFAULT_ORDERS) -> np.ndarray:
