@@ -1,7 +1,10 @@
 """The accountant interface: epsilon for a delta (or delta for an epsilon) over a composition.
 
-An accountant never raises on a configuration it cannot analyse and never returns NaN, a negative or
-an infinite epsilon as a number: it returns an ``AccountingResult`` whose ``status`` says why.
+An accountant never raises on a configuration it cannot analyse and never returns NaN or a negative
+number: it returns an ``AccountingResult`` whose ``status`` says why. An epsilon of ``math.inf`` with
+status ``ok`` is an answer: the accountant certifies no finite epsilon at that delta (for ``exact``:
+the configuration is not private at that delta, e.g. noise too small to matter; for an upper-bound
+accountant: its bound is infinite there).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ FAILED = "failed"
 
 @dataclass(frozen=True)
 class AccountingResult:
-    """One accountant's answer. ``epsilon``/``delta`` are None unless ``status == 'ok'``."""
+    """One accountant's answer. ``epsilon``/``delta`` are None unless ``status == 'ok'``; an ok
+    ``epsilon`` may be ``math.inf`` (no finite epsilon at this delta), never NaN or negative."""
 
     name: str
     epsilon: float | None
@@ -49,7 +53,8 @@ class Unsupported(Exception):
 
 
 def _checked(value: float, what: str) -> float:
-    if value is None or not math.isfinite(value) or value < 0:
+    """``value`` as a float; NaN, negative (and for delta, infinite) values are accountant failures."""
+    if value is None or math.isnan(value) or value < 0 or (what == "delta" and math.isinf(value)):
         raise FloatingPointError(f"{what} came out as {value!r}")
     return float(value)
 
@@ -71,5 +76,8 @@ def run_accountant(accountant: Accountant, target: Composition | Mechanism, *, d
         return AccountingResult(accountant.name, float(epsilon), min(d, 1.0), details=_details(accountant))
     except Unsupported as exc:
         return AccountingResult(accountant.name, None, delta, UNSUPPORTED, str(exc))
+    except MemoryError:
+        return AccountingResult(accountant.name, None, delta, UNSUPPORTED,
+                                "needs more memory than this machine has for this configuration")
     except Exception as exc:  # an accountant must not crash the caller; the reason is reported
         return AccountingResult(accountant.name, None, delta, FAILED, f"{type(exc).__name__}: {exc}")

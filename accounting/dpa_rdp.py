@@ -1,7 +1,7 @@
 """dp-accounting's RDP accountant as a peer (the one place fixed-size sampling is analysed: Wang,
 Balle, Kasiviswanathan 2019, replace-one). Its multipliers are relative to the L2 sensitivity of the
-released sum, ``2 * clip`` under replace-one (``accounting.peers``). dp-accounting 0.6.0 drops orders it cannot evaluate with
-a logged warning; we report those orders instead of hiding them."""
+released sum, ``2 * clip`` under replace-one (``accounting.peers``). dp-accounting 0.6.0 drops orders
+it cannot evaluate with a logged warning; we report those orders instead of hiding them."""
 
 from __future__ import annotations
 

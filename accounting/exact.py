@@ -1,8 +1,17 @@
-"""Closed-form privacy profile of Gaussian mechanisms without subsampling.
+"""Closed-form privacy profile of Gaussian mechanisms without subsampling, and of noiseless releases.
 
 A composition of Gaussian mechanisms with noise multipliers z_1..z_k (each run c_i times) is exactly
 one Gaussian mechanism with mu = sqrt(sum_i c_i / z_i^2) (Dong, Roth, Su 2019), whose tight profile is
-delta(eps) = Phi(-eps/mu + mu/2) - exp(eps) Phi(-eps/mu - mu/2) (Balle and Wang 2018).
+delta(eps) = Phi(-eps/mu + mu/2) - exp(eps) Phi(-eps/mu - mu/2) (Balle and Wang 2018). Any number of
+steps is one mu, so 10^12 releases cost as much as one.
+
+Noiseless limit: when one release's mu exceeds ``NOISELESS_MU`` its Gaussian profile is 1 at every
+finite epsilon (to float precision), so the release reveals whether the participant took part. With
+sampling (probability p per release: the rate, or batch / population) the canary is exposed with
+probability P = 1 - prod (1 - p_i)^c_i, and the tight profile is delta(eps) = P for every eps >= 0:
+epsilon is infinite for delta < P and 0 for delta >= P (both relations). Epsilon may therefore be
+``math.inf``: the configuration is not private at that delta. And when the same releases without
+sampling already give epsilon 0 (huge noise), so does any sampling: exact answers 0.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ from scipy import optimize, special
 
 from accounting import peers
 from accounting.base import Unsupported
-from accounting.mechanisms import Composition, Laplace
+from accounting.mechanisms import Composition, Laplace, Sampling
+
+NOISELESS_MU = 1e155  # mu^2 / 2 overflows: delta(eps) = 1 for every finite eps
 
 
 def _log_ndtr_diff(a, b, eps):
@@ -27,22 +38,50 @@ def gaussian_delta(mu, epsilon):
     """Tight delta(eps) of the mu-GDP Gaussian mechanism (mu = sensitivity / noise std); vectorised."""
     mu = np.asarray(mu, dtype=float)
     eps = np.asarray(epsilon, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = np.exp(_log_ndtr_diff(-eps / mu + mu / 2, -eps / mu - mu / 2, eps))
     return np.clip(np.nan_to_num(value, nan=0.0), 0.0, 1.0)
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Smallest eps >= 0 with delta(eps) <= delta for the mu-GDP mechanism."""
+    """Smallest eps >= 0 with delta(eps) <= delta for the mu-GDP mechanism; ``math.inf`` when no
+    finite eps meets delta (mu infinite, or beyond ``NOISELESS_MU``)."""
+    if mu >= NOISELESS_MU:
+        return math.inf
     if gaussian_delta(mu, 0.0) <= delta:
         return 0.0
-    high = 1.0
+    # delta(mu^2/2 + k mu) <= Phi(-k): start the bracket there and widen if needed.
+    high = mu * mu / 2.0 + mu * (max(-special.ndtri(delta), 0.0) + 1.0) + 1.0
     while gaussian_delta(mu, high) > delta:
         high *= 2.0
-        if high > 1e6:
-            raise FloatingPointError("epsilon exceeds 1e6")
+        if not math.isfinite(high):
+            return math.inf
     return float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-12,
                                  rtol=1e-12))
+
+
+def _exposure(mechanism) -> float:
+    """Probability that one release includes a given participant."""
+    if peers.is_unsampled(mechanism):
+        return 1.0
+    if mechanism.sampling is Sampling.POISSON:
+        return float(mechanism.rate)
+    return mechanism.batch_size / mechanism.population
+
+
+def noiseless_exposure(composition: Composition) -> float | None:
+    """Probability P that some noiseless release exposes the participant, or None if no part is
+    noiseless. Unsupported when noiseless subsampled parts mix with noisy ones."""
+    noiseless = [(m, c) for m, c in composition.parts
+                 if not isinstance(m, Laplace) and peers.mean_shift(m) >= NOISELESS_MU]
+    if not noiseless:
+        return None
+    if any(peers.is_unsampled(m) for m, _ in noiseless):
+        return 1.0
+    if len(noiseless) < len(composition.parts):
+        raise Unsupported("closed form for noiseless subsampled releases only when every release is noiseless")
+    log_hidden = sum(c * math.log1p(-_exposure(m)) for m, c in noiseless)
+    return -math.expm1(log_hidden)
 
 
 def composition_mu(composition: Composition) -> float:
@@ -50,18 +89,38 @@ def composition_mu(composition: Composition) -> float:
     total = 0.0
     for mechanism, count in composition.parts:
         if isinstance(mechanism, Laplace) or not peers.is_unsampled(mechanism):
-            raise Unsupported("closed form only for Gaussian mechanisms without subsampling")
-        total += count * peers.mean_shift(mechanism) ** 2
+            raise Unsupported("closed form only for Gaussian mechanisms without subsampling "
+                              "(or noiseless releases)")
+        total += count * min(peers.mean_shift(mechanism), NOISELESS_MU) ** 2
+    return math.sqrt(total)
+
+
+def unsampled_mu(composition: Composition) -> float:
+    """mu of the same releases without sampling: a composition that dominates ``composition``."""
+    total = 0.0
+    for mechanism, count in composition.parts:
+        if isinstance(mechanism, Laplace):
+            raise Unsupported("closed form only for Gaussian mechanisms")
+        total += count * min(peers.mean_shift(mechanism), NOISELESS_MU) ** 2
     return math.sqrt(total)
 
 
 class ExactGaussianAccountant:
-    """Tight closed-form accountant for compositions of Gaussian mechanisms (no subsampling)."""
+    """Tight closed-form accountant for compositions of Gaussian mechanisms (no subsampling), and
+    for noiseless releases with or without sampling."""
 
     name = "exact"
 
     def epsilon(self, composition: Composition, delta: float) -> float:
+        exposed = noiseless_exposure(composition)
+        if exposed is not None:
+            return math.inf if delta < exposed else 0.0
+        if gaussian_epsilon(unsampled_mu(composition), delta) == 0.0:
+            return 0.0  # even without sampling's help the noise hides everybody at this delta
         return gaussian_epsilon(composition_mu(composition), delta)
 
     def delta(self, composition: Composition, epsilon: float) -> float:
+        exposed = noiseless_exposure(composition)
+        if exposed is not None:
+            return exposed
         return float(gaussian_delta(composition_mu(composition), epsilon))

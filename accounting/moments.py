@@ -8,6 +8,8 @@ looser than ``rdp`` and ``pld``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from accounting.base import Unsupported
@@ -17,7 +19,7 @@ from accounting.rdp_curves import MOMENTS_ORDERS, classic_conversion, classic_de
 
 def _part_rdp(mechanism) -> np.ndarray:
     if isinstance(mechanism, Gaussian):
-        return MOMENTS_ORDERS / (2.0 * mechanism.noise_multiplier**2)
+        return MOMENTS_ORDERS / (2.0 * np.float64(mechanism.noise_multiplier) ** 2)
     if isinstance(mechanism, SubsampledGaussian):
         if mechanism.sampling is not Sampling.POISSON or mechanism.neighbouring is not Neighbouring.ADD_REMOVE:
             raise Unsupported("the paper's moments accountant covers Poisson sampling under add/remove only")
@@ -32,7 +34,12 @@ class MomentsAccountant:
         return sum(count * _part_rdp(m) for m, count in composition.parts)
 
     def epsilon(self, composition: Composition, delta: float) -> float:
-        return max(float(np.min(classic_conversion(self._totals(composition), MOMENTS_ORDERS, delta))), 0.0)
+        """Classic conversion at the best integer order; ``inf`` when no order has a finite RDP."""
+        eps = classic_conversion(self._totals(composition), MOMENTS_ORDERS, delta)
+        eps = eps[np.isfinite(eps)]
+        return max(float(np.min(eps)), 0.0) if len(eps) else math.inf
 
     def delta(self, composition: Composition, epsilon: float) -> float:
-        return float(np.min(classic_delta(self._totals(composition), MOMENTS_ORDERS, epsilon)))
+        deltas = classic_delta(self._totals(composition), MOMENTS_ORDERS, epsilon)
+        deltas = deltas[np.isfinite(deltas)]
+        return float(np.min(deltas)) if len(deltas) else 1.0

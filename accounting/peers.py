@@ -23,6 +23,9 @@ import enum
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Laplace, Neighbouring, Sampling, SubsampledGaussian
 
+SMALLEST_PEER_MULTIPLIER = 1e-150  # below (above the largest), z^2 under- (over)flows inside the peers
+LARGEST_PEER_MULTIPLIER = 1e150
+
 
 class PeerScale(enum.Enum):
     """What a peer library divides the noise standard deviation by."""
@@ -63,7 +66,11 @@ def peer_noise_multiplier(mechanism, relation: Neighbouring | str, scale: PeerSc
     if own is not relation:
         raise Unsupported(f"a {own.value} mechanism cannot be analysed under {relation.value}")
     record_units = 2.0 if scale is PeerScale.RECORD_NORM and relation is Neighbouring.REPLACE_ONE else 1.0
-    return record_units / mean_shift(mechanism)
+    multiplier = record_units / mean_shift(mechanism)
+    if not SMALLEST_PEER_MULTIPLIER <= multiplier <= LARGEST_PEER_MULTIPLIER:
+        raise Unsupported(f"noise multiplier {multiplier:.3g} is outside what the peer libraries compute "
+                          "(its square under- or overflows); the exact accountant answers such extremes")
+    return multiplier
 
 
 def is_unsampled(mechanism) -> bool:

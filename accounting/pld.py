@@ -14,6 +14,8 @@ from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Laplace, Sampling, SubsampledGaussian
 
 MAX_POINTS = 200_000
+MAX_LOSS_RANGE = 1e12  # beyond, the coarsened grid overflows inside dp-accounting
+MAX_STEPS = 10**9
 
 
 def loss_range(mechanism) -> float:
@@ -25,7 +27,15 @@ def loss_range(mechanism) -> float:
 
 
 def discretisation_interval(composition: Composition, finest: float = 1e-4) -> float:
-    return max(finest, max(loss_range(m) for m, _ in composition.parts) / MAX_POINTS)
+    """The PLD grid spacing: ``finest``, coarsened so one release needs at most ``MAX_POINTS`` points."""
+    widest = max(loss_range(m) for m, _ in composition.parts)
+    if not widest <= MAX_LOSS_RANGE:
+        raise Unsupported("noise too small for dp-accounting's PLD grid (the privacy loss spans "
+                          f"{widest:.3g}); see rdp or exact")
+    if composition.total_count > MAX_STEPS:
+        raise Unsupported(f"more than {MAX_STEPS:.0e} releases: dp-accounting's PLD grid grows with the steps; "
+                          "see rdp or exact")
+    return max(finest, widest / MAX_POINTS)
 
 
 def _accountant(composition: Composition, value_discretization_interval: float):

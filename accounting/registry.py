@@ -17,7 +17,7 @@ ACCOUNTANTS = {
     "exact": ("accounting.exact", "ExactGaussianAccountant"),
     "dpa-rdp": ("accounting.dpa_rdp", "DpaRdpAccountant"),
 }
-DEFAULT_ACCOUNTANTS = ("moments", "rdp", "pld", "prv", "exact")
+DEFAULT_ACCOUNTANTS = tuple(ACCOUNTANTS)  # every accountant; each says why when it cannot answer
 
 
 def parse_accountant_names(names) -> list[str]:

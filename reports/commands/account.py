@@ -2,37 +2,66 @@
 
 from __future__ import annotations
 
+import math
+
 from accounting import Composition, SubsampledGaussian, account_all
 from accounting.crosscheck import disagreements
-from accounting.registry import DEFAULT_ACCOUNTANTS, parse_accountant_names
+from accounting.registry import ACCOUNTANTS, DEFAULT_ACCOUNTANTS, parse_accountant_names
+from attacks.files import dumps_json
 from reports.commands.common import (
     POSITIVE,
     PROBABILITY,
     RATE,
     STEPS,
-    dumps,
     format_number,
     number_arg,
     print_table,
+)
+from reports.exit_codes import ExitCode
+
+EPILOG = (
+    "Every accountant runs by default; one that cannot analyse the configuration says why in its row "
+    "(unsupported/failed). An epsilon of inf means no finite epsilon at this delta (exact: the "
+    "configuration is not private there, e.g. noise too small to matter; others: their bound is "
+    "infinite). Exit codes: 0 at least one accountant answered, 2 bad input, 3 no accountant could "
+    "answer."
 )
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("account", help="epsilon of a configuration, accountants side by side",
-                              description="Epsilon of T releases of a subsampled Gaussian mechanism.")
+                              description="Epsilon of T releases of a subsampled Gaussian mechanism.",
+                              epilog=EPILOG)
     p.add_argument("--rate", required=True, type=number_arg("rate", **RATE), help="sampling rate q in (0, 1]")
     p.add_argument("--noise", required=True, type=number_arg("noise", **POSITIVE),
                    help="noise multiplier z (noise std / clip norm)")
     p.add_argument("--steps", required=True, type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
-    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"])
-    p.add_argument("--sampling", default="poisson", choices=["poisson", "fixed-size"])
+    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"],
+                   help="neighbouring datasets: add/remove one participant, or replace one (sensitivity "
+                        "2 x clip); default add-remove")
+    p.add_argument("--sampling", default="poisson", choices=["poisson", "fixed-size"],
+                   help="Poisson sampling with probability q, or a fixed batch of round(q * population) "
+                        "without replacement; default poisson")
     p.add_argument("--population", type=number_arg("population", low=1, integer=True),
                    help="declared population (needed for fixed-size sampling)")
     p.add_argument("--accountants", default=",".join(DEFAULT_ACCOUNTANTS),
-                   help="comma-separated: moments,rdp,pld,prv,exact,dpa-rdp")
-    p.add_argument("--format", default="table", choices=["table", "json"])
+                   help=f"comma-separated subset of {','.join(ACCOUNTANTS)} (default: all)")
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
     p.set_defaults(func=run)
+
+
+def _notes(results) -> list[str]:
+    notes = []
+    for r in results:
+        dropped = (r.details or {}).get("orders_without_value")
+        if dropped:
+            notes.append(f"note: {r.name} had no finite value at {len(dropped)} order(s) "
+                         f"({min(dropped):g} to {max(dropped):g})")
+        warnings = (r.details or {}).get("warnings")
+        if warnings:
+            notes.append(f"note: {r.name} reported {len(warnings)} warning(s), e.g. {warnings[0]}")
+    return notes
 
 
 def run(args) -> int:
@@ -40,27 +69,26 @@ def run(args) -> int:
     mechanism = SubsampledGaussian(args.rate, args.noise, 1.0, sampling=args.sampling,
                                    neighbouring=args.neighbouring, population=args.population)
     results = account_all(Composition.of(mechanism, int(args.steps)), args.delta, names)
+    code = ExitCode.PASS if any(r.ok for r in results) else ExitCode.INCONCLUSIVE
     notes = disagreements(results)
     if args.format == "json":
-        print(dumps({
+        print(dumps_json({
             "configuration": {"rate": args.rate, "noise_multiplier": args.noise, "steps": int(args.steps),
                               "delta": args.delta, "neighbouring": args.neighbouring,
                               "sampling": args.sampling, "population": args.population},
             "accountants": [r.to_dict() for r in results],
             "disagreements": notes,
-        }))
-        return 0
+        }, indent=2))
+        return code
     print(f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise:g}, {args.sampling} sampling, "
           f"{args.neighbouring} neighbours, delta = {args.delta:.4g}")
-    rows = [[r.name, format_number(r.epsilon), r.status, r.reason] for r in results]
+    rows = [[r.name, "inf" if r.ok and math.isinf(r.epsilon) else format_number(r.epsilon), r.status, r.reason]
+            for r in results]
     print_table(["accountant", "epsilon", "status", "note"], rows)
-    for r in results:
-        dropped = (r.details or {}).get("orders_without_value")
-        if dropped:
-            print(f"note: {r.name} had no finite value at orders {dropped}")
-        warnings = (r.details or {}).get("warnings")
-        if warnings:
-            print(f"note: {r.name} reported {len(warnings)} warning(s), e.g. {warnings[0]}")
+    for line in _notes(results):
+        print(line)
     for note in notes:
         print(f"warning: {note}")
-    return 0
+    if code != ExitCode.PASS:
+        print("no accountant could answer this configuration (exit 3)")
+    return code

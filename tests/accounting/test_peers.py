@@ -21,7 +21,8 @@ def closed_form_epsilon(mu: float, delta: float) -> float:
         tail = math.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2))
         return stats.norm.cdf(-eps / mu + mu / 2) - tail - delta
 
-    return optimize.brentq(excess, 0.0, 500.0, xtol=1e-12) if excess(0.0) > 0 else 0.0
+    high = mu * mu / 2 + 10 * mu + 10  # delta(high) < Phi(-10)
+    return optimize.brentq(excess, 0.0, high, xtol=1e-12, rtol=1e-14) if excess(0.0) > 0 else 0.0
 
 
 def closed_form_rdp_epsilon(mu: float, delta: float) -> float:

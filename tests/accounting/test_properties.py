@@ -46,6 +46,9 @@ def test_monotone_in_each_parameter(name):
 def test_curve_is_monotone_and_matches_pointwise():
     steps = np.unique(np.geomspace(1, 100_000, 1000).astype(int))
     curve = epsilon_curve(SubsampledGaussian(0.01, 1.0), steps, 1e-5)
-    assert np.all(np.diff(curve) >= -1e-12)
+    # each step count's order is optimised separately (accounting.rdp_orders): monotone, and as tight
+    # as the single epsilon, up to the curve's refinement tolerance
+    assert np.all(np.diff(curve) >= -1e-3 * curve[1:])
     for i in (0, len(steps) // 2, -1):
-        assert curve[i] == pytest.approx(_rdp(0.01, 1.0, int(steps[i]), 1e-5), rel=1e-12)
+        single = _rdp(0.01, 1.0, int(steps[i]), 1e-5)
+        assert single * (1 - 1e-9) <= curve[i] <= single * 1.005

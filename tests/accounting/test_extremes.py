@@ -1,0 +1,72 @@
+"""Clearly non-private (or perfectly private) configurations get an answer, never "every accountant
+failed": epsilon may be inf (status ok), never NaN or negative. References are closed forms."""
+
+import json
+import math
+
+import pytest
+
+from accounting import Composition, SubsampledGaussian, account_all
+from reports.cli import main
+from tests.accounting.test_peers import closed_form_epsilon
+
+ALL = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]
+
+
+def answers(mechanism, steps, delta):
+    results = {r.name: r for r in account_all(Composition.of(mechanism, steps), delta, ALL)}
+    for r in results.values():
+        assert r.status in ("ok", "unsupported"), (r.name, r.reason)
+        if r.ok:
+            assert not math.isnan(r.epsilon) and r.epsilon >= 0
+        else:
+            assert r.reason
+    return results
+
+
+def test_noiseless_release_is_not_private_below_its_exposure():
+    # Noise 1e-300: each release shows whether the canary was sampled; it is sampled at least once
+    # with probability 1 - 0.65^60, so no finite epsilon holds for any smaller delta.
+    results = answers(SubsampledGaussian(0.35, 1e-300), 60, 1e-5)
+    assert results["exact"].epsilon == math.inf
+    assert all(r.epsilon == math.inf for r in results.values() if r.ok)  # upper bounds agree
+
+
+def test_noiseless_release_is_private_above_its_exposure():
+    exposure = 1 - (1 - 1e-3) ** 3
+    results = answers(SubsampledGaussian(1e-3, 1e-300), 3, 2 * exposure)
+    assert results["exact"].epsilon == 0.0
+    assert answers(SubsampledGaussian(1e-3, 1e-300), 3, exposure / 2)["exact"].epsilon == math.inf
+
+
+def test_huge_noise_is_perfectly_private():
+    results = answers(SubsampledGaussian(0.35, 1e300), 60, 1e-5)
+    assert results["exact"].epsilon == 0.0
+    assert all(r.epsilon < 0.05 for r in results.values() if r.ok)  # RDP: conversion term only
+
+
+def test_huge_step_counts_by_closed_form():
+    # 1e12 Gaussian releases are one Gaussian with mu = 1e6 (z = 1).
+    results = answers(SubsampledGaussian(1.0, 1.0), 10**12, 1e-5)
+    assert results["exact"].epsilon == pytest.approx(closed_form_epsilon(1e6, 1e-5), rel=1e-9)
+    assert results["rdp"].epsilon >= results["exact"].epsilon
+
+
+@pytest.mark.parametrize("rate, noise, steps, delta", [
+    (1e-300, 1.0, 60, 1e-5), (0.35, 1.0, 1, 0.999999), (0.35, 1e-10, 60, 1e-5), (1.0, 1e-300, 1, 0.5),
+])
+def test_absurd_inputs_answer_or_explain(rate, noise, steps, delta):
+    results = {r.name: r for r in account_all(Composition.of(SubsampledGaussian(rate, noise), steps), delta, ALL)}
+    assert any(r.ok for r in results.values())
+    for r in results.values():
+        assert r.epsilon is None or (not math.isnan(r.epsilon) and r.epsilon >= 0)
+
+
+def test_cli_prints_infinity_and_exits_3_only_when_nobody_answers(capsys):
+    assert main(["account", "--rate", "0.35", "--noise", "1e-300", "--steps", "60", "--delta", "1e-5",
+                 "--format", "json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["accountants"]}
+    assert rows["exact"]["status"] == "ok" and rows["exact"]["epsilon"] == "inf"
+    assert main(["account", "--rate", "0.35", "--noise", "1", "--steps", "60", "--delta", "1e-5",
+                 "--sampling", "fixed-size", "--population", "29", "--accountants", "rdp,pld"]) == 3
+    assert "no accountant could answer" in capsys.readouterr().out
