@@ -5,20 +5,55 @@ it cannot evaluate with a logged warning; we report those orders instead of hidi
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 
 from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Neighbouring, Sampling, SubsampledGaussian
 
 
-class _Collect(logging.Handler):
+class _ThreadWarnings(logging.Filter):
+    """Filter on absl's logger: records logged by a thread that is collecting are kept in that
+    thread's list and not printed; other threads' records pass unchanged."""
+
     def __init__(self):
         super().__init__()
-        self.messages: list[str] = []
+        self.local = threading.local()
 
-    def emit(self, record):
-        self.messages.append(record.getMessage())
+    def filter(self, record):
+        collected = getattr(self.local, "messages", None)
+        if collected is None:
+            return True
+        collected.append(record.getMessage())
+        return False
+
+
+_FILTER = _ThreadWarnings()
+_USERS = 0
+_USERS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def collected_warnings():
+    """Collect dp-accounting's (absl) warnings of this thread instead of printing them. The filter
+    sits on absl's logger only while some thread collects; root handlers are never touched."""
+    global _USERS
+    absl_logger = logging.getLogger("absl")
+    with _USERS_LOCK:
+        if _USERS == 0:
+            absl_logger.addFilter(_FILTER)
+        _USERS += 1
+    _FILTER.local.messages = messages = []
+    try:
+        yield messages
+    finally:
+        _FILTER.local.messages = None
+        with _USERS_LOCK:
+            _USERS -= 1
+            if _USERS == 0:
+                absl_logger.removeFilter(_FILTER)
 
 
 class DpaRdpAccountant:
@@ -40,24 +75,17 @@ class DpaRdpAccountant:
                     raise Unsupported("dp-accounting's RDP has no Poisson replace-one analysis")
         accountant = rdp.RdpAccountant(neighboring_relation=peers.dpa_relation(relation))
         event = peers.dp_event(composition, peers.PeerScale.SENSITIVITY, relation)
-        handler = _Collect()
-        root = logging.getLogger()
-        saved, root.handlers = root.handlers, [handler]  # collect its warnings instead of printing them
-        try:
+        with collected_warnings() as messages:
             accountant.compose(event)
-        finally:
-            root.handlers = saved
-        self.last_details = {"warnings": handler.messages}
+        self.last_details = {"warnings": messages}
         return accountant
 
     def epsilon(self, composition: Composition, delta: float) -> float:
         accountant = self._accountant(composition)
-        with_warnings = logging.getLogger()
-        saved, with_warnings.handlers = with_warnings.handlers, [_Collect()]
-        try:
+        with collected_warnings():
             return accountant.get_epsilon(delta)
-        finally:
-            with_warnings.handlers = saved
 
     def delta(self, composition: Composition, epsilon: float) -> float:
-        return self._accountant(composition).get_delta(epsilon)
+        accountant = self._accountant(composition)
+        with collected_warnings():
+            return accountant.get_delta(epsilon)

@@ -4,13 +4,18 @@ Covers Poisson-subsampled (or un-subsampled) Gaussian mechanisms under add/remov
 epsilon is the PRV upper estimate; ``eps_error`` bounds its distance from the true value. Opacus's
 grid shrinks like eps_error / sqrt(steps), so its cost grows without bound in the number of steps;
 beyond 10^4 steps we widen ``eps_error`` by sqrt(steps / 10^4) (reported in the details), which keeps
-the cost flat.
+the cost flat. opacus runs in one spawned worker process, where its memory cap (RLIMIT_AS) and its
+warning filters live, so this process's state is never touched and threads may call it concurrently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import resource
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from accounting import peers
 from accounting.base import Unsupported
@@ -65,7 +70,59 @@ def memory_cap(extra_bytes: int = MEMORY_CAP_BYTES):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+def _quiet_worker() -> None:
+    """Initialiser of the PRV worker process: opacus's warnings are silenced there, not here."""
+    import warnings
+
+    warnings.filterwarnings("ignore", module="opacus")
+
+
+def _worker_epsilon(history, delta: float, eps_error: float, cap_bytes: int) -> float | None:
+    """Runs in the worker process: opacus's PRV epsilon under its own address-space cap (None when
+    the grid does not fit)."""
+    from opacus.accountants import PRVAccountant
+
+    accountant = PRVAccountant()
+    accountant.history = history
+    try:
+        with memory_cap(cap_bytes):
+            return float(accountant.get_epsilon(delta, eps_error=eps_error))
+    except MemoryError:
+        return None
+    except ValueError as exc:
+        if "Maximum allowed size" in str(exc):  # numpy refuses the grid before allocating it
+            return None
+        raise
+
+
+_WORKER = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker():
+    """One spawned process for opacus's PRV, shared by all threads: its memory cap and warning
+    filters are that process's own, so nothing of this process changes."""
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                          initializer=_quiet_worker)
+        return _WORKER
+
+
+def _run_in_worker(*args) -> float | None:
+    global _WORKER
+    try:
+        return _worker().submit(_worker_epsilon, *args).result()
+    except BrokenProcessPool:
+        with _WORKER_LOCK:
+            _WORKER = None
+        raise Unsupported("opacus's PRV worker process died (out of memory?)") from None
+
+
 class PrvAccountant:
+    """opacus's PRV accountant, run in a worker process with its own memory cap (thread-safe)."""
+
     name = "prv"
 
     def __init__(self, eps_error: float = 0.01):
@@ -75,28 +132,15 @@ class PrvAccountant:
     def error_for(self, composition: Composition) -> float:
         return self.eps_error * max(1.0, (composition.total_count / 1e4) ** 0.5)
 
-    def _accountant(self, composition: Composition):
-        import warnings
-
-        from opacus.accountants import PRVAccountant
-
-        accountant = PRVAccountant()
-        accountant.history = _history(composition)
-        warnings.filterwarnings("ignore", module="opacus")
-        return accountant
-
     def epsilon(self, composition: Composition, delta: float) -> float:
         # A negative upper estimate (the true value is 0 within eps_error) still certifies 0.
         eps_error = self.error_for(composition)
         self.last_details = {"eps_error": eps_error}
-        accountant = self._accountant(composition)
-        try:
-            with memory_cap():
-                value = accountant.get_epsilon(delta, eps_error=eps_error)
-        except MemoryError:
+        value = _run_in_worker(_history(composition), float(delta), eps_error, MEMORY_CAP_BYTES)
+        if value is None:
             raise Unsupported(f"opacus's PRV grid needs more than {MEMORY_CAP_BYTES // 2**30} GB here "
-                              "(small noise or many steps)") from None
-        return max(float(value), 0.0)
+                              "(small noise or many steps)")
+        return max(value, 0.0)
 
     def delta(self, composition: Composition, epsilon: float) -> float:
         raise Unsupported("opacus's PRV accountant answers epsilon for a delta only")
