@@ -9,26 +9,41 @@ from accounting.calibration import (
 )
 from accounting.errors import ConfigurationError
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, dumps, format_number, number_arg
+from reports.exit_codes import ExitCode
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("calibrate", help="noise multiplier for a target (epsilon, delta)",
                               description="Noise for a target, or --check-classic to test "
-                                          "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.")
-    p.add_argument("--epsilon", required=True, type=number_arg("epsilon", **POSITIVE))
-    p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY))
-    p.add_argument("--rate", type=number_arg("rate", **RATE), help="sampling rate q in (0, 1]")
-    p.add_argument("--steps", type=number_arg("steps", **STEPS), help="number of releases T")
-    p.add_argument("--accountant", default="pld", choices=["pld", "rdp", "moments", "prv"])
-    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"])
+                                          "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.",
+                              epilog="Exit codes: 0 calibrated (or the classic formula holds), 1 VIOLATION "
+                                     "(the classic formula does not give its claim), 2 bad input.")
+    p.add_argument("--epsilon", required=True, type=number_arg("epsilon", **POSITIVE), help="target epsilon")
+    p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
+    p.add_argument("--rate", type=number_arg("rate", **RATE),
+                   help="sampling rate q in (0, 1] (required without --check-classic)")
+    p.add_argument("--steps", type=number_arg("steps", **STEPS),
+                   help="number of releases T (required without --check-classic)")
+    p.add_argument("--accountant", default="pld", choices=["pld", "rdp", "moments", "prv"],
+                   help="accountant that must certify the target; default pld")
+    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"],
+                   help="neighbouring relation (replace-one doubles the sensitivity); default add-remove")
     p.add_argument("--check-classic", action="store_true",
-                   help="check the classic Gaussian calibration for one release (no subsampling)")
-    p.add_argument("--format", default="table", choices=["table", "json"])
+                   help="check the classic Gaussian calibration for one release (no subsampling; "
+                        "cannot be combined with --rate, --steps, --accountant or --neighbouring)")
+    p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
     p.set_defaults(func=run)
+
+
+CALIBRATION_ONLY = {"rate": None, "steps": None, "accountant": "pld", "neighbouring": "add-remove"}
 
 
 def run(args) -> int:
     if args.check_classic:
+        given = [f"--{name}" for name, default in CALIBRATION_ONLY.items() if getattr(args, name) != default]
+        if given:
+            raise ConfigurationError("check-classic", f"checks one un-subsampled release and would ignore "
+                                                      f"{', '.join(given)}; drop them")
         return _check_classic(args)
     for field in ("rate", "steps"):
         if getattr(args, field) is None:
@@ -47,9 +62,10 @@ def run(args) -> int:
 def _check_classic(args) -> int:
     check = check_classic_calibration(args.epsilon, args.delta)
     threshold = classic_failure_threshold(args.delta)
+    code = ExitCode.VIOLATION if check.violated else ExitCode.PASS
     if args.format == "json":
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
-        return 0
+        return code
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
     print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} "
           f"(claimed {args.delta:.4g})")
@@ -61,4 +77,4 @@ def _check_classic(args) -> int:
               f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})")
     if threshold is not None:
         print(f"for delta = {args.delta:.4g} the classic calibration fails from epsilon = {threshold:.2f}")
-    return 0
+    return code

@@ -42,7 +42,7 @@ def test_bad_input_one_line_exit_2(argv, field, capsys):
 
 
 def test_calibrate_commands(capsys):
-    assert main(["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"]) == 0
+    assert main(["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"]) == 1  # VIOLATION
     out = capsys.readouterr().out
     assert "VIOLATION" in out and "2.26" in out
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
@@ -53,3 +53,23 @@ def test_calibrate_commands(capsys):
     assert result["achieved_epsilon"] <= 2
     assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5"]) == 2
     assert "rate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [["--rate", "0.1"], ["--steps", "10"], ["--accountant", "rdp"],
+                                   ["--neighbouring", "replace-one"]])
+def test_check_classic_refuses_flags_it_would_ignore(extra, capsys):
+    assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and extra[0] in err
+
+
+def test_every_account_and_calibrate_flag_has_help():
+    import argparse
+
+    from reports import cli
+
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("account", "calibrate"):
+        for action in sub.choices[name]._actions:
+            assert action.help, (name, action.option_strings)
