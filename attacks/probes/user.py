@@ -19,9 +19,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.errors import ConfigurationError, read_toml
+from accounting.strict import ANY_VALUE, Required, check_wrapped
 from attacks.probes.base import Probe, check_world
 
 CLASSIFIERS = ("logistic", "boosting")
+# A --datasets file: the two worlds, at the top level or under one [datasets] table; any TOML values.
+DATASETS_SCHEMA = {"without": Required(ANY_VALUE), "with": Required(ANY_VALUE)}
+
+
+def require_code_opt_in(field: str, spec, allowed: bool) -> None:
+    """Refuse a configuration file's reference to Python code (``"module:function"`` in ``field``) unless
+    the user opted in (``--allow-code``): importing it runs arbitrary code with the user's rights."""
+    if spec is not None and not allowed:
+        raise ConfigurationError(field, f"the config names Python code to import ({spec!r}); a config that "
+                                        "runs code needs --allow-code (use it only with files you trust)")
 
 
 def load_callable(spec: str):
@@ -55,12 +66,7 @@ def _convert(value):
 
 def load_datasets(path: str) -> tuple:
     """The two neighbouring datasets (without, with) from a TOML file; numeric lists become arrays."""
-    data = read_toml(path, "datasets")
-    data = data.get("datasets", data)
-    missing = [k for k in ("without", "with") if k not in data]
-    if missing:
-        raise ConfigurationError("datasets", f"{path!r} lacks the key {missing[0]!r} "
-                                             "(need 'without' and 'with')")
+    data = check_wrapped(read_toml(path, "datasets"), "datasets", DATASETS_SCHEMA)
     return _convert(data["without"]), _convert(data["with"])
 
 

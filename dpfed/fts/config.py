@@ -13,6 +13,7 @@ from pathlib import Path
 
 from accounting.errors import ConfigurationError, read_toml, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
+from accounting.strict import check_wrapped, dataclass_schema
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
 
@@ -137,6 +138,10 @@ class FTSConfig:
             raise ConfigurationError(
                 "landmine_path", "the landmine objective needs the path of LandmineData.mat"
             )
+        if self.objective != "landmine" and self.landmine_path:
+            raise ConfigurationError(
+                "landmine_path", f"only the landmine objective reads a data file (objective is {self.objective!r})"
+            )
         box_partition(self.dim, self.effective_subregions)  # P must split the domain
         if self.initial_design == "subregion":
             box_partition(self.dim, self.subregions)
@@ -205,10 +210,15 @@ class FTSConfig:
         return cls(**data)
 
     @classmethod
+    def toml_keys(cls, path) -> dict:
+        """The keys of a TOML file (top level, or all under one ``[fts]`` table), read strictly: an
+        unknown or misplaced key or a wrong type is a ConfigurationError naming its path."""
+        return dict(check_wrapped(read_toml(Path(path), "config"), "fts", TOML_SCHEMA))
+
+    @classmethod
     def from_toml(cls, path, **overrides) -> FTSConfig:
-        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table)."""
-        data = read_toml(Path(path), "config")
-        data = dict(data.get("fts", data))
+        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table); ``overrides`` win."""
+        data = cls.toml_keys(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)
 
@@ -221,3 +231,4 @@ class FTSConfig:
 
 
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(FTSConfig))
+TOML_SCHEMA = dataclass_schema(FTSConfig)

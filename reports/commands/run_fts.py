@@ -38,7 +38,8 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
-        p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+        if name.startswith("dp-"):  # non-private runs release nothing to account for
+            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
         p.add_argument(
             "--save-transcript", action="store_true", help="include run 0's transcript in the JSON"
         )
@@ -54,6 +55,11 @@ def load_config(algorithm: str, args):
         "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds else None,
     }
     if args.config:
+        stated = FTSConfig.toml_keys(args.config).get("algorithm", algorithm)
+        if stated != algorithm:
+            raise ConfigurationError(
+                "algorithm", f"{args.config} says {stated!r} but this command runs {algorithm!r}; "
+                f"use `dpaudit run {stated}` or remove the key")
         return FTSConfig.from_toml(args.config, **overrides)
     return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
 

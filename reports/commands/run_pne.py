@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, check_table
 from attacks.files import atomic_write_bytes
 from reports.commands.common import dumps, format_number, print_table, write_curve_png
 
@@ -27,6 +28,23 @@ DEFAULTS = {"objective": "garland", "clients": 10, "horizon": 1000, "seed": 0, "
             "out": "dpaudit-out", "epsilon": 1.0, "delta": 1e-5, "calibration": "analytic",
             "heterogeneity": 0.1, "noise_width": 0.2}
 CONSTANTS = ("k", "nu1", "rho", "c", "c1", "conf_delta", "expansion", "final_upload")
+# Keys a --config file may hold, with their types; each algorithm reads only the ones it uses.
+KEY_KINDS = {"objective": STRING, "clients": INTEGER, "horizon": INTEGER, "seed": INTEGER, "runs": INTEGER,
+             "out": STRING, "epsilon": NUMBER, "delta": NUMBER, "calibration": STRING, "heterogeneity": NUMBER,
+             "noise_width": NUMBER, "k": INTEGER, "nu1": NUMBER, "rho": NUMBER, "c": NUMBER, "c1": NUMBER,
+             "conf_delta": NUMBER, "expansion": STRING, "final_upload": BOOLEAN}
+PRIVATE_ONLY = ("epsilon", "delta", "calibration")
+FEDERATED_ONLY = ("clients", "heterogeneity", "expansion", "final_upload")
+
+
+def config_schema(algorithm: str) -> dict:
+    """The keys ``algorithm`` reads from a --config file (a key it would ignore is an error)."""
+    unused = set()
+    if algorithm != "dp-fed-pne":
+        unused.update(PRIVATE_ONLY)
+    if algorithm == "hct":
+        unused.update(FEDERATED_ONLY)
+    return {key: kind for key, kind in KEY_KINDS.items() if key not in unused}
 
 
 def add_algorithms(subparsers) -> None:
@@ -34,7 +52,8 @@ def add_algorithms(subparsers) -> None:
         p = subparsers.add_parser(name, help=help_text)
         p.add_argument("--config", default=None, help="TOML file with any of these options and PNE constants")
         p.add_argument("--objective", default=None, help="garland (default) | doublesine | himmelblau")
-        p.add_argument("--clients", default=None, help="number of clients M (default 10; HCT: ignored)")
+        if name != "hct":
+            p.add_argument("--clients", default=None, help="number of clients M (default 10)")
         p.add_argument("--horizon", default=None, help="pulls per client T (default 1000)")
         if name == "dp-fed-pne":
             p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
@@ -42,14 +61,16 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
             p.add_argument("--accountants", default=None,
                            help="comma-separated accountant names (default all)")
-        p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
+        if name != "hct":
+            p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
         p.add_argument("--noise-width", dest="noise_width", default=None,
                        help="width of the uniform observation noise (default 0.2)")
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
         p.add_argument("--out", default=None, help="directory for the JSON result and the plot")
-        p.add_argument("--save-transcript", action="store_true",
-                       help="include run 0's transcript in the JSON")
+        if name != "hct":  # HCT is centralised: nothing crosses a network
+            p.add_argument("--save-transcript", action="store_true",
+                           help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -59,9 +80,7 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     if args.config:
         config = read_toml(args.config, "config")
     config = {key.replace("-", "_"): value for key, value in config.items()}
-    unknown = set(config) - set(DEFAULTS) - set(CONSTANTS)
-    if unknown:
-        raise ConfigurationError("config", f"unknown key {sorted(unknown)[0]!r}")
+    check_table("", config, config_schema(algorithm))
     opts = {key: getattr(args, key, None) for key in DEFAULTS}
     opts = {key: (value if value is not None else config.get(key, DEFAULTS[key]))
             for key, value in opts.items()}
@@ -159,7 +178,7 @@ def run_command(algorithm: str, args) -> int:
     else:
         payload["privacy"] = None
         print("\nnot private: no differentially private release (epsilon = infinity)")
-    if args.save_transcript and algorithm != "hct":
+    if getattr(args, "save_transcript", False):
         payload["transcript"] = results[0].transcript.to_dict()
     out = Path(opts["out"])
     try:
