@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+from accounting.errors import require_number
 from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
+
+MAX_TRIALS = 1e18
 
 
 def add_parser(subparsers) -> None:
@@ -21,6 +24,8 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     if args.trials is None and args.target_epsilon is None:
         args._parser.error("give --trials N or --target-epsilon E (or both)")
+    if args.trials is not None:  # the threshold grid counts trials in 64-bit integers
+        require_number("trials", args.trials, low=1, high=MAX_TRIALS, integer=True)
     result = {"delta": args.delta, "confidence": args.confidence}
     if args.trials is not None:
         result["trials"] = args.trials

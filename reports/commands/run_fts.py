@@ -8,13 +8,12 @@ and a utility plot to ``--out`` (both written atomically).
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, print_table, write_curve_png
+from reports.commands.common import check_memory, check_output_dir, dumps, format_number, print_table, write_curve_png
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -64,6 +63,16 @@ def load_config(algorithm: str, args):
     return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
 
 
+def check_fts_memory(config, runs: int) -> None:
+    """Refuse sizes that cannot fit: each agent-round keeps its uploads (P vectors of M features) in the
+    transcript; the acquisition scores all candidates against the features of every agent at once."""
+    features = config.num_features + config.local_num_features
+    per_round = runs * config.num_agents * (16.0 * features * config.effective_subregions + 512)
+    fixed = 32.0 * config.candidates * features * config.num_agents * config.dim
+    check_memory("rounds", config.rounds, per_round, fixed,
+                 what=f" rounds ({config.num_agents} agents, M={config.num_features}, {runs} run(s))")
+
+
 def run_command(algorithm: str, args) -> int:
     from accounting.registry import account_all
     from dpfed.fts import run_fts
@@ -71,6 +80,8 @@ def run_command(algorithm: str, args) -> int:
 
     runs = int(require_number("runs", args.runs, low=1, integer=True))
     config = load_config(algorithm, args)
+    check_fts_memory(config, runs)
+    out = check_output_dir("out", args.out)
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
     results = [
         run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)
@@ -111,11 +122,7 @@ def run_command(algorithm: str, args) -> int:
                 for a in accounting_rows
             ],
         )
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
+    out.mkdir(parents=True, exist_ok=True)
     payload = {
         "algorithm": algorithm,
         "config": config.to_dict(),
