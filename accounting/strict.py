@@ -175,8 +175,14 @@ def check_wrapped(data, table: str, schema: dict) -> dict:
     return check_table("", data, schema)
 
 
-def read_strict_toml(path, schema: dict, field: str = "config") -> dict:
-    """Read a user's TOML file (``read_toml``) and check it against ``schema``."""
+def read_strict_toml(path, schema: dict, table: str | None = None, kind: str = "config file") -> dict:
+    """Read a user's TOML file (``read_toml``) and check it against ``schema`` (its keys may sit under
+    one ``[table]``, see ``check_wrapped``); an error names the key's path and then the file."""
     from accounting.errors import read_toml
 
-    return check_table("", read_toml(path, field), schema)
+    data = read_toml(path, kind.split()[0])
+    try:
+        return check_wrapped(data, table, schema) if table else check_table("", data, schema)
+    except ConfigurationError as exc:
+        message = str(exc)[len(exc.field) + 2 :]
+        raise ConfigurationError(exc.field, f"{message} (in the {kind} {path})") from None

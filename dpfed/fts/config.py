@@ -11,9 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
-from accounting.strict import check_wrapped, dataclass_schema
+from accounting.strict import dataclass_schema, read_strict_toml
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
 
@@ -213,7 +213,7 @@ class FTSConfig:
     def toml_keys(cls, path) -> dict:
         """The keys of a TOML file (top level, or all under one ``[fts]`` table), read strictly: an
         unknown or misplaced key or a wrong type is a ConfigurationError naming its path."""
-        return dict(check_wrapped(read_toml(Path(path), "config"), "fts", TOML_SCHEMA))
+        return dict(read_strict_toml(Path(path), TOML_SCHEMA, "fts"))
 
     @classmethod
     def from_toml(cls, path, **overrides) -> FTSConfig:

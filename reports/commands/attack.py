@@ -8,8 +8,8 @@ import json
 import sys
 import tomllib
 
-from accounting.errors import ConfigurationError, read_toml
-from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, check_wrapped
+from accounting.errors import ConfigurationError
+from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.
@@ -45,7 +45,7 @@ def parse_params(items) -> dict:
 def load_config(path) -> dict:
     if path is None:
         return {}
-    return check_wrapped(read_toml(path, "config"), "attack", CONFIG_SCHEMA)
+    return read_strict_toml(path, CONFIG_SCHEMA, "attack")
 
 
 def add_parser(subparsers) -> None:
@@ -121,6 +121,10 @@ def build_probe(settings: dict):
     if not name:
         raise ConfigurationError("probe", "name a probe (see 'dpaudit attack --list') or give --mechanism")
     check_params(name, params)
+    if settings.get("timeout") is not None:
+        if name != "user":
+            raise ConfigurationError("timeout", "applies to user mechanisms (the 'user' probe) only")
+        params["timeout"] = settings["timeout"]
     return get_probe(name, **params)
 
 
@@ -129,7 +133,7 @@ def check_params(name: str, params: dict) -> None:
     from accounting.strict import check_table, dataclass_schema
     from attacks.probes import PROBES, probe_class
 
-    schema = dataclass_schema(probe_class(name))
+    schema = dataclass_schema(probe_class(name), exclude=("timeout",))  # given as --timeout
     check_table("params", {k: v for k, v in {**PROBES[name][1], **params}.items() if v is not None}, schema)
 
 

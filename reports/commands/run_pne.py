@@ -13,8 +13,8 @@ import functools
 
 import numpy as np
 
-from accounting.errors import ConfigurationError, read_toml, require_number
-from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, check_table
+from accounting.errors import ConfigurationError, require_number
+from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import check_memory, check_output_dir, dumps, format_number, print_table, write_curve_png
 from reports.exit_codes import ExitCode
@@ -76,11 +76,7 @@ def add_algorithms(subparsers) -> None:
 
 def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     """Options (command line over config file over defaults), validated; and the PNE constants."""
-    config = {}
-    if args.config:
-        config = read_toml(args.config, "config")
-    config = {key.replace("-", "_"): value for key, value in config.items()}
-    check_table("", config, config_schema(algorithm))
+    config = read_strict_toml(args.config, config_schema(algorithm)) if args.config else {}
     opts = {key: getattr(args, key, None) for key in DEFAULTS}
     opts = {key: (value if value is not None else config.get(key, DEFAULTS[key]))
             for key, value in opts.items()}
