@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     if not getattr(args, "func", None):
-        parser.print_help()
+        print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         return int(args.func(args) or 0)
@@ -99,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         if exc.code == EXIT_BAD_INPUT:  # a usage error raised by a sub-command's parser
             return EXIT_BAD_INPUT
-        return report_internal_error(args, RuntimeError(f"unexpected exit request (status {exc.code!r})"))
+        error = RuntimeError(f"unexpected exit request (status {exc.code!r})")
+        error.__cause__ = exc  # the log shows where it came from
+        return report_internal_error(args, error)
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never exit 1 (VIOLATION) on a bug
         return report_internal_error(args, exc)
 
