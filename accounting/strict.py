@@ -175,12 +175,15 @@ def check_wrapped(data, table: str, schema: dict) -> dict:
     return check_table("", data, schema)
 
 
-def read_strict_toml(path, schema: dict, table: str | None = None, kind: str = "config file") -> dict:
-    """Read a user's TOML file (``read_toml``) and check it against ``schema`` (its keys may sit under
-    one ``[table]``, see ``check_wrapped``); an error names the key's path and then the file."""
+def read_strict_toml(
+    path, schema: dict, field: str = "config", *, table: str | None = None, kind: str = "config file"
+) -> dict:
+    """Read a user's TOML file (``read_toml``, errors naming ``field``) and check it against ``schema``
+    (its keys may sit under one ``[table]``, see ``check_wrapped``); an error names the key's path and
+    then the file (``kind`` says what the file is)."""
     from accounting.errors import read_toml
 
-    data = read_toml(path, kind.split()[0])
+    data = read_toml(path, field)
     try:
         return check_wrapped(data, table, schema) if table else check_table("", data, schema)
     except ConfigurationError as exc:

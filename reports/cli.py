@@ -86,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     if not getattr(args, "func", None):
-        print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)",
-              file=sys.stderr)
+        print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         return int(args.func(args) or 0)

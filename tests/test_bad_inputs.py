@@ -180,6 +180,7 @@ for _name in FTS_ALGORITHMS:
             "rounds-huge": ["--rounds", "1e12"],
             "rounds-frac": ["--rounds", "2.5"],
             "seed-text": ["--seed", "x"],
+            "seed-negative": ["--seed", "-1"],
             "landmine-path": ["--landmine-path", "x.mat"],
         },
     )
@@ -193,6 +194,9 @@ for _name in FTS_ALGORITHMS:
             "config-binary": ["--config", "binary.toml"],
             "config-directory": ["--config", "."],
             "preset-and-config": ["--preset", "synthetic", "--config", "fts.toml"],
+            "landmine-no-path": ["--preset", "landmine"],
+            "landmine-missing": ["--preset", "landmine", "--landmine-path", "nope.mat"],
+            "landmine-not-mat": ["--preset", "landmine", "--landmine-path", "afile"],
         },
     )
 for _name in ["ts", "fts", "fts-de"]:

@@ -30,8 +30,11 @@ def require_code_opt_in(field: str, spec, allowed: bool) -> None:
     """Refuse a configuration file's reference to Python code (``"module:function"`` in ``field``) unless
     the user opted in (``--allow-code``): importing it runs arbitrary code with the user's rights."""
     if spec is not None and not allowed:
-        raise ConfigurationError(field, f"the config names Python code to import ({spec!r}); a config that "
-                                        "runs code needs --allow-code (use it only with files you trust)")
+        raise ConfigurationError(
+            field,
+            f"the config names Python code to import ({spec!r}); a config that "
+            "runs code needs --allow-code (use it only with files you trust)",
+        )
 
 
 def check_spec(spec) -> str:
@@ -60,7 +63,7 @@ def _convert(value):
 
 def load_datasets(path: str) -> tuple:
     """The two neighbouring datasets (without, with) from a TOML file; numeric lists become arrays."""
-    data = read_strict_toml(path, DATASETS_SCHEMA, "datasets", kind="datasets file")
+    data = read_strict_toml(path, DATASETS_SCHEMA, "datasets", table="datasets", kind="datasets file")
     return _convert(data["without"]), _convert(data["with"])
 
 
@@ -75,8 +78,7 @@ class UserMechanismProbe(Probe):
 
     name = "user"
     threat_model = "output only"
-    description = ("user mechanism f(dataset, rng); classifier score learned on held-out runs "
-                   "(DP-Sniper style)")
+    description = "user mechanism f(dataset, rng); classifier score learned on held-out runs (DP-Sniper style)"
     batch_size = 10_000
     needs_training = True
 
@@ -151,5 +153,9 @@ class UserMechanismProbe(Probe):
         return np.log(np.clip(proba, 1e-300, None)) - np.log(np.clip(1.0 - proba, 1e-300, None))
 
     def params(self) -> dict:
-        return {"function": self.function, "datasets": self.datasets, "classifier": self.classifier,
-                "delta": self.delta}
+        return {
+            "function": self.function,
+            "datasets": self.datasets,
+            "classifier": self.classifier,
+            "delta": self.delta,
+        }

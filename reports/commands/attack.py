@@ -45,7 +45,7 @@ def parse_params(items) -> dict:
 def load_config(path) -> dict:
     if path is None:
         return {}
-    return read_strict_toml(path, CONFIG_SCHEMA, "attack")
+    return read_strict_toml(path, CONFIG_SCHEMA, table="attack")
 
 
 def add_parser(subparsers) -> None:

@@ -13,13 +13,15 @@ from accounting.errors import ConfigurationError, require_number
 
 def number_arg(field: str, **bounds):
     """An argparse ``type`` that validates a number and names ``field`` in its one-line error."""
+
     def parse(text: str) -> float:
         try:
             return require_number(field, text, **bounds)
         except ConfigurationError as exc:
             import argparse
 
-            raise argparse.ArgumentTypeError(str(exc).split(': ', 1)[-1]) from None
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
     parse.__name__ = field
     return parse
 
@@ -80,8 +82,10 @@ def check_memory(field: str, size: int, bytes_per_unit: float, fixed: float = 0.
         return
     largest = max(0, int((available - fixed) / bytes_per_unit))
     raise ConfigurationError(
-        field, f"{size:g}{what} needs about {need / 2**30:.3g} GiB of memory, more than the "
-               f"{available / 2**30:.3g} GiB available; at most about {largest:.3g} fits")
+        field,
+        f"{size:g}{what} needs about {need / 2**30:.3g} GiB of memory, more than the "
+        f"{available / 2**30:.3g} GiB available; at most about {largest:.3g} fits",
+    )
 
 
 RATE = dict(low=0, low_open=True, high=1)
@@ -109,6 +113,7 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def dumps(obj) -> str:
     """JSON with non-finite floats turned into null (JSON has no NaN or infinity)."""
+
     def clean(value):
         if isinstance(value, float) and not math.isfinite(value):
             return None
@@ -117,6 +122,7 @@ def dumps(obj) -> str:
         if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
         return value
+
     return json.dumps(clean(obj), indent=2)
 
 
