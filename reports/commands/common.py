@@ -46,18 +46,21 @@ def check_output_dir(field: str, path) -> Path:
             raise ConfigurationError(field, f"{path} lies under {base}, which is a file, not a directory")
         tempfile.TemporaryDirectory(dir=base, prefix=".dpaudit-write-test-").cleanup()
     except OSError as exc:
-        raise ConfigurationError(field, f"cannot write {path}: {exc.strerror or exc}") from None
+        raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
     return path
 
 
 def check_output_file(field: str, path) -> Path:
     """Refuse, before any work, an output file path that names a directory or cannot be written."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigurationError(field, f"{path} is a directory; name a file")
-    check_output_dir(field, path.absolute().parent)
-    if path.exists() and not os.access(path, os.W_OK):
-        raise ConfigurationError(field, f"{path} is not writable")
+    try:
+        if path.is_dir():
+            raise ConfigurationError(field, f"{path} is a directory; name a file")
+        check_output_dir(field, path.absolute().parent)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ConfigurationError(field, f"{path} is not writable")
+    except OSError as exc:  # a name too long, a loop of links, ...
+        raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
     return path
 
 

@@ -77,7 +77,7 @@ def check_fts_memory(config, runs: int) -> None:
     """Refuse sizes that cannot fit: each agent-round keeps its uploads (P vectors of M features) in the
     transcript; the acquisition scores all candidates against the features of every agent at once."""
     features = config.num_features + config.local_num_features
-    per_round = runs * config.num_agents * (16.0 * features * config.effective_subregions + 512)
+    per_round = float(runs) * config.num_agents * (16.0 * features * config.effective_subregions + 512)
     fixed = 32.0 * config.candidates * features * config.num_agents * config.dim
     check_memory(
         "rounds",

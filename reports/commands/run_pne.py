@@ -126,7 +126,7 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     check_memory(
         "horizon",
         opts["horizon"],
-        80 + 16 * opts["clients"] + 48 * opts["runs"],
+        80 + 16.0 * opts["clients"] + 48.0 * opts["runs"],
         what=f" pulls ({opts['clients']} client(s), {opts['runs']} run(s))",
     )
     return opts, {key: config[key] for key in CONSTANTS if key in config}
