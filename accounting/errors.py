@@ -9,6 +9,11 @@ class ConfigurationError(ValueError):
         super().__init__(f"{field}: {message}")
 
 
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def require_number(field: str, value, *, low=None, high=None, low_open=False, high_open=False,
                    integer=False) -> float:
     """Validate a real number (or integer) within bounds, raising ConfigurationError naming ``field``."""
@@ -16,8 +21,10 @@ def require_number(field: str, value, *, low=None, high=None, low_open=False, hi
         raise ConfigurationError(field, f"expected a number, got {value!r}")
     try:
         number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise ConfigurationError(field, f"must be finite, got a number of {len(str(value))} digits") from None
     except (TypeError, ValueError):
-        raise ConfigurationError(field, f"expected a number, got {value!r}") from None
+        raise ConfigurationError(field, f"expected a number, got {_short(value)}") from None
     if number != number or number in (float("inf"), float("-inf")):
         raise ConfigurationError(field, f"must be finite, got {value!r}")
     if integer:

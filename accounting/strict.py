@@ -48,6 +48,20 @@ class ListKind:
 
 
 @dataclass(frozen=True)
+class OneOf:
+    """A value of any of ``kinds`` (for example a string or a list of strings)."""
+
+    kinds: tuple
+
+    @property
+    def name(self) -> str:
+        return " or ".join(kind.name for kind in self.kinds)
+
+    def accepts(self, value) -> bool:
+        return any(kind.accepts(value) for kind in self.kinds)
+
+
+@dataclass(frozen=True)
 class Required:
     """A key that must be present."""
 
@@ -69,6 +83,8 @@ class AnyTable:
 
 
 NUMBER = Kind("number", (int, float))
+#: any value at all (bool is listed so that booleans are accepted too)
+ANY_VALUE = Kind("value", (bool, object))
 INTEGER = Kind("whole number", (int,))
 STRING = Kind("string", (str,))
 BOOLEAN = Kind("boolean", (bool,))
@@ -82,6 +98,11 @@ def _type_name(value) -> str:
     return {bool: "boolean", int: "number", float: "number", str: "string", list: "list", dict: "table"}.get(
         type(value), type(value).__name__
     )
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _join(path: str, key: str) -> str:
@@ -121,11 +142,50 @@ def check_value(field: str, value, spec) -> None:
         if not isinstance(value, dict):
             raise ConfigurationError(field, f"expected {spec.name}, got {_type_name(value)}")
     elif not spec.accepts(value):
-        raise ConfigurationError(field, f"expected a {spec.name}, got {_type_name(value)} {value!r}")
+        article = "" if spec.name.startswith("a ") else "a "
+        raise ConfigurationError(field, f"expected {article}{spec.name}, got {_type_name(value)} {_short(value)}")
 
 
-def read_strict_toml(path, schema: dict, field: str = "config") -> dict:
-    """Read a user's TOML file (``read_toml``) and check it against ``schema``."""
+# Annotation names of dataclass fields (``from __future__ import annotations`` keeps them as strings).
+_ANNOTATION_KINDS = {"float": NUMBER, "int": INTEGER, "str": STRING, "bool": BOOLEAN}
+
+
+def annotation_kind(annotation) -> Kind:
+    """The kind of a dataclass field's annotation (``float``, ``int | None``, ...); ``ANY_VALUE`` if the
+    annotation is not a plain scalar type. ``None`` in a union is dropped (a TOML file has no null)."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    names = [part.strip() for part in text.split("|") if part.strip() != "None"]
+    return _ANNOTATION_KINDS.get(names[0], ANY_VALUE) if len(names) == 1 else ANY_VALUE
+
+
+def dataclass_schema(cls, exclude=()) -> dict:
+    """A schema allowing the fields of dataclass ``cls`` (except ``exclude``), typed by their annotations."""
+    import dataclasses
+
+    return {f.name: annotation_kind(f.type) for f in dataclasses.fields(cls) if f.name not in exclude}
+
+
+def check_wrapped(data, table: str, schema: dict) -> dict:
+    """Check a file whose keys may sit at the top level or all inside one ``[table]``; return the keys.
+
+    With the table present nothing else may sit beside it (a top-level ``trials`` beside ``[attack]``
+    would otherwise be silently ignored)."""
+    if isinstance(data, dict) and table in data:
+        return check_table("", data, {table: schema})[table]
+    return check_table("", data, schema)
+
+
+def read_strict_toml(
+    path, schema: dict, field: str = "config", *, table: str | None = None, kind: str = "config file"
+) -> dict:
+    """Read a user's TOML file (``read_toml``, errors naming ``field``) and check it against ``schema``
+    (its keys may sit under one ``[table]``, see ``check_wrapped``); an error names the key's path and
+    then the file (``kind`` says what the file is)."""
     from accounting.errors import read_toml
 
-    return check_table("", read_toml(path, field), schema)
+    data = read_toml(path, field)
+    try:
+        return check_wrapped(data, table, schema) if table else check_table("", data, schema)
+    except ConfigurationError as exc:
+        message = str(exc)[len(exc.field) + 2 :]
+        raise ConfigurationError(exc.field, f"{message} (in the {kind} {path})") from None

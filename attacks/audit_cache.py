@@ -51,11 +51,11 @@ class SectionCache:
         if path is not None and path.exists():
             try:
                 stored = json.loads(path.read_text(encoding="utf-8"))
-                if stored.get("key") == key_hash:
-                    self.options.resumed.append(f"{self.root.name}/{section}")
-                    return stored["value"]
             except (OSError, ValueError):
-                pass  # a damaged cache entry is recomputed
+                stored = None  # a damaged entry (empty, truncated, not JSON) is recomputed
+            if isinstance(stored, dict) and stored.get("key") == key_hash and "value" in stored:
+                self.options.resumed.append(f"{self.root.name}/{section}")
+                return stored["value"]
         value = _plain(compute())
         unavailable = isinstance(value, dict) and value.get("available") is False
         if path is not None and not unavailable:  # a missing piece is retried next time

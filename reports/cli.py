@@ -1,18 +1,29 @@
 """The ``dpaudit`` command line. Each sub-command lives in ``reports/commands/<name>.py`` and exposes
-``add_parser(subparsers)`` (which sets ``func``) ; errors a user can cause become one line and exit 2."""
+``add_parser(subparsers)`` (which sets ``func``).
+
+Every outcome maps to one exit code (``reports/exit_codes.py``): errors a user can cause are one line
+and exit 2; anything else is a bug, reported in one line with exit 4 while its traceback goes to a log
+file (or to stderr with ``--debug``), so a crash can never read as a verdict.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 
 from accounting.errors import ConfigurationError
+from reports.exit_codes import EXIT_CODE_HELP, ExitCode
 
 # Sub-command modules, in the order ``dpaudit --help`` lists them.
 COMMAND_MODULES = ["account", "calibrate", "run", "attack", "plan", "audit", "report"]
 
-EXIT_BAD_INPUT = 2
+EXIT_BAD_INPUT = int(ExitCode.BAD_INPUT)
+LOG_NAME = "dpaudit-error.log"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -23,7 +34,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="dpaudit", description="Differential-privacy audit toolkit.")
+    parser = OneLineParser(
+        prog="dpaudit",
+        description="Differential-privacy audit toolkit.",
+        epilog=EXIT_CODE_HELP,
+    )
+    parser.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         try:
@@ -36,6 +52,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_path(args) -> Path:
+    """Where a traceback goes: the command's output directory if it has one that exists, else a temp file."""
+    out = getattr(args, "out", None)
+    if out and args.command in ("run", "audit") and Path(out).is_dir():
+        return Path(out) / LOG_NAME
+    return Path(tempfile.gettempdir()) / f"dpaudit-error-{os.getpid()}.log"
+
+
+def report_internal_error(args, exc: BaseException) -> int:
+    """One line on stderr for an unexpected error; the traceback to a log file, or stderr with --debug."""
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    text = "".join(traceback.format_exception(exc))
+    kind = "error" if isinstance(exc, OSError) else "internal error (a bug in dpaudit)"
+    if getattr(args, "debug", False):
+        sys.stderr.write(text)
+        print(f"dpaudit {args.command}: {kind}: {detail}", file=sys.stderr)
+        return int(ExitCode.INTERNAL_ERROR)
+    try:
+        path = _log_path(args)
+        path.write_text(text, encoding="utf-8")
+        where = f"traceback in {path}"
+    except OSError:
+        where = "rerun with --debug for the traceback"
+    print(f"dpaudit {args.command}: {kind}: {detail} ({where})", file=sys.stderr)
+    return int(ExitCode.INTERNAL_ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -43,16 +86,24 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     if not getattr(args, "func", None):
-        parser.print_help()
+        print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         return int(args.func(args) or 0)
     except ConfigurationError as exc:
-        print(f"dpaudit {args.command}: error: {exc}", file=sys.stderr)
+        print(f"dpaudit {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"dpaudit {args.command}: interrupted; finished work is saved", file=sys.stderr)
-        return 130
+        return int(ExitCode.INTERRUPTED)
+    except SystemExit as exc:
+        if exc.code == EXIT_BAD_INPUT:  # a usage error raised by a sub-command's parser
+            return EXIT_BAD_INPUT
+        error = RuntimeError(f"unexpected exit request (status {exc.code!r})")
+        error.__cause__ = exc  # the log shows where it came from
+        return report_internal_error(args, error)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never exit 1 (VIOLATION) on a bug
+        return report_internal_error(args, exc)
 
 
 if __name__ == "__main__":

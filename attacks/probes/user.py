@@ -10,36 +10,44 @@ the estimators' bounds stay valid. If the callable has an attribute ``batched = 
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
+import copy
 import os
 import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from accounting.errors import ConfigurationError, read_toml
+from accounting.errors import ConfigurationError, require_number
+from accounting.strict import ANY_VALUE, Required, read_strict_toml
 from attacks.probes.base import Probe, check_world
 
 CLASSIFIERS = ("logistic", "boosting")
+# A --datasets file: the two worlds, at the top level or under one [datasets] table; any TOML values.
+DATASETS_SCHEMA = {"without": Required(ANY_VALUE), "with": Required(ANY_VALUE)}
 
 
-def load_callable(spec: str):
-    """Import ``"module:function"`` (ConfigurationError naming ``mechanism`` if it cannot be)."""
-    if not isinstance(spec, str) or spec.count(":") != 1:
+def require_code_opt_in(field: str, spec, allowed: bool) -> None:
+    """Refuse a configuration file's reference to Python code (``"module:function"`` in ``field``) unless
+    the user opted in (``--allow-code``): importing it runs arbitrary code with the user's rights."""
+    if spec is not None and not allowed:
+        raise ConfigurationError(
+            field,
+            f"the config names Python code to import ({spec!r}); a config that "
+            "runs code needs --allow-code (use it only with files you trust)",
+        )
+
+
+def check_spec(spec) -> str:
+    """A ``"module:function"`` string (ConfigurationError naming ``mechanism`` otherwise)."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
         raise ConfigurationError("mechanism", f"expected 'module:function', got {spec!r}")
-    module_name, attr = spec.split(":")
+    return spec
+
+
+def user_code_path() -> None:
+    """Like ``python -m``: modules in the working directory are importable (the worker inherits sys.path)."""
     if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.append(os.getcwd())  # like ``python -m``: modules in the working directory are importable
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
-        raise ConfigurationError("mechanism", f"cannot import module {module_name!r} "
-                                              f"({type(exc).__name__}: {exc})") from None
-    function = getattr(module, attr, None)
-    if not callable(function):
-        raise ConfigurationError("mechanism", f"{module_name!r} has no callable {attr!r}")
-    return function
+        sys.path.append(os.getcwd())
 
 
 def _convert(value):
@@ -55,24 +63,8 @@ def _convert(value):
 
 def load_datasets(path: str) -> tuple:
     """The two neighbouring datasets (without, with) from a TOML file; numeric lists become arrays."""
-    data = read_toml(path, "datasets")
-    data = data.get("datasets", data)
-    missing = [k for k in ("without", "with") if k not in data]
-    if missing:
-        raise ConfigurationError("datasets", f"{path!r} lacks the key {missing[0]!r} "
-                                             "(need 'without' and 'with')")
+    data = read_strict_toml(path, DATASETS_SCHEMA, "datasets", table="datasets", kind="datasets file")
     return _convert(data["without"]), _convert(data["with"])
-
-
-def _as_outputs(raw, expected: int | None, batched: bool) -> np.ndarray:
-    try:
-        out = np.asarray(raw, dtype=float)
-    except (TypeError, ValueError):
-        raise ConfigurationError("mechanism", f"returned non-numeric output {str(raw)[:60]!r}") from None
-    out = out.reshape(expected, -1) if batched else out.reshape(1, -1)
-    if out.shape[1] == 0 or not np.all(np.isfinite(out)):
-        raise ConfigurationError("mechanism", "returned empty or non-finite output")
-    return out
 
 
 @dataclass
@@ -86,45 +78,44 @@ class UserMechanismProbe(Probe):
 
     name = "user"
     threat_model = "output only"
-    description = ("user mechanism f(dataset, rng); classifier score learned on held-out runs "
-                   "(DP-Sniper style)")
+    description = "user mechanism f(dataset, rng); classifier score learned on held-out runs (DP-Sniper style)"
     batch_size = 10_000
     needs_training = True
+
+    #: seconds the worker may spend on one call (a batch, or a training set) before it is stopped; not a
+    #: parameter of the game, so it is left out of ``params`` (``dpaudit attack --timeout``)
+    timeout: float | None = None
 
     def __post_init__(self):
         if self.classifier not in CLASSIFIERS:
             raise ConfigurationError("classifier", f"choose one of {', '.join(CLASSIFIERS)}")
         self.default_delta = self.delta
-        self._function = load_callable(self.function)
+        if self.timeout is not None:
+            require_number("timeout", self.timeout, low=0, low_open=True)
+        check_spec(self.function)
         self._datasets = load_datasets(self.datasets)
         self._model = None
+        self._worker = None
+        self.worker()  # imports the function now (in the worker), so a bad one is refused before any work
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_function"] = None  # re-imported where the batch runs
+        state["_worker"] = None  # each process runs its own worker
         return state
 
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if self._function is None:
-            self._function = load_callable(self.function)
+    def worker(self):
+        """The worker process that runs the user's code (started on first use in each process)."""
+        from attacks.probes.user_worker import UserCodeWorker
+
+        if self._worker is None:
+            user_code_path()
+            self._worker = UserCodeWorker(self.function, self._datasets, self.timeout)
+        self._worker.timeout = self.timeout
+        return self._worker
 
     def outputs(self, world: int, trials: int, rng) -> np.ndarray:
-        """Raw outputs, shape (trials, output size)."""
-        dataset = self._datasets[check_world(world)]
-        function = self._function
-        try:
-            if getattr(function, "batched", False):
-                return _as_outputs(function(dataset, rng, int(trials)), int(trials), True)
-            rows = [_as_outputs(function(dataset, rng), None, False) for _ in range(int(trials))]
-        except ConfigurationError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a crash in user code is reported in one line
-            raise ConfigurationError("mechanism",
-                                     f"{self.function} raised {type(exc).__name__}: {exc}") from None
-        if len({r.shape for r in rows}) > 1:
-            raise ConfigurationError("mechanism", "returned outputs of different sizes")
-        return np.concatenate(rows)
+        """Raw outputs, shape (trials, output size), computed in the worker process."""
+        return self.worker().outputs(check_world(world), int(trials), rng)
 
     @staticmethod
     def _features(outputs: np.ndarray) -> np.ndarray:
@@ -146,7 +137,8 @@ class UserMechanismProbe(Probe):
 
             model = HistGradientBoostingClassifier(random_state=int(rng.integers(2**31)))
             model.fit(x, y)
-        fitted = dataclasses.replace(self)
+        fitted = copy.copy(self)
+        fitted._worker = self._worker  # one worker per process
         fitted._model = model
         fitted.registry_name = getattr(self, "registry_name", self.name)
         return fitted
@@ -161,5 +153,9 @@ class UserMechanismProbe(Probe):
         return np.log(np.clip(proba, 1e-300, None)) - np.log(np.clip(1.0 - proba, 1e-300, None))
 
     def params(self) -> dict:
-        return {"function": self.function, "datasets": self.datasets, "classifier": self.classifier,
-                "delta": self.delta}
+        return {
+            "function": self.function,
+            "datasets": self.datasets,
+            "classifier": self.classifier,
+            "delta": self.delta,
+        }

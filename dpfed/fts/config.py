@@ -11,8 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
+from accounting.strict import dataclass_schema, read_strict_toml
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
 
@@ -72,13 +73,9 @@ class FTSConfig:
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
-            raise ConfigurationError(
-                "algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}"
-            )
+            raise ConfigurationError("algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
         if self.objective not in OBJECTIVES:
-            raise ConfigurationError(
-                "objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
-            )
+            raise ConfigurationError("objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
         ints = {
             "num_agents": 1,
             "rounds": 1,
@@ -95,9 +92,7 @@ class FTSConfig:
             "data_seed": 0,
         }
         for name, low in ints.items():
-            object.__setattr__(
-                self, name, int(require_number(name, getattr(self, name), low=low, integer=True))
-            )
+            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
         for name in (
             "lengthscale",
             "kernel_variance",
@@ -118,13 +113,9 @@ class FTSConfig:
         if self.population is not None:
             require_number("population", self.population, low=self.num_agents, integer=True)
         if self.mixing not in MIXING_SCHEDULES:
-            raise ConfigurationError(
-                "mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}"
-            )
+            raise ConfigurationError("mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
         if not isinstance(self.explore_uniform, bool):
-            raise ConfigurationError(
-                "explore_uniform", f"expected true or false, got {self.explore_uniform!r}"
-            )
+            raise ConfigurationError("explore_uniform", f"expected true or false, got {self.explore_uniform!r}")
         if self.init not in (None, "subregion", "whole"):
             raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
         if self.empty_sample_fallback not in ("noise", "uniform"):
@@ -134,8 +125,10 @@ class FTSConfig:
         if self.objective != "synthetic" and self.dim != 2:
             raise ConfigurationError("dim", f"the {self.objective} objective tunes (C, gamma): dim must be 2")
         if self.objective == "landmine" and not self.landmine_path:
+            raise ConfigurationError("landmine_path", "the landmine objective needs the path of LandmineData.mat")
+        if self.objective != "landmine" and self.landmine_path:
             raise ConfigurationError(
-                "landmine_path", "the landmine objective needs the path of LandmineData.mat"
+                "landmine_path", f"only the landmine objective reads a data file (objective is {self.objective!r})"
             )
         box_partition(self.dim, self.effective_subregions)  # P must split the domain
         if self.initial_design == "subregion":
@@ -205,10 +198,15 @@ class FTSConfig:
         return cls(**data)
 
     @classmethod
+    def toml_keys(cls, path) -> dict:
+        """The keys of a TOML file (top level, or all under one ``[fts]`` table), read strictly: an
+        unknown or misplaced key or a wrong type is a ConfigurationError naming its path."""
+        return dict(read_strict_toml(Path(path), TOML_SCHEMA, table="fts"))
+
+    @classmethod
     def from_toml(cls, path, **overrides) -> FTSConfig:
-        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table)."""
-        data = read_toml(Path(path), "config")
-        data = dict(data.get("fts", data))
+        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table); ``overrides`` win."""
+        data = cls.toml_keys(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data)
 
@@ -221,3 +219,4 @@ class FTSConfig:
 
 
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(FTSConfig))
+TOML_SCHEMA = dataclass_schema(FTSConfig)

@@ -8,11 +8,17 @@ import json
 import sys
 import tomllib
 
-from accounting.errors import ConfigurationError, read_toml
+from accounting.errors import ConfigurationError
+from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
 
-CONFIG_KEYS = ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
-               "workers", "scheduler", "checkpoint", "methods", "batch_size", "params", "mechanism",
-               "datasets", "classifier")
+# What an attack --config file may hold (top level, or all under one [attack] table), with types;
+# ``params`` is checked against the chosen probe's parameters once the probe is known.
+CONFIG_SCHEMA = {"probe": STRING, "trials": NUMBER, "seed": INTEGER, "delta": NUMBER, "claim_epsilon": NUMBER,
+                 "claim_delta": NUMBER, "confidence": NUMBER, "executor": STRING, "workers": INTEGER,
+                 "scheduler": STRING, "checkpoint": STRING, "methods": OneOf((STRING, STRINGS)),
+                 "batch_size": INTEGER, "params": ANY_TABLE, "mechanism": STRING, "datasets": STRING,
+                 "classifier": STRING, "timeout": NUMBER}
+CONFIG_KEYS = tuple(CONFIG_SCHEMA)
 DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
 
 
@@ -39,12 +45,7 @@ def parse_params(items) -> dict:
 def load_config(path) -> dict:
     if path is None:
         return {}
-    config = read_toml(path, "config")
-    config = config.get("attack", config)
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
-    if unknown:
-        raise ConfigurationError("config", f"unknown key {unknown[0]!r} in {path!r}")
-    return config
+    return read_strict_toml(path, CONFIG_SCHEMA, table="attack")
 
 
 def add_parser(subparsers) -> None:
@@ -55,6 +56,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="probe parameter (repeatable)")
     parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
+    parser.add_argument("--allow-code", action="store_true",
+                        help="let a --config file name Python code to import (its 'mechanism' or "
+                             "params.function); a config is code then, so only with files you trust")
+    parser.add_argument("--timeout", type=float,
+                        help="seconds per batch of a user mechanism (run in a worker process; default: none)")
     parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
     parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
     parser.add_argument("--claim-epsilon", type=float, help="claimed epsilon (default: the probe's tight "
@@ -76,15 +82,23 @@ def add_parser(subparsers) -> None:
 
 
 def _settings(args) -> dict:
+    from attacks.probes.user import require_code_opt_in
+
     config = load_config(args.config)
+    params = config.get("params", {})
+    require_code_opt_in("mechanism", config.get("mechanism"), args.allow_code)
+    require_code_opt_in("params.function", params.get("function"), args.allow_code)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
     for key in ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
                 "workers", "scheduler", "checkpoint", "batch_size", "methods", "mechanism", "datasets",
-                "classifier"):
+                "classifier", "timeout"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
-    settings["params"] = {**config.get("params", {}), **parse_params(args.param)}
+    if settings["executor"] == "inprocess" and ("workers" in config or args.workers is not None):
+        raise ConfigurationError("workers", "the inprocess executor runs one batch at a time; "
+                                            "workers go with --executor processes or dask")
+    settings["params"] = {**params, **parse_params(args.param)}
     return settings
 
 
@@ -93,6 +107,8 @@ def build_probe(settings: dict):
 
     params = dict(settings["params"])
     name = settings.get("probe")
+    if settings.get("classifier") and not (settings.get("mechanism") or name == "user"):
+        raise ConfigurationError("classifier", "a learned classifier goes with the 'user' probe only")
     if settings.get("mechanism") or settings.get("datasets"):
         if name not in (None, "user"):
             raise ConfigurationError("mechanism", "--mechanism/--datasets go with the 'user' probe only")
@@ -104,7 +120,21 @@ def build_probe(settings: dict):
             params["classifier"] = settings["classifier"]
     if not name:
         raise ConfigurationError("probe", "name a probe (see 'dpaudit attack --list') or give --mechanism")
+    check_params(name, params)
+    if settings.get("timeout") is not None:
+        if name != "user":
+            raise ConfigurationError("timeout", "applies to user mechanisms (the 'user' probe) only")
+        params["timeout"] = settings["timeout"]
     return get_probe(name, **params)
+
+
+def check_params(name: str, params: dict) -> None:
+    """Types of the probe's parameters (``params.rate = "0.35"`` is an error, as is an unknown key)."""
+    from accounting.strict import check_table, dataclass_schema
+    from attacks.probes import PROBES, probe_class
+
+    schema = dataclass_schema(probe_class(name), exclude=("timeout",))  # given as --timeout
+    check_table("params", {k: v for k, v in {**PROBES[name][1], **params}.items() if v is not None}, schema)
 
 
 def _fmt(value, digits=4):

@@ -90,9 +90,9 @@ def run(args) -> int:
     workers = int(require_number("workers", args.workers, low=1, integer=True))
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("scheduler", "the dask executor needs --scheduler ADDRESS")
-    out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigurationError("out", f"{out_dir} exists and is not a directory")
+    from reports.commands.common import check_output_dir
+
+    out_dir = check_output_dir("out", args.out)
     options = AuditOptions(
         seed=seed,
         confidence=config["confidence"],

@@ -4,21 +4,91 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
+from pathlib import Path
 
 from accounting.errors import ConfigurationError, require_number
 
 
 def number_arg(field: str, **bounds):
     """An argparse ``type`` that validates a number and names ``field`` in its one-line error."""
+
     def parse(text: str) -> float:
         try:
             return require_number(field, text, **bounds)
         except ConfigurationError as exc:
             import argparse
 
-            raise argparse.ArgumentTypeError(str(exc).split(': ', 1)[-1]) from None
+            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
     parse.__name__ = field
     return parse
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_output_dir(field: str, path) -> Path:
+    """Refuse, before any work, an output directory that cannot be written: one under a regular file,
+    an existing file, or a place where nothing can be created (``/proc``, a read-only or unwritable
+    directory). Nothing is left behind: writing is tested with a temporary directory that is removed.
+    """
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_dir():
+            raise ConfigurationError(field, f"{path} exists and is not a directory")
+        base = _nearest_existing(path.absolute())
+        if not base.is_dir():
+            raise ConfigurationError(field, f"{path} lies under {base}, which is a file, not a directory")
+        tempfile.TemporaryDirectory(dir=base, prefix=".dpaudit-write-test-").cleanup()
+    except OSError as exc:
+        raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
+    return path
+
+
+def check_output_file(field: str, path) -> Path:
+    """Refuse, before any work, an output file path that names a directory or cannot be written."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise ConfigurationError(field, f"{path} is a directory; name a file")
+        check_output_dir(field, path.absolute().parent)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise ConfigurationError(field, f"{path} is not writable")
+    except OSError as exc:  # a name too long, a loop of links, ...
+        raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
+    return path
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new allocation (MemAvailable on Linux, else physical memory)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(field: str, size: int, bytes_per_unit: float, fixed: float = 0.0, what: str = "") -> None:
+    """Refuse, before any work, a ``size`` whose estimated memory (``fixed + bytes_per_unit * size``)
+    exceeds the memory available now; the error names the largest size that fits."""
+    available = available_memory()
+    need = fixed + bytes_per_unit * float(size)
+    if need <= available:
+        return
+    largest = max(0, int((available - fixed) / bytes_per_unit))
+    raise ConfigurationError(
+        field,
+        f"{size:g}{what} needs about {need / 2**30:.3g} GiB of memory, more than the "
+        f"{available / 2**30:.3g} GiB available; at most about {largest:.3g} fits",
+    )
 
 
 RATE = dict(low=0, low_open=True, high=1)
@@ -46,6 +116,7 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def dumps(obj) -> str:
     """JSON with non-finite floats turned into null (JSON has no NaN or infinity)."""
+
     def clean(value):
         if isinstance(value, float) and not math.isfinite(value):
             return None
@@ -54,6 +125,7 @@ def dumps(obj) -> str:
         if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
         return value
+
     return json.dumps(clean(obj), indent=2)
 
 

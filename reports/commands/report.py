@@ -7,6 +7,7 @@ from pathlib import Path
 
 from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_text
+from reports.commands.common import check_output_file
 from reports.model import load_report
 
 
@@ -28,6 +29,8 @@ def render(report: dict, fmt: str) -> str:
 
 
 def run(args) -> int:
+    if args.out:
+        check_output_file("out", args.out)
     report = load_report(args.result)
     text = render(report, args.format)
     if args.out:

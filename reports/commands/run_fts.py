@@ -8,13 +8,20 @@ and a utility plot to ``--out`` (both written atomically).
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, print_table, write_curve_png
+from reports.commands.common import (
+    check_memory,
+    check_output_dir,
+    dumps,
+    format_number,
+    number_arg,
+    print_table,
+    write_curve_png,
+)
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -33,15 +40,16 @@ def add_algorithms(subparsers) -> None:
             "--preset", default=None, help="landmine | svm-breast-cancer (default) | svm-digits | synthetic"
         )
         source.add_argument("--config", default=None, help="TOML file of FTSConfig keys")
-        p.add_argument("--seed", type=int, default=0, help="base seed (run r uses seed [S, r])")
+        p.add_argument(
+            "--seed", type=number_arg("seed", low=0, integer=True), default=0, help="base seed (run r uses seed [S, r])"
+        )
         p.add_argument("--runs", default="1", help="number of runs (seeds [S, 0..R-1])")
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
-        p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
-        p.add_argument(
-            "--save-transcript", action="store_true", help="include run 0's transcript in the JSON"
-        )
+        if name.startswith("dp-"):  # non-private runs release nothing to account for
+            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -54,8 +62,30 @@ def load_config(algorithm: str, args):
         "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds else None,
     }
     if args.config:
+        stated = FTSConfig.toml_keys(args.config).get("algorithm", algorithm)
+        if stated != algorithm:
+            raise ConfigurationError(
+                "algorithm",
+                f"{args.config} says {stated!r} but this command runs {algorithm!r}; "
+                f"use `dpaudit run {stated}` or remove the key",
+            )
         return FTSConfig.from_toml(args.config, **overrides)
     return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
+
+
+def check_fts_memory(config, runs: int) -> None:
+    """Refuse sizes that cannot fit: each agent-round keeps its uploads (P vectors of M features) in the
+    transcript; the acquisition scores all candidates against the features of every agent at once."""
+    features = config.num_features + config.local_num_features
+    per_round = float(runs) * config.num_agents * (16.0 * features * config.effective_subregions + 512)
+    fixed = 32.0 * config.candidates * features * config.num_agents * config.dim
+    check_memory(
+        "rounds",
+        config.rounds,
+        per_round,
+        fixed,
+        what=f" rounds ({config.num_agents} agents, M={config.num_features}, {runs} run(s))",
+    )
 
 
 def run_command(algorithm: str, args) -> int:
@@ -65,10 +95,10 @@ def run_command(algorithm: str, args) -> int:
 
     runs = int(require_number("runs", args.runs, low=1, integer=True))
     config = load_config(algorithm, args)
+    check_fts_memory(config, runs)
+    out = check_output_dir("out", args.out)
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
-    results = [
-        run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)
-    ]
+    results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
     curves = np.array([r.utility for r in results])
     mean = curves.mean(axis=0)
     se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
@@ -78,9 +108,7 @@ def run_command(algorithm: str, args) -> int:
         f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
     )
     steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
-    print_table(
-        ["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps]
-    )
+    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps])
     composition = results[0].composition()
     accounting_rows = []
     if composition is None:
@@ -105,11 +133,7 @@ def run_command(algorithm: str, args) -> int:
                 for a in accounting_rows
             ],
         )
-    out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
+    out.mkdir(parents=True, exist_ok=True)
     payload = {
         "algorithm": algorithm,
         "config": config.to_dict(),
@@ -126,7 +150,8 @@ def run_command(algorithm: str, args) -> int:
         payload["transcript"] = results[0].transcript.to_dict()
     stem = f"fts_{algorithm}_{config.objective}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
-    png_path = write_curve_png(out / f"{stem}.png", np.arange(len(mean)), mean, se,
-                               f"{algorithm} on {config.objective}", "iteration", name)
+    png_path = write_curve_png(
+        out / f"{stem}.png", np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
+    )
     print(f"\nwrote {json_path} and {png_path}")
     return 0

@@ -36,3 +36,51 @@ def test_bad_tables_name_the_full_path(data, field, words):
     assert info.value.field == field
     assert words in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_dataclass_schema_follows_the_annotations():
+    from dataclasses import dataclass
+
+    from accounting.strict import ANY_VALUE, BOOLEAN, dataclass_schema
+
+    @dataclass
+    class Example:
+        rate: float = 0.1
+        steps: int = 1
+        name: str | None = None
+        flag: bool = False
+        anything: object = None
+
+    schema = dataclass_schema(Example, exclude=("flag",))
+    assert schema == {"rate": NUMBER, "steps": INTEGER, "name": STRING, "anything": ANY_VALUE}
+    assert dataclass_schema(Example)["flag"] is BOOLEAN
+    check_table("", {"rate": 1, "steps": 2, "name": "x", "anything": [1, "a"]}, schema)
+    with pytest.raises(ConfigurationError, match="steps: expected a whole number"):
+        check_table("", {"steps": 2.0}, schema)
+
+
+def test_a_wrapper_table_takes_every_key():
+    from accounting.strict import check_wrapped
+
+    schema = {"trials": NUMBER, "probe": STRING}
+    assert check_wrapped({"attack": {"trials": 3}}, "attack", schema) == {"trials": 3}
+    assert check_wrapped({"trials": 3}, "attack", schema) == {"trials": 3}
+    with pytest.raises(ConfigurationError) as info:
+        check_wrapped({"trials": 3, "attack": {"probe": "x"}}, "attack", schema)
+    assert info.value.field == "trials" and "allowed here: attack" in str(info.value)
+
+
+def test_one_of_kinds_and_long_values_stay_one_short_line(tmp_path):
+    from accounting.strict import OneOf, read_strict_toml
+
+    schema = {"methods": OneOf((STRING, STRINGS))}
+    check_table("", {"methods": "a,b"}, schema)
+    check_table("", {"methods": ["a", "b"]}, schema)
+    with pytest.raises(ConfigurationError, match="expected a string or a list of strings, got number 5"):
+        check_table("", {"methods": 5}, schema)
+    path = tmp_path / "c.toml"
+    path.write_text("methods = [" + ", ".join(["1"] * 500) + "]\n")
+    with pytest.raises(ConfigurationError) as info:
+        read_strict_toml(path, schema)
+    message = str(info.value)
+    assert len(message) < 200 + len(str(path)) and "\n" not in message and str(path) in message

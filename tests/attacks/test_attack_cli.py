@@ -71,7 +71,7 @@ def test_shipped_configs_parse(name):
     (["gaussian", "--confidence", "1.5"], "confidence"),
     (["gaussian", "--confidence", "0"], "confidence"),
     (["no-such-probe"], "probe"),
-    (["gaussian", "--param", "colour=red"], "colour"),
+    (["gaussian", "--param", "colour=red"], "params.colour"),
     (["--mechanism", "no_such_module_xyz:f", "--datasets", DATASETS], "mechanism"),
     (["--mechanism", "tests.attacks.test_attack_cli:noisy_text", "--datasets", DATASETS], "mechanism"),
     (["--mechanism", "attacks.probes.examples:laplace_count"], "mechanism"),
