@@ -30,7 +30,7 @@ SCHEMA_VERSION = "2.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
 # Fields that legitimately differ between two runs of the same configuration and seed.
-VOLATILE_PROVENANCE_FIELDS = ("started", "finished", "duration_seconds", "reused_sections", "reused_from")
+VOLATILE_PROVENANCE_FIELDS = ("started", "finished", "duration_seconds", "reused_sections", "reused_from", "command")
 
 
 def is_available(section) -> bool:

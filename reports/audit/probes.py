@@ -8,8 +8,6 @@ import dataclasses
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from accounting.seeding import named_rng
 from reports.audit.cache import thin_curve, trim_details
 from reports.audit.model import ProbeSection, ProbeSpec, Series
@@ -51,11 +49,12 @@ def build_probe(target, spec: ProbeSpec):
     return get_probe(spec.name, **params), params
 
 
-def estimate_seconds(probe, trials: int, seed: int) -> float | None:
-    """Seconds for ``trials`` per world, from timing a first small batch of the world with the canary."""
+def estimate_seconds(probe, trials: int, seed: int, batch_size: int | None = None) -> float | None:
+    """Seconds for ``trials`` per world, from timing a small first batch (a twentieth of a batch) of the
+    world with the canary."""
     if probe.needs_training:
         return None  # a learned score must be trained before it can score
-    size = max(1, min(trials, probe.batch_size) // 20)
+    size = max(1, min(trials, batch_size or probe.batch_size) // 20)
     started = time.perf_counter()
     probe.scores(1, size, named_rng(seed, "estimate"))
     return 2.0 * trials * (time.perf_counter() - started) / size
@@ -68,7 +67,7 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, estimat
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
-    seconds = estimate_seconds(probe, trials, seed) if estimate else None
+    seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if estimate else None
     return PlannedProbe(spec, trials, probe, params, None, seconds)
 
 
@@ -107,7 +106,3 @@ def run_probe(target, planned: PlannedProbe, seed: int, options, checkpoint: str
 def failed_section(planned: PlannedProbe, reason: str) -> ProbeSection:
     return ProbeSection(planned.spec.name, planned.spec.kind, "failed", reason, params=planned.params,
                         trials=planned.trials)
-
-
-def finite_or_none(value):
-    return None if value is None or not np.isfinite(value) else float(value)
