@@ -35,9 +35,12 @@ def _target_verdict(path: str, target: dict) -> None:
     if verdict["empirical"]["failed"] and expected is not Status.VIOLATION:
         expected = Status.INCONCLUSIVE
     if verdict["status"] != expected.value:
-        raise ConfigurationError(f"{path}/verdict/status", f"{verdict['status']} does not follow from the "
-                                 f"analytic and empirical verdicts (the verdict table gives {expected.value}; "
-                                 f"rule {verdict.get('rule', FAILED_PROBE_RULE)!r})")
+        raise ConfigurationError(
+            f"{path}/verdict/status",
+            f"{verdict['status']} does not follow from the "
+            f"analytic and empirical verdicts (the verdict table gives {expected.value}; "
+            f"rule {verdict.get('rule', FAILED_PROBE_RULE)!r})",
+        )
 
 
 def check_consistency(report: dict) -> None:
@@ -52,5 +55,7 @@ def check_consistency(report: dict) -> None:
     if report["status"] != worst:
         raise ConfigurationError("status", f"{report['status']} but the targets' verdicts give {worst}")
     if report["exit_code"] != int(exit_code_for_status(worst)):
-        raise ConfigurationError("exit_code", f"{report['exit_code']} does not match status {worst} "
-                                 f"(exit code {int(exit_code_for_status(worst))})")
+        raise ConfigurationError(
+            "exit_code",
+            f"{report['exit_code']} does not match status {worst} (exit code {int(exit_code_for_status(worst))})",
+        )

@@ -81,15 +81,17 @@ def new_report(title: str, targets, provenance: dict) -> dict:
     from reports.exit_codes import exit_code_for_status
 
     status = worst_status(t.verdict.status for t in targets).value
-    return to_plain({
-        "schema": SCHEMA_NAME,
-        "schema_version": SCHEMA_VERSION,
-        "title": title,
-        "status": status,
-        "exit_code": int(exit_code_for_status(status)),
-        "targets": list(targets),
-        "provenance": provenance,
-    })
+    return to_plain(
+        {
+            "schema": SCHEMA_NAME,
+            "schema_version": SCHEMA_VERSION,
+            "title": title,
+            "status": status,
+            "exit_code": int(exit_code_for_status(status)),
+            "targets": list(targets),
+            "provenance": provenance,
+        }
+    )
 
 
 @lru_cache(maxsize=1)

@@ -56,9 +56,7 @@ def claim_boundary(epsilon: float, delta: float, fpr):
 
 
 def _positive_pairs(xs, ys):
-    pairs = [
-        (x, y) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None and x > 0 and y > 0
-    ]
+    pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None and x > 0 and y > 0]
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
@@ -92,8 +90,14 @@ def roc_svg(probe: dict, claim: dict | None = None) -> str | None:
         import numpy as np
 
         grid = np.logspace(-7, 0, 200)
-        ax.plot(grid, claim_boundary(float(claim["epsilon"]), float(claim["delta"]), grid), color="#7b3fa0",
-                lw=1.2, ls="--", label=f"claimed ({claim['epsilon']:g}, {claim['delta']:.3g}) boundary")
+        ax.plot(
+            grid,
+            claim_boundary(float(claim["epsilon"]), float(claim["delta"]), grid),
+            color="#7b3fa0",
+            lw=1.2,
+            ls="--",
+            label=f"claimed ({claim['epsilon']:g}, {claim['delta']:.3g}) boundary",
+        )
     ax.plot([1e-7, 1], [1e-7, 1], color="#999999", lw=0.8, ls=":", label="random guess")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -118,9 +122,7 @@ def epsilon_rounds_svg(accounting: dict, claim: dict) -> str | None:
         pts = [(x, _finite(y)) for x, y in zip(line["x"], line["y"], strict=False) if _finite(y) is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=plain(line["label"]))
-    ax.axhline(
-        claim["epsilon"], color="#c0392b", ls="--", lw=1, label=f"claim epsilon = {claim['epsilon']:g}"
-    )
+    ax.axhline(claim["epsilon"], color="#c0392b", ls="--", lw=1, label=f"claim epsilon = {claim['epsilon']:g}")
     ax.set_xlabel("rounds (releases)")
     ax.set_ylabel(f"epsilon at delta = {claim['delta']:.3g}")
     ax.grid(True, alpha=0.3)
@@ -162,8 +164,11 @@ def utility_svg(utility: dict) -> str | None:
 
 def _accountant_bounds(target: dict) -> list[tuple[str, float]]:
     acc = target.get("accounting") or {}
-    return [(r["accountant"], float(r["epsilon"])) for r in acc.get("rows", [])
-            if r["claimed_setting"] and r["status"] == "ok" and r["epsilon"] is not None]
+    return [
+        (r["accountant"], float(r["epsilon"]))
+        for r in acc.get("rows", [])
+        if r["claimed_setting"] and r["status"] == "ok" and r["epsilon"] is not None
+    ]
 
 
 def _probe_bounds(target: dict) -> list[tuple[str, float, float | None]]:
@@ -199,15 +204,28 @@ def summary_svg(report: dict) -> str | None:
         mark(t["claim"]["epsilon"], y, "claim", marker="|", ms=22, mew=2.5, color="#c0392b")
         uppers = _accountant_bounds(t)
         for _name, eps in uppers:
-            mark(eps, y + 0.12, "accountant upper bound", marker=">" if not math.isfinite(eps) else "o",
-                 ms=5, color="#1f5fa8", alpha=0.6)
+            mark(
+                eps,
+                y + 0.12,
+                "accountant upper bound",
+                marker=">" if not math.isfinite(eps) else "o",
+                ms=5,
+                color="#1f5fa8",
+                alpha=0.6,
+            )
         if uppers:
             tight = min(e for _, e in uppers)
             mark(tight, y + 0.12, "tightest upper bound", marker="*", ms=12, color="#1f5fa8")
         for _, lower, ceiling in _probe_bounds(t):
             if ceiling is not None:
-                ax.plot([lower, min(ceiling, edge)], [y - 0.12] * 2, color="#2e7d32", alpha=0.35, lw=4,
-                        label=None if "ceiling" in seen else "lower bound .. ceiling of the estimator used")
+                ax.plot(
+                    [lower, min(ceiling, edge)],
+                    [y - 0.12] * 2,
+                    color="#2e7d32",
+                    alpha=0.35,
+                    lw=4,
+                    label=None if "ceiling" in seen else "lower bound .. ceiling of the estimator used",
+                )
                 seen.add("ceiling")
             mark(lower, y - 0.12, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")
     ax.set_yticks(range(len(targets)))

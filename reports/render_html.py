@@ -60,10 +60,16 @@ def render_plots(report: dict) -> dict:
     targets = report["targets"]
     return {
         "summary": _svg(plots.summary_svg(report), "summary"),
-        "epsilon": [_svg(plots.epsilon_rounds_svg(t["accounting"], t["claim"]), f"t{i}-eps")
-                    for i, t in enumerate(targets)],
-        "roc": [[_svg(plots.roc_svg(p, t["claim"]), f"t{i}-roc{j}") if p["outcome"] == "ran" else None
-                 for j, p in enumerate(t["probes"])] for i, t in enumerate(targets)],
+        "epsilon": [
+            _svg(plots.epsilon_rounds_svg(t["accounting"], t["claim"]), f"t{i}-eps") for i, t in enumerate(targets)
+        ],
+        "roc": [
+            [
+                _svg(plots.roc_svg(p, t["claim"]), f"t{i}-roc{j}") if p["outcome"] == "ran" else None
+                for j, p in enumerate(t["probes"])
+            ]
+            for i, t in enumerate(targets)
+        ],
         "utility": [_svg(plots.utility_svg(t["utility"]), f"t{i}-util") for i, t in enumerate(targets)],
     }
 
@@ -76,11 +82,17 @@ def _texts(report: dict) -> dict:
         "claims": [words.claim_text(t["claim"]) for t in targets],
         "findings": [[words.finding_text(x, t["claim"]) for x in t["findings"]] for t in targets],
         "notes": [words.explanations(t) for t in targets],
-        "calibrations": [words.calibration_text(t["calibration"]) if t["calibration"] and
-                         t["calibration"].get("available", True) is not False else "" for t in targets],
+        "calibrations": [
+            words.calibration_text(t["calibration"])
+            if t["calibration"] and t["calibration"].get("available", True) is not False
+            else ""
+            for t in targets
+        ],
         "planners": [words.planner_text(t["planner"]) for t in targets],
-        "utilities": [words.utility_note(t["utility"]) if t["utility"].get("available", True) is not False
-                      else "" for t in targets],
+        "utilities": [
+            words.utility_note(t["utility"]) if t["utility"].get("available", True) is not False else ""
+            for t in targets
+        ],
     }
 
 

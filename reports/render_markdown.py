@@ -44,8 +44,12 @@ def _accounting(acc: dict, claim: dict) -> list[str]:
     if not is_available(acc):
         return out + [f"Not available: {esc(acc['reason'])}", ""]
     header = ["accountant", "neighbouring", "sampling", "delta", "epsilon"]
-    out += [f"Mechanism: {esc(acc['mechanism'])} x {acc['releases']} releases", "",
-            f"Epsilon at the claimed delta = {f(claim['delta'])} (* = the claimed setting):", ""]
+    out += [
+        f"Mechanism: {esc(acc['mechanism'])} x {acc['releases']} releases",
+        "",
+        f"Epsilon at the claimed delta = {f(claim['delta'])} (* = the claimed setting):",
+        "",
+    ]
     out += _table(header, collapsed_rows(acc["rows"]))
     if acc["at_reference_delta"]:
         out += [f"The claimed setting at delta = {f(acc['reference_delta'])}:", ""]
@@ -67,25 +71,49 @@ def _calibration(cal: dict | None) -> list[str]:
     out = ["### Calibration check", ""]
     if not is_available(cal):
         return out + [f"Not available: {esc(cal['reason'])}", ""]
-    rows = [[f(g["epsilon"]), f(g["delta"]), f(g["noise_multiplier"]), f(g["true_delta"]),
-             f(g["analytic_noise_multiplier"]), "no" if g["violated"] else "yes"] for g in cal["grid"]]
-    return out + [esc(words.calibration_text(cal)), ""] + _table(
-        ["epsilon", "delta", "classic sigma", "true delta of classic sigma", "analytic sigma", "holds"], rows)
+    rows = [
+        [
+            f(g["epsilon"]),
+            f(g["delta"]),
+            f(g["noise_multiplier"]),
+            f(g["true_delta"]),
+            f(g["analytic_noise_multiplier"]),
+            "no" if g["violated"] else "yes",
+        ]
+        for g in cal["grid"]
+    ]
+    return (
+        out
+        + [esc(words.calibration_text(cal)), ""]
+        + _table(["epsilon", "delta", "classic sigma", "true delta of classic sigma", "analytic sigma", "holds"], rows)
+    )
 
 
 def _probe(p: dict) -> list[str]:
     out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])})", ""]
     if p["outcome"] != "ran":
         return out + [f"{p['outcome'].capitalize()}: {esc(p['reason'])}", ""]
-    out += [f"- Threat model: {esc(p['threat_model'])}", f"- Trials per world: {p['trials']}",
-            f"- Description: {esc(p['description'])}",
-            "- Parameters: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(p["params"].items())),
-            f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
-            f"- AUC of the attack: {f(p['auc'])}",
-            f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} "
-            f"(confidence {f(p['confidence'])})", ""]
-    rows = [[b["method"], f(b["epsilon"]), f(b["delta"]), f(b["confidence"]),
-             "yes" if b["rigorous"] else "no (model-based or Bayesian)", b.get("assumptions", "")] for b in p["bounds"]]
+    out += [
+        f"- Threat model: {esc(p['threat_model'])}",
+        f"- Trials per world: {p['trials']}",
+        f"- Description: {esc(p['description'])}",
+        "- Parameters: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(p["params"].items())),
+        f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
+        f"- AUC of the attack: {f(p['auc'])}",
+        f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} (confidence {f(p['confidence'])})",
+        "",
+    ]
+    rows = [
+        [
+            b["method"],
+            f(b["epsilon"]),
+            f(b["delta"]),
+            f(b["confidence"]),
+            "yes" if b["rigorous"] else "no (model-based or Bayesian)",
+            b.get("assumptions", ""),
+        ]
+        for b in p["bounds"]
+    ]
     return out + _table(["estimator", "epsilon lower bound", "delta", "confidence", "rigorous", "assumptions"], rows)
 
 
@@ -110,11 +138,17 @@ def _utility(u: dict) -> list[str]:
     out = ["### Utility", ""]
     if not is_available(u):
         return out + [f"Not available: {esc(u['reason'])}", ""]
-    out += [f"{esc(u['metric'])} after {u['rounds'][-1]} rounds: {f(u['final'])} (mean of {u['runs']} runs)", "",
-            esc(words.utility_note(u)), ""]
+    out += [
+        f"{esc(u['metric'])} after {u['rounds'][-1]} rounds: {f(u['final'])} (mean of {u['runs']} runs)",
+        "",
+        esc(words.utility_note(u)),
+        "",
+    ]
     idx = sorted(set(range(0, len(u["rounds"]), max(1, len(u["rounds"]) // 6))) | {len(u["rounds"]) - 1})
-    rows = [[u["rounds"][i], f(u["values"][i]), words.fmt_stderr(u["stderr"][i], u["values"][i]),
-             f(u["epsilon_spent"][i])] for i in idx]
+    rows = [
+        [u["rounds"][i], f(u["values"][i]), words.fmt_stderr(u["stderr"][i], u["values"][i]), f(u["epsilon_spent"][i])]
+        for i in idx
+    ]
     return out + _table(["round", u["metric"], "standard error", f"epsilon spent ({u['epsilon_accountant']})"], rows)
 
 
@@ -122,12 +156,18 @@ def _target(i: int, t: dict) -> list[str]:
     out = [f"## {i + 1}. {esc(t['name'])}", ""] + ([esc(t["description"]), ""] if t["description"] else [])
     out += summary_table(t) + ["### Claim", "", esc(words.claim_text(t["claim"])), ""]
     if t["findings"]:
-        out += ["### Findings", ""] + [f"- **{x['severity']}** ({x['id']}): {esc(words.finding_text(x, t['claim']))}"
-                                       for x in t["findings"]] + [""]
+        out += (
+            ["### Findings", ""]
+            + [f"- **{x['severity']}** ({x['id']}): {esc(words.finding_text(x, t['claim']))}" for x in t["findings"]]
+            + [""]
+        )
     notes = words.explanations(t)
     out += (["### Reading this target", ""] + [f"- {esc(n)}" for n in notes] + [""]) if notes else []
-    out += [f"Algorithm: `{esc(t['algorithm'])}`; parameters: "
-            + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(t["parameters"].items())), ""]
+    out += [
+        f"Algorithm: `{esc(t['algorithm'])}`; parameters: "
+        + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(t["parameters"].items())),
+        "",
+    ]
     out += _accounting(t["accounting"], t["claim"]) + _calibration(t["calibration"])
     out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", "### Probes", ""]
     out += ["No probes configured.", ""] if not t["probes"] else []
@@ -137,14 +177,24 @@ def _target(i: int, t: dict) -> list[str]:
 
 
 def _provenance(p: dict) -> list[str]:
-    out = ["## Provenance", "", f"- Seed: {p['seed']}", f"- Configuration hash: `{p['config_hash']}`",
-           f"- Configuration source: {esc(p.get('config_source', 'n/a'))}", f"- Python: {p['python']}",
-           f"- Platform: {esc(p.get('platform', 'n/a'))}", f"- Command: `{esc(p['command'])}`",
-           f"- Started: {p.get('started', 'n/a')}", f"- Finished: {p.get('finished', 'n/a')}",
-           f"- Duration: {f(p.get('duration_seconds'))} s"]
+    out = [
+        "## Provenance",
+        "",
+        f"- Seed: {p['seed']}",
+        f"- Configuration hash: `{p['config_hash']}`",
+        f"- Configuration source: {esc(p.get('config_source', 'n/a'))}",
+        f"- Python: {p['python']}",
+        f"- Platform: {esc(p.get('platform', 'n/a'))}",
+        f"- Command: `{esc(p['command'])}`",
+        f"- Started: {p.get('started', 'n/a')}",
+        f"- Finished: {p.get('finished', 'n/a')}",
+        f"- Duration: {f(p.get('duration_seconds'))} s",
+    ]
     if p.get("reused_sections"):
-        out.append(f"- Sections reused from an earlier {p.get('reused_from') or 'run'} in this directory: "
-                   f"{', '.join(p['reused_sections'])}")
+        out.append(
+            f"- Sections reused from an earlier {p.get('reused_from') or 'run'} in this directory: "
+            f"{', '.join(p['reused_sections'])}"
+        )
     out += ["", "Package versions:", ""] + _table(["package", "version"], sorted(p["packages"].items()))
     config = json.dumps(p["config"], indent=2, sort_keys=True).replace("`", "\\u0060")  # cannot end the fence
     return out + ["Configuration:", "", "```json", config, "```", ""]
@@ -152,9 +202,13 @@ def _provenance(p: dict) -> list[str]:
 
 def render_markdown(report: dict) -> str:
     """The whole report as Markdown text (ends with one newline)."""
-    lines = [f"# {esc(report['title'])}", "",
-             f"**Overall verdict: {report['status']}** (exit code {report['exit_code']}; report schema "
-             f"{report['schema_version']})", ""]
+    lines = [
+        f"# {esc(report['title'])}",
+        "",
+        f"**Overall verdict: {report['status']}** (exit code {report['exit_code']}; report schema "
+        f"{report['schema_version']})",
+        "",
+    ]
     lines += [f"- {esc(s)}" for s in words.summary_lines(report)] + ["", "Contents:", ""]
     lines += [f"{i + 1}. {esc(t['name'])}" for i, t in enumerate(report["targets"])] + ["", ""]
     for i, target in enumerate(report["targets"]):

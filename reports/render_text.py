@@ -44,11 +44,13 @@ def verdict_reason(target: dict) -> str:
     a = v["analytic"]
     eps = f(claim["epsilon"])
     proved = f"the {a.get('accountant')} accountant proves the claim (epsilon = {f(a.get('epsilon'))} <= {eps})"
-    refuted = (f"the tight {a.get('accountant')} accountant refutes the claim (epsilon = {f(a.get('epsilon'))} > "
-               f"{eps} at delta = {f(claim['delta'])})")
+    refuted = (
+        f"the tight {a.get('accountant')} accountant refutes the claim (epsilon = {f(a.get('epsilon'))} > "
+        f"{eps} at delta = {f(claim['delta'])})"
+    )
     reasons = {
         "implementation-bug": f"IMPLEMENTATION BUG: {proved}, yet {_empirical_clause(claim, v)}: the code does "
-                              "not do what its description says",
+        "not do what its description says",
         "proved": f"{proved}; {_empirical_clause(claim, v)}",
         "refuted": f"{refuted}; {_empirical_clause(claim, v)}",
         "refuted-and-violated": f"{refuted}, and {_empirical_clause(claim, v)}",
@@ -66,28 +68,39 @@ def summary_lines(report: dict) -> list[str]:
 
 def _large_delta(v: dict, claim: dict) -> str:
     unit = v["unit_name"].rstrip("s")
-    return (f"delta = {f(v['delta'])} is large for {v['units']} {v['unit_name']}: delta = "
-            f"{v['delta_times_units']:.2g}/N. A mechanism that publishes each {unit}'s data with probability delta "
-            f"is (0, delta)-DP, yet exposes at least one of them with probability 1 - (1 - delta)^N = "
-            f"{v['leak_probability']:.0%}. The usual requirement is delta << 1/N = {f(1 / v['units'])}.")
+    return (
+        f"delta = {f(v['delta'])} is large for {v['units']} {v['unit_name']}: delta = "
+        f"{v['delta_times_units']:.2g}/N. A mechanism that publishes each {unit}'s data with probability delta "
+        f"is (0, delta)-DP, yet exposes at least one of them with probability 1 - (1 - delta)^N = "
+        f"{v['leak_probability']:.0%}. The usual requirement is delta << 1/N = {f(1 / v['units'])}."
+    )
 
 
 def _reference_delta(v: dict, claim: dict) -> str:
     listing = ", ".join(f"{f(e)} ({name})" for name, e in v["epsilons"].items())
     more = as_number(v["tightest"]) > claim["epsilon"]
-    return (f"At delta = {f(v['reference_delta'])} the same configuration spends epsilon = {listing}"
-            + (f": more than the claimed {f(claim['epsilon'])} even by the tightest accountant." if more else "."))
+    return f"At delta = {f(v['reference_delta'])} the same configuration spends epsilon = {listing}" + (
+        f": more than the claimed {f(claim['epsilon'])} even by the tightest accountant." if more else "."
+    )
 
 
 def _classic(v: dict, claim: dict) -> str:
-    where = (f"from epsilon = {f(v['failure_threshold'])}" if v["failure_threshold"] is not None
-             else "nowhere below epsilon = 100")
-    text = (f"The classic Gaussian calibration sigma = sqrt(2 ln(1.25/delta))/epsilon stops giving "
-            f"(epsilon, delta)-DP at delta = {f(v['delta'])} {where} (exact Gaussian profile); at epsilon = "
-            f"{f(v['epsilon'])} its true delta is {f(v['true_delta_at_claim'])}.")
+    where = (
+        f"from epsilon = {f(v['failure_threshold'])}"
+        if v["failure_threshold"] is not None
+        else "nowhere below epsilon = 100"
+    )
+    text = (
+        f"The classic Gaussian calibration sigma = sqrt(2 ln(1.25/delta))/epsilon stops giving "
+        f"(epsilon, delta)-DP at delta = {f(v['delta'])} {where} (exact Gaussian profile); at epsilon = "
+        f"{f(v['epsilon'])} its true delta is {f(v['true_delta_at_claim'])}."
+    )
     if v["method"] == "classic":
-        return text + (" This target uses it, so its claim is broken." if v["violated_at_claim"]
-                       else " This target uses it; at its claim it still holds.")
+        return text + (
+            " This target uses it, so its claim is broken."
+            if v["violated_at_claim"]
+            else " This target uses it; at its claim it still holds."
+        )
     return text + f" This target uses the {v['method']} calibration, which meets its claim."
 
 
@@ -95,24 +108,29 @@ FINDINGS = {
     "implementation-bug": lambda v, c: (
         f"The accountants prove the claim ({v['accountant']}: epsilon = {f(v['upper_bound'])}), yet a rigorous "
         f"lower bound of {f(v['lower_bound'])} ({v['lower_source']}) exceeds it: the implementation does not do "
-        "what its description says. This is the most important finding an audit can make."),
+        "what its description says. This is the most important finding an audit can make."
+    ),
     "claim-refuted": lambda v, c: (
         f"The claim is false for this mechanism: the tight {v['accountant']} accountant gives epsilon = "
-        f"{f(v['epsilon'])} > {f(c['epsilon'])} at delta = {f(c['delta'])}."),
+        f"{f(v['epsilon'])} > {f(c['epsilon'])} at delta = {f(c['delta'])}."
+    ),
     "probe-failed": lambda v, c: f"Probe {v['probe']} failed ({v['reason']}); the target cannot pass on it.",
     "probe-declined": lambda v, c: f"Probe {v['probe']} declined this target: {v['reason']}.",
     "claim-holds": lambda v, c: (
         f"The claim holds for its stated delta = {f(c['delta'])}: the {v['accountant']} accountant gives "
-        f"epsilon = {f(v['upper_bound'])} <= {f(c['epsilon'])} under {c['neighbouring']} neighbours."),
+        f"epsilon = {f(v['upper_bound'])} <= {f(c['epsilon'])} under {c['neighbouring']} neighbours."
+    ),
     "claim-not-confirmed": lambda v, c: (
         f"No accountant confirms the claim: the tightest upper bound is epsilon = {f(v['upper_bound'])} "
         f"({v['accountant']}) > claimed {f(c['epsilon'])} at delta = {f(c['delta'])}; none is tight enough to "
-        "refute it."),
+        "refute it."
+    ),
     "large-delta": _large_delta,
     "reference-delta": _reference_delta,
     "other-relation": lambda v, c: (
         f"Under {v['neighbouring']} neighbours the same mechanism spends at least epsilon = {f(v['epsilon'])} "
-        f"({v['accountant']}) at delta = {f(v['delta'])}; the claim is stated for {v['claimed_neighbouring']}."),
+        f"({v['accountant']}) at delta = {f(v['delta'])}; the claim is stated for {v['claimed_neighbouring']}."
+    ),
     "accountants-disagree": lambda v, c: v["note"],
     "classic-calibration": _classic,
 }
@@ -125,28 +143,40 @@ def finding_text(finding: dict, claim: dict) -> str:
 def calibration_text(cal: dict) -> str:
     check = cal["claim_check"]
     ratio = float(check["true_delta"]) / cal["delta"]
-    fails = (f"it stops meeting its delta from epsilon = {f(cal['failure_threshold'])}"
-             if cal["failure_threshold"] is not None else "it meets its delta for every epsilon up to 100")
-    at_claim = (f"{f(ratio)} times the claimed {f(cal['delta'])}: the classic calibration does NOT give the claim"
-                if check["violated"] else f"within the claimed {f(cal['delta'])}")
-    return (f"The classic calibration sigma = sqrt(2 ln(1.25/delta))/epsilon is proven only for epsilon < 1; "
-            f"checked against the exact Gaussian privacy profile at delta = {f(cal['delta'])}, {fails}. At "
-            f"epsilon = {f(cal['epsilon'])} the classic sigma = {f(check['noise_multiplier'])} really gives delta "
-            f"= {f(check['true_delta'])}, {at_claim}. The analytic calibration needs sigma = "
-            f"{f(check['analytic_noise_multiplier'])}. This target uses the {cal['method']} calibration.")
+    fails = (
+        f"it stops meeting its delta from epsilon = {f(cal['failure_threshold'])}"
+        if cal["failure_threshold"] is not None
+        else "it meets its delta for every epsilon up to 100"
+    )
+    at_claim = (
+        f"{f(ratio)} times the claimed {f(cal['delta'])}: the classic calibration does NOT give the claim"
+        if check["violated"]
+        else f"within the claimed {f(cal['delta'])}"
+    )
+    return (
+        f"The classic calibration sigma = sqrt(2 ln(1.25/delta))/epsilon is proven only for epsilon < 1; "
+        f"checked against the exact Gaussian privacy profile at delta = {f(cal['delta'])}, {fails}. At "
+        f"epsilon = {f(cal['epsilon'])} the classic sigma = {f(check['noise_multiplier'])} really gives delta "
+        f"= {f(check['true_delta'])}, {at_claim}. The analytic calibration needs sigma = "
+        f"{f(check['analytic_noise_multiplier'])}. This target uses the {cal['method']} calibration."
+    )
 
 
 def utility_note(u: dict) -> str:
     if u["system"] == "dp-fed-pne":
         c = u.get("context", {})
-        return (f"Average per-client cumulative regret of DP-Fed-PNE on {c.get('objective')} with "
-                f"{c.get('clients')} clients, mean over {u['runs']} runs. Event-level privacy: each reward enters "
-                f"one noisy release, so the epsilon spent per reward ({f(u['epsilon_spent'][-1])} at delta = "
-                f"{f(u['delta'])}, {u['epsilon_accountant']} accountant) does not grow with rounds.")
+        return (
+            f"Average per-client cumulative regret of DP-Fed-PNE on {c.get('objective')} with "
+            f"{c.get('clients')} clients, mean over {u['runs']} runs. Event-level privacy: each reward enters "
+            f"one noisy release, so the epsilon spent per reward ({f(u['epsilon_spent'][-1])} at delta = "
+            f"{f(u['delta'])}, {u['epsilon_accountant']} accountant) does not grow with rounds."
+        )
     released = ", ".join(u.get("released", [])) or "n/a"
-    return (f"Mean over {u['runs']} runs of the agents' mean {u['metric']} (lower is better) after initialisation "
-            f"(round 0) and each broadcast; epsilon spent after each round from the {u['epsilon_accountant']} "
-            f"accountant at delta = {f(u['delta'])}. The runs released {released}.")
+    return (
+        f"Mean over {u['runs']} runs of the agents' mean {u['metric']} (lower is better) after initialisation "
+        f"(round 0) and each broadcast; epsilon spent after each round from the {u['epsilon_accountant']} "
+        f"accountant at delta = {f(u['delta'])}. The runs released {released}."
+    )
 
 
 def fmt_stderr(se, value) -> str:
@@ -165,20 +195,26 @@ def explanations(target: dict) -> list[str]:
     v = target["verdict"]
     split = v["empirical"]["probes_run"] + len(v["empirical"]["failed"])
     if split > 1:
-        out.append(f"Each probe is judged at confidence {f(v['empirical']['confidence'])}: the audit's "
-                   f"{f(audit_confidence(v))} split over its {split} probes (Bonferroni), so all of them together "
-                   "keep the audit's confidence.")
+        out.append(
+            f"Each probe is judged at confidence {f(v['empirical']['confidence'])}: the audit's "
+            f"{f(audit_confidence(v))} split over its {split} probes (Bonferroni), so all of them together "
+            "keep the audit's confidence."
+        )
     p = target["parameters"]
     if "per_vector_clip" in p:
-        out.append(f"clip = {f(p['clip'])} is the clip S of each agent's whole upload; the mechanism clips each of "
-                   f"the P = {p['subregions']} sub-region vectors to S/sqrt(P) = {f(p['per_vector_clip'])}, hence the "
-                   "clip in the mechanism's description.")
+        out.append(
+            f"clip = {f(p['clip'])} is the clip S of each agent's whole upload; the mechanism clips each of "
+            f"the P = {p['subregions']} sub-region vectors to S/sqrt(P) = {f(p['per_vector_clip'])}, hence the "
+            "clip in the mechanism's description."
+        )
     names = {pr["name"] for pr in target["probes"]}
     if names & {"fts-server", "fts-server-reference"}:
-        out.append("Weight schedules of the server probes: 'uniform' gives every agent weight 1/N in every round, "
-                   "the release the accountant charges; 'reference' is the softmax schedule the real DP-FTS-DE "
-                   f"runs (gap, hold, decay = {p.get('weight_schedule')}), which concentrates an agent's weight in "
-                   "one sub-region early on, so that release leaks less than the accountant charges.")
+        out.append(
+            "Weight schedules of the server probes: 'uniform' gives every agent weight 1/N in every round, "
+            "the release the accountant charges; 'reference' is the softmax schedule the real DP-FTS-DE "
+            f"runs (gap, hold, decay = {p.get('weight_schedule')}), which concentrates an agent's weight in "
+            "one sub-region early on, so that release leaks less than the accountant charges."
+        )
     return out + [probe_setting_note(target, pr) for pr in target["probes"] if probe_setting_note(target, pr)]
 
 
@@ -187,9 +223,11 @@ def probe_setting_note(target: dict, probe: dict) -> str:
     preset = probe.get("params", {}).get("preset")
     own = target["parameters"].get("preset")
     if preset and own and preset != own:
-        return (f"The end-to-end probe {probe['name']} runs a full DP-FTS-DE run per trial; the configuration "
-                f"names the cheaper preset {preset!r} for it (with the target's rate, noise and rounds) instead "
-                f"of the target's {own!r}, so it tests the code path, not this target's data.")
+        return (
+            f"The end-to-end probe {probe['name']} runs a full DP-FTS-DE run per trial; the configuration "
+            f"names the cheaper preset {preset!r} for it (with the target's rate, noise and rounds) instead "
+            f"of the target's {own!r}, so it tests the code path, not this target's data."
+        )
     return ""
 
 
@@ -200,8 +238,13 @@ def claim_text(claim: dict) -> str:
 def planner_text(pl: dict) -> str:
     if not is_available(pl):
         return f"Not available: {pl['reason']}"
-    needed = (f"; certifying the claimed epsilon needs at least {pl['trials_for_claim']} trials per world"
-              if pl.get("trials_for_claim") else "")
-    return (f"With {pl['trials']} trials per world at delta = {f(pl['delta'])} and confidence "
-            f"{f(pl['confidence'])} per probe, {_ceiling(pl['ceiling'])} with the estimator used "
-            f"({pl['estimator']}); with one threshold fixed in advance {f(pl['perfect_ceiling'])}{needed}.")
+    needed = (
+        f"; certifying the claimed epsilon needs at least {pl['trials_for_claim']} trials per world"
+        if pl.get("trials_for_claim")
+        else ""
+    )
+    return (
+        f"With {pl['trials']} trials per world at delta = {f(pl['delta'])} and confidence "
+        f"{f(pl['confidence'])} per probe, {_ceiling(pl['ceiling'])} with the estimator used "
+        f"({pl['estimator']}); with one threshold fixed in advance {f(pl['perfect_ceiling'])}{needed}."
+    )

@@ -56,8 +56,9 @@ def locked_out_dir(out_dir: Path):
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigurationError("out", f"{out_dir} is in use by another audit; wait for it or choose "
-                                     "another --out") from None
+            raise ConfigurationError(
+                "out", f"{out_dir} is in use by another audit; wait for it or choose another --out"
+            ) from None
         yield out_dir
     finally:
         handle.close()

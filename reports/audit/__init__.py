@@ -12,7 +12,20 @@ from reports.audit.targets import ProbeDeclined, build_target, register
 from reports.audit.verdicts import VERDICT_TABLE
 
 __all__ = [
-    "DEFAULT_CONFIG", "VERDICT_TABLE", "Analytic", "AuditOptions", "Claim", "Empirical", "Finding",
-    "ProbeDeclined", "Status", "TargetResult", "TargetSpec", "build_target", "load_config", "parse_config",
-    "register", "run_audit",
+    "DEFAULT_CONFIG",
+    "VERDICT_TABLE",
+    "Analytic",
+    "AuditOptions",
+    "Claim",
+    "Empirical",
+    "Finding",
+    "ProbeDeclined",
+    "Status",
+    "TargetResult",
+    "TargetSpec",
+    "build_target",
+    "load_config",
+    "parse_config",
+    "register",
+    "run_audit",
 ]

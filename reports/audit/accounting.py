@@ -90,8 +90,10 @@ def _span_note(rows: list[AccountantRow]) -> list[str]:
     low, high = min(ok, key=lambda r: r.epsilon), max(ok, key=lambda r: r.epsilon)
     if high.epsilon <= 1.05 * low.epsilon:
         return []
-    return [f"In the claimed setting the accountants span epsilon {low.epsilon:.4g} ({low.accountant}) to "
-            f"{high.epsilon:.4g} ({high.accountant}): all are upper bounds, the smallest is the tightest valid one."]
+    return [
+        f"In the claimed setting the accountants span epsilon {low.epsilon:.4g} ({low.accountant}) to "
+        f"{high.epsilon:.4g} ({high.accountant}): all are upper bounds, the smallest is the tightest valid one."
+    ]
 
 
 def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), rounds_points: int = 7):
@@ -105,15 +107,27 @@ def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), ro
         rows += variant_rows
         neighbouring, sampling = _label(variant, claim.neighbouring)
         notes += [f"{neighbouring}, {sampling}: {n}" for n in disagreements(results)]
-    at_reference = [] if math.isclose(reference_delta, claim.delta) else _rows(
-        mechanism, steps, reference_delta, names, True, claim.neighbouring)[0]
+    at_reference = (
+        []
+        if math.isclose(reference_delta, claim.delta)
+        else _rows(mechanism, steps, reference_delta, names, True, claim.neighbouring)[0]
+    )
     notes += _span_note(rows)
-    notes += [f"{r.accountant} failed for {r.neighbouring}, {r.sampling}: {r.reason}"
-              for r in rows if r.status == "failed"]
+    notes += [
+        f"{r.accountant} failed for {r.neighbouring}, {r.sampling}: {r.reason}" for r in rows if r.status == "failed"
+    ]
     valid_rounds = [n for n in rounds_names if n in names] or list(names)[:1]
     series, reason = over_rounds(mechanism, steps, claim.delta, valid_rounds, rounds_points)
-    return AccountingSection(describe(mechanism), steps, tuple(rows), tuple(notes), float(reference_delta),
-                             tuple(at_reference), series, reason)
+    return AccountingSection(
+        describe(mechanism),
+        steps,
+        tuple(rows),
+        tuple(notes),
+        float(reference_delta),
+        tuple(at_reference),
+        series,
+        reason,
+    )
 
 
 def tradeoff_curve(mechanism, steps: int, fpr=None) -> Series | Unavailable:
@@ -168,4 +182,3 @@ def gaussian_for(epsilon: float, delta: float, calibration: str):
     if calibration not in ("classic", "analytic"):
         raise ConfigurationError("calibration", f"unknown method {calibration!r}; choose classic or analytic")
     return calibrate_gaussian(epsilon, delta, 1.0, method=calibration)
-

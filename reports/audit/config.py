@@ -88,8 +88,9 @@ def parse_delta(field: str, value) -> float:
 def _claim(field: str, data: dict) -> Claim:
     neighbouring = data["neighbouring"].lower().replace("_", "-")
     if neighbouring not in NEIGHBOURING:
-        raise ConfigurationError(f"{field}.neighbouring", f"choose add-remove or replace-one, got "
-                                 f"{data['neighbouring']!r}")
+        raise ConfigurationError(
+            f"{field}.neighbouring", f"choose add-remove or replace-one, got {data['neighbouring']!r}"
+        )
     units = data.get("units")
     return Claim(
         epsilon=require_number(f"{field}.epsilon", data["epsilon"], low=0, low_open=True),
@@ -110,8 +111,9 @@ def _check_probe_params(field: str, name: str, params: dict) -> None:
     known = {f.name for f in dataclasses.fields(probe_class(name))}
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ConfigurationError(f"{field}.{unknown[0]}", f"not a parameter of probe {name!r}; known: "
-                                 f"{', '.join(sorted(known))}")
+        raise ConfigurationError(
+            f"{field}.{unknown[0]}", f"not a parameter of probe {name!r}; known: {', '.join(sorted(known))}"
+        )
 
 
 def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
@@ -121,8 +123,10 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     if name not in PROBES:
         raise ConfigurationError(f"{field}.name", f"unknown probe {name!r}; choose from {', '.join(PROBES)}")
     if name == "user" and not allow_code:
-        raise ConfigurationError(f"{field}.name", "the user probe imports Python code named in the "
-                                 "configuration; run with --allow-code to allow it")
+        raise ConfigurationError(
+            f"{field}.name",
+            "the user probe imports Python code named in the configuration; run with --allow-code to allow it",
+        )
     kind = data.get("kind", "end-to-end" if "end-to-end" in name else "mechanism")
     if kind not in KINDS:
         raise ConfigurationError(f"{field}.kind", f"choose mechanism or end-to-end, got {kind!r}")
@@ -164,8 +168,7 @@ def parse_config(text: str, source: str = "<string>", allow_code: bool = False) 
     if not raw["target"]:
         raise ConfigurationError("target", "missing: the configuration audits no target ([[target]])")
     specs = [_target(f"target[{i}]", t, allow_code) for i, t in enumerate(raw["target"])]
-    confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True,
-                                high_open=True)
+    confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True)
     return {
         "title": raw.get("title", "dpfed-audit report"),
         "seed": int(require_number("seed", raw.get("seed", 0), low=0, integer=True)),

@@ -30,35 +30,58 @@ def calibration_section(epsilon: float, delta: float, method: str) -> Calibratio
     """The classic formula sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact Gaussian profile, at
     the claim and over a grid of epsilons; ``method`` is the calibration the target uses."""
     grid = tuple(check_classic_calibration(e, delta).to_dict() for e in CALIBRATION_GRID)
-    return CalibrationSection(method, float(epsilon), float(delta), check_classic_calibration(epsilon, delta).to_dict(),
-                              classic_failure_threshold(delta), grid)
+    return CalibrationSection(
+        method,
+        float(epsilon),
+        float(delta),
+        check_classic_calibration(epsilon, delta).to_dict(),
+        classic_failure_threshold(delta),
+        grid,
+    )
 
 
 def implementation_bug(verdict: TargetVerdict) -> list[Finding]:
     if verdict.analytic.status is Analytic.PROVED and verdict.empirical.status is Empirical.VIOLATION:
         lower = verdict.empirical.lower_bound
-        return [Finding("implementation-bug", "critical", {
-            "upper_bound": verdict.analytic.epsilon, "accountant": verdict.analytic.accountant,
-            "lower_bound": None if lower is None else lower.epsilon,
-            "lower_source": None if lower is None else lower.source})]
+        return [
+            Finding(
+                "implementation-bug",
+                "critical",
+                {
+                    "upper_bound": verdict.analytic.epsilon,
+                    "accountant": verdict.analytic.accountant,
+                    "lower_bound": None if lower is None else lower.epsilon,
+                    "lower_source": None if lower is None else lower.source,
+                },
+            )
+        ]
     return []
 
 
 def claim_refuted(verdict: TargetVerdict) -> list[Finding]:
     if verdict.analytic.status is Analytic.REFUTED:
-        return [Finding("claim-refuted", "high", {"epsilon": verdict.analytic.epsilon,
-                                                  "accountant": verdict.analytic.accountant})]
+        return [
+            Finding(
+                "claim-refuted",
+                "high",
+                {"epsilon": verdict.analytic.epsilon, "accountant": verdict.analytic.accountant},
+            )
+        ]
     return []
 
 
 def probe_failed(verdict: TargetVerdict, reasons: dict) -> list[Finding]:
-    return [Finding("probe-failed", "high", {"probe": name, "reason": reasons.get(name, "")})
-            for name in verdict.empirical.failed]
+    return [
+        Finding("probe-failed", "high", {"probe": name, "reason": reasons.get(name, "")})
+        for name in verdict.empirical.failed
+    ]
 
 
 def probe_declined(verdict: TargetVerdict, reasons: dict) -> list[Finding]:
-    return [Finding("probe-declined", "low", {"probe": name, "reason": reasons.get(name, "")})
-            for name in verdict.empirical.declined]
+    return [
+        Finding("probe-declined", "low", {"probe": name, "reason": reasons.get(name, "")})
+        for name in verdict.empirical.declined
+    ]
 
 
 def claim_holds(accounting: AccountingSection, verdict: TargetVerdict, epsilon: float) -> list[Finding]:
@@ -66,8 +89,13 @@ def claim_holds(accounting: AccountingSection, verdict: TargetVerdict, epsilon: 
     if upper is None or verdict.analytic.status is Analytic.REFUTED:
         return []
     holds = upper.epsilon <= epsilon * (1 + 1e-9)
-    return [Finding("claim-holds" if holds else "claim-not-confirmed", "info" if holds else "medium",
-                    {"upper_bound": upper.epsilon, "accountant": upper.source})]
+    return [
+        Finding(
+            "claim-holds" if holds else "claim-not-confirmed",
+            "info" if holds else "medium",
+            {"upper_bound": upper.epsilon, "accountant": upper.source},
+        )
+    ]
 
 
 def large_delta(delta: float, units: int | None, unit_name: str) -> list[Finding]:
@@ -76,9 +104,19 @@ def large_delta(delta: float, units: int | None, unit_name: str) -> list[Finding
         return []
     per_unit = delta * units
     leak = -math.expm1(units * math.log1p(-delta))
-    return [Finding("large-delta", "high" if per_unit >= 0.5 else "low",
-                    {"delta": delta, "delta_times_units": per_unit, "leak_probability": leak, "units": units,
-                     "unit_name": unit_name})]
+    return [
+        Finding(
+            "large-delta",
+            "high" if per_unit >= 0.5 else "low",
+            {
+                "delta": delta,
+                "delta_times_units": per_unit,
+                "leak_probability": leak,
+                "units": units,
+                "unit_name": unit_name,
+            },
+        )
+    ]
 
 
 def reference_delta(accounting: AccountingSection, delta: float, epsilon: float) -> list[Finding]:
@@ -86,20 +124,45 @@ def reference_delta(accounting: AccountingSection, delta: float, epsilon: float)
     if not ok or math.isclose(accounting.reference_delta, delta):
         return []
     tight = min(r.epsilon for r in ok)
-    return [Finding("reference-delta", "medium" if tight > epsilon else "info",
-                    {"reference_delta": accounting.reference_delta, "tightest": tight, "claim_epsilon": epsilon,
-                     "epsilons": {r.accountant: r.epsilon for r in ok}})]
+    return [
+        Finding(
+            "reference-delta",
+            "medium" if tight > epsilon else "info",
+            {
+                "reference_delta": accounting.reference_delta,
+                "tightest": tight,
+                "claim_epsilon": epsilon,
+                "epsilons": {r.accountant: r.epsilon for r in ok},
+            },
+        )
+    ]
 
 
 def other_relation(accounting: AccountingSection, neighbouring: str, epsilon: float) -> list[Finding]:
-    other = [r for r in accounting.rows if not r.claimed_setting and r.status == "ok"
-             and r.neighbouring != neighbouring and r.sampling in ("poisson", "none")]
+    other = [
+        r
+        for r in accounting.rows
+        if not r.claimed_setting
+        and r.status == "ok"
+        and r.neighbouring != neighbouring
+        and r.sampling in ("poisson", "none")
+    ]
     if not other:
         return []
     best = min(other, key=lambda r: r.epsilon)
-    return [Finding("other-relation", "medium" if best.epsilon > epsilon else "info",
-                    {"epsilon": best.epsilon, "accountant": best.accountant, "neighbouring": best.neighbouring,
-                     "claimed_neighbouring": neighbouring, "delta": best.delta})]
+    return [
+        Finding(
+            "other-relation",
+            "medium" if best.epsilon > epsilon else "info",
+            {
+                "epsilon": best.epsilon,
+                "accountant": best.accountant,
+                "neighbouring": best.neighbouring,
+                "claimed_neighbouring": neighbouring,
+                "delta": best.delta,
+            },
+        )
+    ]
 
 
 def accountants_disagree(accounting: AccountingSection) -> list[Finding]:
@@ -114,10 +177,20 @@ def classic_calibration(calibration: CalibrationSection | Unavailable | None) ->
     violated = bool(calibration.claim_check["violated"])
     uses_classic = calibration.method == "classic"
     severity = "high" if (uses_classic and violated) else "info"
-    return [Finding("classic-calibration", severity, {
-        "method": calibration.method, "failure_threshold": calibration.failure_threshold,
-        "true_delta_at_claim": calibration.claim_check["true_delta"], "violated_at_claim": violated,
-        "delta": calibration.delta, "epsilon": calibration.epsilon})]
+    return [
+        Finding(
+            "classic-calibration",
+            severity,
+            {
+                "method": calibration.method,
+                "failure_threshold": calibration.failure_threshold,
+                "true_delta_at_claim": calibration.claim_check["true_delta"],
+                "violated_at_claim": violated,
+                "delta": calibration.delta,
+                "epsilon": calibration.epsilon,
+            },
+        )
+    ]
 
 
 def all_findings(target, accounting, calibration, verdict: TargetVerdict, probes) -> tuple[Finding, ...]:

@@ -44,8 +44,7 @@ def build_probe(target, spec: ProbeSpec):
     declared = {f.name for f in dataclasses.fields(probe_class(spec.name))}
     undeclared = sorted(set(params) - declared)
     if undeclared:
-        raise TypeError(f"target {type(target).__name__} hands probe {spec.name!r} undeclared "
-                        f"parameters {undeclared}")
+        raise TypeError(f"target {type(target).__name__} hands probe {spec.name!r} undeclared parameters {undeclared}")
     return get_probe(spec.name, **params), params
 
 
@@ -72,37 +71,62 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, estimat
 
 
 def declined_section(planned: PlannedProbe) -> ProbeSection:
-    return ProbeSection(planned.spec.name, planned.spec.kind, "declined", planned.reason,
-                        params=planned.params, trials=planned.trials)
+    return ProbeSection(
+        planned.spec.name, planned.spec.kind, "declined", planned.reason, params=planned.params, trials=planned.trials
+    )
 
 
-def run_probe(target, planned: PlannedProbe, seed: int, options, checkpoint: str | None,
-              confidence: float) -> ProbeSection:
+def run_probe(
+    target, planned: PlannedProbe, seed: int, options, checkpoint: str | None, confidence: float
+) -> ProbeSection:
     """Run one planned probe against its target's claim; the section holds numbers only."""
     from attacks.attack import run_attack
     from attacks.planner import bonferroni_ceiling
     from reports.audit.accounting import tradeoff_curve
 
     claim = target.claim
-    result = run_attack(planned.probe, planned.trials, seed=seed, executor=options.executor,
-                        workers=options.workers, scheduler=options.scheduler, checkpoint_dir=checkpoint,
-                        delta=claim.delta, confidence=confidence, claim_epsilon=claim.epsilon,
-                        claim_delta=claim.delta, progress=options.progress, batch_size=planned.spec.batch_size)
+    result = run_attack(
+        planned.probe,
+        planned.trials,
+        seed=seed,
+        executor=options.executor,
+        workers=options.workers,
+        scheduler=options.scheduler,
+        checkpoint_dir=checkpoint,
+        delta=claim.delta,
+        confidence=confidence,
+        claim_epsilon=claim.epsilon,
+        claim_delta=claim.delta,
+        progress=options.progress,
+        batch_size=planned.spec.batch_size,
+    )
     fpr, tpr = thin_curve(result.roc["fpr"], result.roc["tpr"])
     verdict = result.verdict
     meta = result.probe
     return ProbeSection(
-        name=planned.spec.name, kind=planned.spec.kind, outcome="ran", threat_model=meta["threat_model"],
-        description=meta["description"], trials=int(result.trials), seed=seed, params=meta.get("params", {}),
+        name=planned.spec.name,
+        kind=planned.spec.kind,
+        outcome="ran",
+        threat_model=meta["threat_model"],
+        description=meta["description"],
+        trials=int(result.trials),
+        seed=seed,
+        params=meta.get("params", {}),
         bounds=tuple(dict(b.to_dict(), details=trim_details(b.details)) for b in result.bounds),
-        roc=Series("empirical ROC", tuple(fpr), tuple(tpr)), auc=result.roc.get("auc"),
-        tradeoff=tradeoff_curve(target.mechanism, target.releases), true_epsilon=result.true_epsilon,
-        status=None if verdict is None else verdict.status, p_value=None if verdict is None else verdict.p_value,
-        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence), confidence=confidence,
-        batches_total=result.batches_total, batches_resumed=result.batches_resumed,
+        roc=Series("empirical ROC", tuple(fpr), tuple(tpr)),
+        auc=result.roc.get("auc"),
+        tradeoff=tradeoff_curve(target.mechanism, target.releases),
+        true_epsilon=result.true_epsilon,
+        status=None if verdict is None else verdict.status,
+        p_value=None if verdict is None else verdict.p_value,
+        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence),
+        confidence=confidence,
+        batches_total=result.batches_total,
+        batches_resumed=result.batches_resumed,
     )
 
 
 def failed_section(planned: PlannedProbe, reason: str) -> ProbeSection:
-    return ProbeSection(planned.spec.name, planned.spec.kind, "failed", reason, params=planned.params,
-                        trials=planned.trials)
+    return ProbeSection(
+        planned.spec.name, planned.spec.kind, "failed", reason, params=planned.params, trials=planned.trials
+    )

@@ -65,8 +65,9 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
     try:
         target = build_target(spec)
     except ConfigurationError as exc:
-        inner = exc.field if exc.field.split(".")[0] in ("parameters", "algorithm", "claim") else \
-            f"parameters.{exc.field}"
+        inner = (
+            exc.field if exc.field.split(".")[0] in ("parameters", "algorithm", "claim") else f"parameters.{exc.field}"
+        )
         raise ConfigurationError(f"{field_path}.{inner}", str(exc).split(": ", 1)[-1]) from None
     probes = []
     for i, probe in enumerate(spec.probes):
@@ -87,8 +88,15 @@ def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confid
         needed = trials_needed(epsilon, delta, confidence)
     except ConfigurationError:
         needed = None
-    return PlannerSection(int(trials), delta, confidence, bonferroni_ceiling(trials, delta, confidence),
-                          max_certifiable_epsilon(trials, delta, confidence), needed, ESTIMATOR)
+    return PlannerSection(
+        int(trials),
+        delta,
+        confidence,
+        bonferroni_ceiling(trials, delta, confidence),
+        max_certifiable_epsilon(trials, delta, confidence),
+        needed,
+        ESTIMATOR,
+    )
 
 
 def _system_key(target) -> dict:
@@ -101,16 +109,21 @@ def _analytic_sections(planned: PlannedTarget, cache: SectionCache, log):
     spec, claim = target.spec, target.claim
     log(f"[{spec.name}] accounting ({len(spec.accountants)} accountants)")
     accounting = cache.get_or_compute(
-        "accounting", [_system_key(target), list(spec.accountants), spec.reference_delta],
+        "accounting",
+        [_system_key(target), list(spec.accountants), spec.reference_delta],
         lambda: guard("accounting", lambda: accounting_section(target, list(spec.accountants))),
-        AccountingSection | Unavailable)
+        AccountingSection | Unavailable,
+    )
     calibration = None
     if target.calibration() is not None:
         calibration = cache.get_or_compute(
-            "calibration", [asdict(claim), target.calibration()],
-            lambda: guard("calibration check",
-                          lambda: rules.calibration_section(claim.epsilon, claim.delta, target.calibration())),
-            CalibrationSection | Unavailable)
+            "calibration",
+            [asdict(claim), target.calibration()],
+            lambda: guard(
+                "calibration check", lambda: rules.calibration_section(claim.epsilon, claim.delta, target.calibration())
+            ),
+            CalibrationSection | Unavailable,
+        )
     return accounting, calibration
 
 
@@ -125,12 +138,18 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
         seed = named_seed(options.seed, "audit", planned.index, "probe", i, probe.spec.name)
         key = [_system_key(target), probe.spec.name, probe.params, probe.trials, seed, confidence]
         checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{stable_hash(key)[:12]}")
-        sections.append(cache.get_or_compute(
-            f"probe-{i}", key,
-            lambda p=probe, s=seed, c=checkpoint: guard(
-                f"probe {p.spec.name}", lambda: run_probe(target, p, s, options, c, confidence),
-                unavailable=lambda reason, p=p: failed_section(p, reason)),
-            ProbeSection))
+        sections.append(
+            cache.get_or_compute(
+                f"probe-{i}",
+                key,
+                lambda p=probe, s=seed, c=checkpoint: guard(
+                    f"probe {p.spec.name}",
+                    lambda: run_probe(target, p, s, options, c, confidence),
+                    unavailable=lambda reason, p=p: failed_section(p, reason),
+                ),
+                ProbeSection,
+            )
+        )
     return tuple(sections)
 
 
@@ -140,9 +159,11 @@ def _utility_section(planned: PlannedTarget, options: AuditOptions, cache: Secti
     log(f"[{target.spec.name}] utility ({runs} run(s))")
     seed = named_sequence(options.seed, "audit", planned.index, "utility")
     return cache.get_or_compute(
-        "utility", [_system_key(target), runs, options.seed, planned.index],
+        "utility",
+        [_system_key(target), runs, options.seed, planned.index],
         lambda: guard("utility run", lambda: target.utility(seed, runs, log)),
-        UtilitySection | Unavailable)
+        UtilitySection | Unavailable,
+    )
 
 
 def target_verdict(target, accounting, probes, confidence: float) -> TargetVerdict:
@@ -168,8 +189,20 @@ def audit_target(planned: PlannedTarget, options: AuditOptions, log) -> TargetRe
     utility = _utility_section(planned, options, cache, log)
     verdict = target_verdict(target, accounting, probes, confidence)
     found = rules.all_findings(target, accounting, calibration, verdict, probes)
-    return TargetResult(spec.name, spec.algorithm, spec.description, target.report_parameters(), spec.claim,
-                        accounting, calibration, planner, probes, utility, found, verdict)
+    return TargetResult(
+        spec.name,
+        spec.algorithm,
+        spec.description,
+        target.report_parameters(),
+        spec.claim,
+        accounting,
+        calibration,
+        planner,
+        probes,
+        utility,
+        found,
+        verdict,
+    )
 
 
 def run_audit(specs, options: AuditOptions, log=None) -> list[TargetResult]:

@@ -19,8 +19,17 @@ from reports.audit.targets import (
 
 DEFAULT_PRESET = "svm-breast-cancer"
 # fields of an FTSConfig that shape the server's release beyond rate, noise and rounds
-RELEASE_FIELDS = ("subregions", "sampling", "neighbouring", "population", "weight_gap", "weight_hold",
-                  "weight_decay", "empty_sample_fallback", "algorithm")
+RELEASE_FIELDS = (
+    "subregions",
+    "sampling",
+    "neighbouring",
+    "population",
+    "weight_gap",
+    "weight_hold",
+    "weight_decay",
+    "empty_sample_fallback",
+    "algorithm",
+)
 
 
 def _release_fields_differing_from_preset(config, preset: str) -> list[str]:
@@ -58,8 +67,10 @@ class FtsTarget(BaseTarget):
         params.setdefault("algorithm", spec.algorithm)
         params.setdefault("neighbouring", spec.claim.neighbouring)
         if params["algorithm"] != spec.algorithm:
-            raise ConfigurationError("parameters.algorithm", f"{params['algorithm']!r} differs from the "
-                                     f"target's algorithm {spec.algorithm!r}")
+            raise ConfigurationError(
+                "parameters.algorithm",
+                f"{params['algorithm']!r} differs from the target's algorithm {spec.algorithm!r}",
+            )
         self.preset = preset
         self.config = FTSConfig.from_preset(preset, **params)
         self.mechanism = self.config.mechanism()
@@ -70,21 +81,42 @@ class FtsTarget(BaseTarget):
 
     def report_parameters(self) -> dict:
         c = self.config
-        return {"preset": self.preset, "agents": c.num_agents, "rounds": c.rounds, "rate": c.rate,
-                "noise_multiplier": c.noise_multiplier, "clip": c.clip, "per_vector_clip": c.per_vector_clip,
-                "subregions": c.effective_subregions, "sampling": c.sampling, "neighbouring": c.neighbouring,
-                "weight_schedule": [c.weight_gap, c.weight_hold, c.weight_decay],
-                "mechanism": describe(self.mechanism), "releases": self.releases}
+        return {
+            "preset": self.preset,
+            "agents": c.num_agents,
+            "rounds": c.rounds,
+            "rate": c.rate,
+            "noise_multiplier": c.noise_multiplier,
+            "clip": c.clip,
+            "per_vector_clip": c.per_vector_clip,
+            "subregions": c.effective_subregions,
+            "sampling": c.sampling,
+            "neighbouring": c.neighbouring,
+            "weight_schedule": [c.weight_gap, c.weight_hold, c.weight_decay],
+            "mechanism": describe(self.mechanism),
+            "releases": self.releases,
+        }
 
     def _server_probe(self, name: str, explicit: dict) -> dict:
         decline_unless_add_remove_poisson(self.mechanism, name)
         c = self.config
         if c.population is not None and c.population != c.num_agents:
-            raise ProbeDeclined(f"{name} declares exactly the target's agents; this target declares a "
-                                f"population of {c.population} for {c.num_agents} agents")
-        return {"rate": c.rate, "noise_multiplier": c.noise_multiplier, "rounds": c.rounds,
-                "agents": c.num_agents, "subregions": c.effective_subregions, "clip_total": c.clip,
-                "gap": c.weight_gap, "hold": c.weight_hold, "decay": c.weight_decay, "delta": self.claim.delta}
+            raise ProbeDeclined(
+                f"{name} declares exactly the target's agents; this target declares a "
+                f"population of {c.population} for {c.num_agents} agents"
+            )
+        return {
+            "rate": c.rate,
+            "noise_multiplier": c.noise_multiplier,
+            "rounds": c.rounds,
+            "agents": c.num_agents,
+            "subregions": c.effective_subregions,
+            "clip_total": c.clip,
+            "gap": c.weight_gap,
+            "hold": c.weight_hold,
+            "decay": c.weight_decay,
+            "delta": self.claim.delta,
+        }
 
     def _end_to_end_probe(self, name: str, explicit: dict) -> dict:
         """The real run on the probe's preset (the target's, unless the configuration names a cheaper
@@ -94,10 +126,16 @@ class FtsTarget(BaseTarget):
         preset = explicit.get("preset", self.preset)
         changed = _release_fields_differing_from_preset(self.config, preset)
         if changed:
-            raise ProbeDeclined(f"{name} runs preset {preset!r} with the target's rate, noise and rounds; "
-                                f"the target also sets {', '.join(changed)}, which the probe cannot")
-        return {"preset": self.preset, "rounds": self.config.rounds, "rate": self.config.rate,
-                "noise_multiplier": self.config.noise_multiplier}
+            raise ProbeDeclined(
+                f"{name} runs preset {preset!r} with the target's rate, noise and rounds; "
+                f"the target also sets {', '.join(changed)}, which the probe cannot"
+            )
+        return {
+            "preset": self.preset,
+            "rounds": self.config.rounds,
+            "rate": self.config.rate,
+            "noise_multiplier": self.config.noise_multiplier,
+        }
 
     def utility(self, seed, runs: int, log):
         from accounting.rdp import epsilon_curve
@@ -109,14 +147,22 @@ class FtsTarget(BaseTarget):
         curves, released = [], set()
         for run, stream in enumerate(streams):
             log(f"  utility run {run + 1}/{runs}")
-            result = run_fts(self.config, np.random.default_rng(stream), mechanism=self.mechanism,
-                             objective=objective)
+            result = run_fts(self.config, np.random.default_rng(stream), mechanism=self.mechanism, objective=objective)
             curves.append(np.asarray(result.utility, dtype=float))
             composition = result.composition()
-            released.add("nothing" if composition is None else
-                         " + ".join(f"{describe(m)} x {k}" for m, k in composition.parts))
+            released.add(
+                "nothing" if composition is None else " + ".join(f"{describe(m)} x {k}" for m, k in composition.parts)
+            )
         rounds = np.arange(len(curves[0]))
         spent = epsilon_curve(self.mechanism, np.maximum(rounds, 1), self.claim.delta)
         spent[0] = 0.0
-        return utility_curve(result.utility_name, rounds, np.array(curves), spent, system="dp-fts-de",
-                             epsilon_accountant="rdp", delta=self.claim.delta, released=tuple(sorted(released)))
+        return utility_curve(
+            result.utility_name,
+            rounds,
+            np.array(curves),
+            spent,
+            system="dp-fts-de",
+            epsilon_accountant="rdp",
+            delta=self.claim.delta,
+            released=tuple(sorted(released)),
+        )

@@ -21,9 +21,14 @@ SCHEMA = {
     "sampling": strict.STRING,
     "population": strict.INTEGER,
 }
-ONLY_FOR = {"sensitivity": ("gaussian", "laplace"), "calibration": ("gaussian",),
-            "rate": ("subsampled-gaussian",), "clip": ("subsampled-gaussian",),
-            "sampling": ("subsampled-gaussian",), "population": ("subsampled-gaussian",)}
+ONLY_FOR = {
+    "sensitivity": ("gaussian", "laplace"),
+    "calibration": ("gaussian",),
+    "rate": ("subsampled-gaussian",),
+    "clip": ("subsampled-gaussian",),
+    "sampling": ("subsampled-gaussian",),
+    "population": ("subsampled-gaussian",),
+}
 
 
 def _mechanism(p: dict, claim):
@@ -40,14 +45,22 @@ def _mechanism(p: dict, claim):
         mech = gaussian_for(claim.epsilon, claim.delta, p["calibration"])
         return Gaussian(mech.noise_multiplier, p.get("sensitivity", 1.0))
     if "noise_multiplier" not in p:
-        raise ConfigurationError("parameters.noise_multiplier", "a bare mechanism needs its noise multiplier "
-                                 "(or calibration = 'classic'|'analytic')")
+        raise ConfigurationError(
+            "parameters.noise_multiplier",
+            "a bare mechanism needs its noise multiplier (or calibration = 'classic'|'analytic')",
+        )
     if kind == "gaussian":
         return Gaussian(p["noise_multiplier"], p.get("sensitivity", 1.0))
     if kind == "laplace":
         return Laplace(p["noise_multiplier"], p.get("sensitivity", 1.0))
-    return SubsampledGaussian(p.get("rate", 1.0), p["noise_multiplier"], p.get("clip", 1.0),
-                              p.get("sampling", "poisson"), claim.neighbouring, p.get("population"))
+    return SubsampledGaussian(
+        p.get("rate", 1.0),
+        p["noise_multiplier"],
+        p.get("clip", 1.0),
+        p.get("sampling", "poisson"),
+        claim.neighbouring,
+        p.get("population"),
+    )
 
 
 @register
@@ -91,21 +104,29 @@ class MechanismTarget(BaseTarget):
 
     def _one_release(self, name: str, kind: type) -> None:
         if not isinstance(self.mechanism, kind):
-            raise ProbeDeclined(f"{name} attacks a {kind.__name__} mechanism; this target is "
-                                f"{type(self.mechanism).__name__}")
+            raise ProbeDeclined(
+                f"{name} attacks a {kind.__name__} mechanism; this target is {type(self.mechanism).__name__}"
+            )
         if self.releases != 1:
             raise ProbeDeclined(f"{name} attacks one release; this target composes {self.releases}")
 
     def _gaussian_probe(self, name: str, explicit: dict) -> dict:
         self._one_release(name, Gaussian)
         m = self.mechanism
-        return {"epsilon": self.claim.epsilon, "delta": self.claim.delta,
-                "noise_multiplier": m.noise_multiplier, "sensitivity": m.sensitivity}
+        return {
+            "epsilon": self.claim.epsilon,
+            "delta": self.claim.delta,
+            "noise_multiplier": m.noise_multiplier,
+            "sensitivity": m.sensitivity,
+        }
 
     def _laplace_probe(self, name: str, explicit: dict) -> dict:
         self._one_release(name, Laplace)  # the probe's scale is sensitivity / epsilon
-        return {"epsilon": 1.0 / self.mechanism.noise_multiplier, "delta": self.claim.delta,
-                "sensitivity": self.mechanism.sensitivity}
+        return {
+            "epsilon": 1.0 / self.mechanism.noise_multiplier,
+            "delta": self.claim.delta,
+            "sensitivity": self.mechanism.sensitivity,
+        }
 
     def _subsampled_probe(self, name: str, explicit: dict) -> dict:
         m = self.mechanism
@@ -113,8 +134,14 @@ class MechanismTarget(BaseTarget):
             raise ProbeDeclined(f"{name} attacks a subsampled Gaussian; this target is {type(m).__name__}")
         if m.neighbouring is not Neighbouring.ADD_REMOVE:
             raise ProbeDeclined(f"{name} plays add/remove worlds; the claim is for replace-one neighbours")
-        params = {"rate": m.rate, "noise_multiplier": m.noise_multiplier, "clip": m.clip,
-                  "rounds": self.releases, "delta": self.claim.delta, "sampling": m.sampling.value}
+        params = {
+            "rate": m.rate,
+            "noise_multiplier": m.noise_multiplier,
+            "clip": m.clip,
+            "rounds": self.releases,
+            "delta": self.claim.delta,
+            "sampling": m.sampling.value,
+        }
         if m.sampling is Sampling.FIXED_SIZE:  # the probe's population is the canary and `others`
             params["others"] = int(m.population) - 1
         else:

@@ -69,8 +69,9 @@ def build_target(spec: TargetSpec) -> Target:
     """The target object of ``spec`` (ConfigurationError for an unknown algorithm or bad parameters)."""
     _load_builtin_targets()
     if spec.algorithm not in TARGETS:
-        raise ConfigurationError("algorithm", f"unknown algorithm {spec.algorithm!r}; choose one of "
-                                 f"{', '.join(TARGETS)}")
+        raise ConfigurationError(
+            "algorithm", f"unknown algorithm {spec.algorithm!r}; choose one of {', '.join(TARGETS)}"
+        )
     return TARGETS[spec.algorithm](spec)
 
 
@@ -111,8 +112,11 @@ class BaseTarget:
     def check_probe(self, name: str) -> None:
         """ConfigurationError if probe ``name`` does not attack this kind of system at all."""
         if name not in self.applicable_probes():
-            raise ConfigurationError("name", f"probe {name!r} does not attack a {self.spec.algorithm} "
-                                     f"target; choose from {', '.join(self.applicable_probes())}")
+            raise ConfigurationError(
+                "name",
+                f"probe {name!r} does not attack a {self.spec.algorithm} "
+                f"target; choose from {', '.join(self.applicable_probes())}",
+            )
 
     def probe_parameters(self, name: str, explicit: dict) -> dict:
         """Parameters with which probe ``name`` attacks this target: the target's setting, then the
@@ -128,11 +132,15 @@ def decline_unless_add_remove_poisson(mechanism, probe: str) -> None:
     if not isinstance(mechanism, SubsampledGaussian):
         return
     if mechanism.sampling is not Sampling.POISSON:
-        raise ProbeDeclined(f"{probe} simulates Poisson sampling; this target samples "
-                            f"{mechanism.sampling.value} and no probe attacks that release yet")
+        raise ProbeDeclined(
+            f"{probe} simulates Poisson sampling; this target samples "
+            f"{mechanism.sampling.value} and no probe attacks that release yet"
+        )
     if mechanism.neighbouring is not Neighbouring.ADD_REMOVE:
-        raise ProbeDeclined(f"{probe} plays add/remove worlds (the canary present or absent); the claim "
-                            f"is for {mechanism.neighbouring.value} neighbours")
+        raise ProbeDeclined(
+            f"{probe} plays add/remove worlds (the canary present or absent); the claim "
+            f"is for {mechanism.neighbouring.value} neighbours"
+        )
 
 
 def schema_of_dataclass(cls, extra: dict | None = None) -> dict:

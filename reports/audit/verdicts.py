@@ -65,8 +65,9 @@ def analytic_verdict(claim: Claim, accounting: AccountingSection | Unavailable) 
     upper = accounting.best_upper_bound()
     if upper is not None and upper.epsilon <= claim.epsilon * (1 + RELATIVE_TOLERANCE):
         return AnalyticResult(Analytic.PROVED, upper.epsilon, upper.source)
-    return AnalyticResult(Analytic.UNDETERMINED, None if upper is None else upper.epsilon,
-                          None if upper is None else upper.source)
+    return AnalyticResult(
+        Analytic.UNDETERMINED, None if upper is None else upper.epsilon, None if upper is None else upper.source
+    )
 
 
 def _best_lower_bound(ran: list[ProbeSection]) -> Bound | None:

@@ -58,8 +58,13 @@ def _command(args) -> str:
     if argv is not None:
         return shlex.join(["dpaudit", *argv])
     parts = ["dpaudit", "audit"] + ([str(args.config)] if args.config else []) + ["--out", str(args.out)]
-    for flag, value in (("--seed", args.seed), ("--trials", args.trials), ("--executor", args.executor),
-                        ("--workers", args.workers), ("--scheduler", args.scheduler)):
+    for flag, value in (
+        ("--seed", args.seed),
+        ("--trials", args.trials),
+        ("--executor", args.executor),
+        ("--workers", args.workers),
+        ("--scheduler", args.scheduler),
+    ):
         if value is not None and not (flag == "--executor" and value == "inprocess"):
             parts += [flag, str(int(value) if isinstance(value, float) and value.is_integer() else value)]
     parts += [flag for flag, on in (("--allow-code", args.allow_code), ("--quiet", args.quiet)) if on]
@@ -162,18 +167,28 @@ def add_parser(subparsers) -> None:
         epilog=EXIT_CODE_HELP,
     )
     parser.add_argument("config", nargs="?", default=None, help="audit configuration (TOML); default: built-in")
-    parser.add_argument("--out", default="audit-report", help="output directory (default: audit-report); "
-                        "locked while the audit runs")
-    parser.add_argument("--trials", type=number_arg("trials", **STEPS), default=None,
-                        help="trials per world for every mechanism-level probe, for example 1e5 (end-to-end "
-                        "probes keep their configured budget)")
+    parser.add_argument(
+        "--out", default="audit-report", help="output directory (default: audit-report); locked while the audit runs"
+    )
+    parser.add_argument(
+        "--trials",
+        type=number_arg("trials", **STEPS),
+        default=None,
+        help="trials per world for every mechanism-level probe, for example 1e5 (end-to-end "
+        "probes keep their configured budget)",
+    )
     parser.add_argument("--executor", choices=EXECUTORS, default="inprocess", help="where probe batches run")
-    parser.add_argument("--workers", type=number_arg("workers", **STEPS), default=2,
-                        help="workers of the processes executor")
+    parser.add_argument(
+        "--workers", type=number_arg("workers", **STEPS), default=2, help="workers of the processes executor"
+    )
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
-    parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=None,
-                        help="seed (default: the configuration's)")
-    parser.add_argument("--allow-code", action="store_true",
-                        help="allow the configuration's user probe to import the Python callable it names")
+    parser.add_argument(
+        "--seed", type=number_arg("seed", low=0, integer=True), default=None, help="seed (default: the configuration's)"
+    )
+    parser.add_argument(
+        "--allow-code",
+        action="store_true",
+        help="allow the configuration's user probe to import the Python callable it names",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(func=run)

@@ -87,9 +87,7 @@ def test_same_configuration_and_seed_give_identical_reports(small_audit, tmp_pat
     a, b = load_report(out / "report.json"), load_report(tmp_path / "report.json")
     assert strip_volatile(a) == strip_volatile(b)
     for name in ("report.md", "report.html"):
-        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub(
-            "", (tmp_path / name).read_text()
-        )
+        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub("", (tmp_path / name).read_text())
 
 
 def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch):
@@ -154,9 +152,7 @@ def test_example_configurations_parse():
     assert fts.parameters["rate"] == 0.35 and fts.parameters["clip"] == 22.0
     assert {t.parameters.get("calibration") for t in default["targets"][1:]} == {"classic", "analytic"}
     # the two preset examples are the default audit split in two (they must not drift apart)
-    split = [
-        load_config(ROOT / "configs" / n)["targets"] for n in ("audit_dpftsde.toml", "audit_dpfedpne.toml")
-    ]
+    split = [load_config(ROOT / "configs" / n)["targets"] for n in ("audit_dpftsde.toml", "audit_dpfedpne.toml")]
     assert split[0] + split[1] == default["targets"]
 
 
@@ -190,8 +186,7 @@ trials = 100
         (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-magic"'), "target[0].algorithm"),
         (
             BASE.replace(
-                '[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = "add-remove"\n'
-                'unit = "one record"\n',
+                '[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = "add-remove"\nunit = "one record"\n',
                 "",
             ),
             "target[0].claim",
@@ -228,8 +223,12 @@ trials = 100
         (BASE.replace("epsilon = 1.0", 'epsilon = "1.0"'), "target[0].claim.epsilon"),
         (BASE.replace('unit = "one record"', 'unit = "one record"\nsensitivty = 2'), "target[0].claim.sensitivty"),
         (BASE.replace("trials = 100", "trials = 100\nhorizn = 3"), "target[0].probes[0].horizn"),
-        (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-fed-pne"').replace(
-            'type = "gaussian"\nnoise_multiplier = 1.0', "horizn = 10"), "target[0].parameters.horizn"),
+        (
+            BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-fed-pne"').replace(
+                'type = "gaussian"\nnoise_multiplier = 1.0', "horizn = 10"
+            ),
+            "target[0].parameters.horizn",
+        ),
         (BASE.replace('name = "gaussian"', 'name = "pne-reward"'), "target[0].probes[0].name"),
         (BASE.replace('name = "gaussian"', 'name = "user"'), "target[0].probes[0].name"),  # needs --allow-code
     ],
@@ -247,9 +246,7 @@ def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, 
 def test_executors_give_the_same_report(tmp_path):
     config = tmp_path / "g.toml"
     config.write_text(GAUSSIAN_ONLY)
-    assert _audit(config, tmp_path / "a") == _audit(
-        config, tmp_path / "b", "--executor", "processes", "--workers", "2"
-    )
+    assert _audit(config, tmp_path / "a") == _audit(config, tmp_path / "b", "--executor", "processes", "--workers", "2")
     a, b = (load_report(tmp_path / d / "report.json") for d in "ab")
     for report in (a, b):
         report["provenance"].pop("command")  # names the executor

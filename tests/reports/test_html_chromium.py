@@ -16,12 +16,8 @@ from tests.reports.synthetic_report import synthetic_report
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = next(
-    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None
-)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)"
-)
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 

@@ -86,12 +86,8 @@ def test_claim_in_words_names_unit_and_relation():
             "unit": "one agent (all of its uploads)",
         }
     )
-    assert (
-        "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
-    )
-    text = model.claim_in_words(
-        {"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"}
-    )
+    assert "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
+    text = model.claim_in_words({"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"})
     assert "replacing one reward" in text
 
 

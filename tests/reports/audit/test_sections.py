@@ -24,8 +24,11 @@ FTS_CLAIM = Claim(15.17, DELTA_29, "add-remove", "one agent")
 
 
 def _fts(claim=FTS_CLAIM):
-    return build_target(TargetSpec("fts", "dp-fts-de", claim, parameters={"rate": 0.35, "noise_multiplier": 1.0,
-                                                                           "rounds": 60, "clip": 22.0}))
+    return build_target(
+        TargetSpec(
+            "fts", "dp-fts-de", claim, parameters={"rate": 0.35, "noise_multiplier": 1.0, "rounds": 60, "clip": 22.0}
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +37,9 @@ def fts_accounting():
 
 
 def _eps(rows, accountant, neighbouring="add-remove", sampling="poisson"):
-    return next(r.epsilon for r in rows if (r.accountant, r.neighbouring, r.sampling) ==
-                (accountant, neighbouring, sampling))
+    return next(
+        r.epsilon for r in rows if (r.accountant, r.neighbouring, r.sampling) == (accountant, neighbouring, sampling)
+    )
 
 
 def test_accounting_reproduces_published_and_reference_numbers(fts_accounting):
@@ -95,8 +99,9 @@ def test_classic_calibration_section_matches_notes():
 def test_exact_profile_refutes_the_classic_calibration():
     sigma = math.sqrt(2 * math.log(1.25 / 1e-5)) / 10.0  # classic calibration at (10, 1e-5)
     claim = Claim(10.0, 1e-5, "add-remove", "one record")
-    target = build_target(TargetSpec("g", "mechanism", claim, parameters={"noise_multiplier": sigma},
-                                     accountants=("exact", "rdp")))
+    target = build_target(
+        TargetSpec("g", "mechanism", claim, parameters={"noise_multiplier": sigma}, accountants=("exact", "rdp"))
+    )
     section = acc.accounting_section(target, ["exact", "rdp"])
     result = analytic_verdict(claim, section)
     assert result.status.value == "REFUTED" and result.epsilon > 10.0 and result.accountant == "exact"
@@ -115,16 +120,18 @@ def test_gaussian_tradeoff_is_the_closed_form_and_the_profile_route_agrees():
 def test_section_cache_resumes_typed_sections_without_recomputing(tmp_path):
     calls, reused = [], []
     section = PlannerSection(100, 1e-5, 0.95, float("inf"), 3.0, None, "cp")  # infinity survives the JSON
-    first = SectionCache(str(tmp_path), 0, reused).get_or_compute("s", {"a": 1}, lambda: calls.append(1) or section,
-                                                                  PlannerSection)
-    again = SectionCache(str(tmp_path), 0, reused).get_or_compute("s", {"a": 1}, lambda: calls.append(1),
-                                                                  PlannerSection)
+    first = SectionCache(str(tmp_path), 0, reused).get_or_compute(
+        "s", {"a": 1}, lambda: calls.append(1) or section, PlannerSection
+    )
+    again = SectionCache(str(tmp_path), 0, reused).get_or_compute(
+        "s", {"a": 1}, lambda: calls.append(1), PlannerSection
+    )
     assert first == again == section and len(calls) == 1 and reused == ["target-0/s"]
-    other = SectionCache(str(tmp_path), 0, reused).get_or_compute("s", {"a": 2}, lambda: Unavailable("x"),
-                                                                  PlannerSection | Unavailable)
+    other = SectionCache(str(tmp_path), 0, reused).get_or_compute(
+        "s", {"a": 2}, lambda: Unavailable("x"), PlannerSection | Unavailable
+    )
     assert other == Unavailable("x")  # a changed input recomputes; an unavailable section is not stored
     assert SectionCache(str(tmp_path), 0, []).load("s", {"a": 2}, PlannerSection) is None
     (tmp_path / "target-0" / "s.json").write_text("{broken")
     assert SectionCache(str(tmp_path), 0, []).load("s", {"a": 1}, PlannerSection) is None  # damaged: recompute
     assert not list(tmp_path.rglob("*.tmp"))
-

@@ -38,8 +38,9 @@ def _count_calls_from_the_audit(monkeypatch, owner, name, counter: Counter):
     monkeypatch.setattr(owner, name, wrapped)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("audit_*.toml")) + [DEFAULT_CONFIG],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "configs").glob("audit_*.toml")) + [DEFAULT_CONFIG], ids=lambda p: p.name
+)
 def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypatch):
     import dpfed.pne.private
     import reports.audit.probes
@@ -48,12 +49,19 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
     from reports.audit.model import ProbeSection
 
     counter: Counter = Counter()
-    for owner, name in ((FTSConfig, "from_preset"), (FTSConfig, "mechanism"), (dpfed.pne.private, "dp_mechanism"),
-                        (reports.audit.target_mechanism, "_mechanism")):
+    for owner, name in (
+        (FTSConfig, "from_preset"),
+        (FTSConfig, "mechanism"),
+        (dpfed.pne.private, "dp_mechanism"),
+        (reports.audit.target_mechanism, "_mechanism"),
+    ):
         _count_calls_from_the_audit(monkeypatch, owner, name, counter)
     # the probes' own runs and the utility runs are the algorithms' code, not the audit's: stub them
-    monkeypatch.setattr(reports.audit.probes, "run_probe", lambda target, planned, *a: ProbeSection(
-        planned.spec.name, planned.spec.kind, "failed", "stubbed"))
+    monkeypatch.setattr(
+        reports.audit.probes,
+        "run_probe",
+        lambda target, planned, *a: ProbeSection(planned.spec.name, planned.spec.kind, "failed", "stubbed"),
+    )
     monkeypatch.setattr("reports.audit.runner.run_probe", reports.audit.probes.run_probe)
     for cls in {type(build_target(s)) for s in load_config(path, allow_code=True)["targets"]}:
         monkeypatch.setattr(cls, "utility", lambda self, *a: Unavailable("stubbed"))
@@ -102,8 +110,9 @@ def test_replace_one_and_unmodelled_settings_are_declined_with_a_reason():
 
 def test_a_non_default_weight_schedule_reaches_the_probe():
     claim = Claim(15.17, 29.0**-1.1, "add-remove", "one agent")
-    target = build_target(TargetSpec("w", "dp-fts-de", claim, parameters={"weight_gap": 5.0, "weight_hold": 3,
-                                                                          "rounds": 20}))
+    target = build_target(
+        TargetSpec("w", "dp-fts-de", claim, parameters={"weight_gap": 5.0, "weight_hold": 3, "rounds": 20})
+    )
     probe, _ = build_probe(target, ProbeSpec("fts-server-reference", "mechanism", 100))
     assert (probe.gap, probe.hold, probe.decay, probe.rounds) == (5.0, 3, 30, 20)
     assert probe.schedule == "reference"
@@ -121,8 +130,13 @@ def test_a_parameter_the_probe_does_not_declare_is_an_error_not_dropped(monkeypa
 
 def test_a_probe_for_another_system_is_a_configuration_error():
     with pytest.raises(ConfigurationError, match=r"target\[0\]\.probes\[0\]\.name"):
-        spec = TargetSpec("t", "mechanism", Claim(1.0, 1e-5, "add-remove", "x"),
-                          parameters={"noise_multiplier": 1.0}, probes=(ProbeSpec("pne-reward", "mechanism", 10),))
+        spec = TargetSpec(
+            "t",
+            "mechanism",
+            Claim(1.0, 1e-5, "add-remove", "x"),
+            parameters={"noise_multiplier": 1.0},
+            probes=(ProbeSpec("pne-reward", "mechanism", 10),),
+        )
         plan_target(spec, 0, AuditOptions(estimate=False))
 
 

@@ -102,9 +102,20 @@ def test_planted_implementation_bug_is_proved_and_violated(tmp_path):
     from reports.cli import main
     from reports.model import load_report
 
-    code = main(["audit", str(ROOT / "configs" / "audit_planted_bug.toml"), "--out", str(tmp_path), "--quiet",
-                 "--trials", "20000"])
+    code = main(
+        [
+            "audit",
+            str(ROOT / "configs" / "audit_planted_bug.toml"),
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--trials",
+            "20000",
+        ]
+    )
     target = load_report(tmp_path / "report.json")["targets"][0]
     assert code == 1 and target["verdict"]["rule"] == "implementation-bug"
-    assert target["verdict"]["analytic"]["status"] == "PROVED" and target["verdict"]["empirical"]["status"] == "VIOLATION"
+    assert (
+        target["verdict"]["analytic"]["status"] == "PROVED" and target["verdict"]["empirical"]["status"] == "VIOLATION"
+    )
     assert target["findings"][0]["id"] == "implementation-bug" and target["findings"][0]["severity"] == "critical"
