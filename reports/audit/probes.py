@@ -82,7 +82,6 @@ def run_probe(
     """Run one planned probe against its target's claim; the section holds numbers only."""
     from attacks.attack import run_attack
     from attacks.planner import bonferroni_ceiling
-    from reports.audit.accounting import tradeoff_curve
 
     claim = target.claim
     result = run_attack(
@@ -115,7 +114,7 @@ def run_probe(
         bounds=tuple(dict(b.to_dict(), details=trim_details(b.details)) for b in result.bounds),
         roc=Series("empirical ROC", tuple(fpr), tuple(tpr)),
         auc=result.roc.get("auc"),
-        tradeoff=tradeoff_curve(target.mechanism, target.releases),
+        tradeoff=target.tradeoff(),
         true_epsilon=result.true_epsilon,
         status=None if verdict is None else verdict.status,
         p_value=None if verdict is None else verdict.p_value,

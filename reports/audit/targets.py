@@ -95,6 +95,14 @@ class BaseTarget:
     def composition(self) -> Composition:
         return Composition.of(self.mechanism, self.releases)
 
+    def tradeoff(self):
+        """The best ROC any attack can reach on this target (computed once; every probe draws it)."""
+        if not hasattr(self, "_tradeoff"):
+            from reports.audit.accounting import tradeoff_curve
+
+            self._tradeoff = tradeoff_curve(self.mechanism, self.releases)
+        return self._tradeoff
+
     def units(self) -> tuple[int | None, str]:
         if self.claim.units is not None:
             return self.claim.units, self.claim.unit_plural
