@@ -1,6 +1,7 @@
-"""The default audit's verdicts on a small copy of it (the same mechanisms and claims; fewer agents, a short
-horizon, the cheap synthetic objective): DP-FTS-DE proved (PASS) with its large-delta finding, classic DP-Fed-PNE refuted by the exact profile (VIOLATION), analytic DP-Fed-PNE proved (PASS);
-the overall verdict and exit code do not change with --trials. And the user probe needs --allow-code."""
+"""The default audit's verdicts on a small copy of it (the same mechanisms and claims; fewer agents, a
+short horizon, the cheap synthetic objective): DP-FTS-DE proved (PASS) with its large-delta finding,
+classic DP-Fed-PNE refuted by the exact profile (VIOLATION), analytic DP-Fed-PNE proved (PASS); the overall
+verdict and exit code do not change with --trials. And the user probe needs --allow-code."""
 
 from __future__ import annotations
 

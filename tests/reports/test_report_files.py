@@ -80,8 +80,8 @@ def test_bad_out_directories_are_refused(tmp_path):
 
 
 def test_report_out_naming_a_directory_is_refused(tmp_path, capsys):
-    from tests.reports.synthetic_report import synthetic_report
     from reports.model import save_report
+    from tests.reports.synthetic_report import synthetic_report
 
     save_report(synthetic_report(), tmp_path / "report.json")
     assert main(["report", str(tmp_path / "report.json"), "--out", str(tmp_path)]) == 2
