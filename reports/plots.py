@@ -227,7 +227,7 @@ def summary_svg(report: dict) -> str | None:
                     label=None if "ceiling" in seen else "lower bound .. ceiling of the estimator used",
                 )
                 seen.add("ceiling")
-            mark(lower, y - 0.12, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")
+            mark(lower, y_probe, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")
     ax.set_yticks(range(len(targets)))
     ax.set_yticklabels([plain(t["name"][:48]) for t in reversed(targets)], fontsize=7)
     ax.set_xlim(0, edge * 1.02)
