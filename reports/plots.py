@@ -216,11 +216,12 @@ def summary_svg(report: dict) -> str | None:
         if uppers:
             tight = min(e for _, e in uppers)
             mark(tight, y + 0.12, "tightest upper bound", marker="*", ms=12, color="#1f5fa8")
-        for _, lower, ceiling in _probe_bounds(t):
+        for k, (_, lower, ceiling) in enumerate(_probe_bounds(t)):
+            y_probe = y - 0.12 - 0.1 * k
             if ceiling is not None:
                 ax.plot(
                     [lower, min(ceiling, edge)],
-                    [y - 0.12] * 2,
+                    [y_probe] * 2,
                     color="#2e7d32",
                     alpha=0.35,
                     lw=4,

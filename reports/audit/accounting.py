@@ -18,10 +18,6 @@ from accounting.mechanisms import Composition, Neighbouring, Sampling, Subsample
 from accounting.registry import account_all
 from reports.audit.model import AccountantRow, AccountingSection, Series, Unavailable
 
-REFERENCE_DELTA = 1e-5
-# accountants whose value is (up to a stated discretisation error) the tight epsilon
-TIGHT_ACCOUNTANTS = ("exact", "pld", "prv")
-
 
 def describe(mechanism) -> str:
     """A readable one-line description of a mechanism (enums by their value, numbers short)."""

@@ -47,7 +47,9 @@ def add_parser(subparsers) -> None:
     from reports.exit_codes import EXIT_CODE_HELP
 
     parser = subparsers.add_parser(
-        "report", help="re-render a saved audit result (report.json)", description=__doc__.split("\n\n")[1],
+        "report",
+        help="re-render a saved audit result (report.json)",
+        description=__doc__.split("\n\n")[1],
         epilog=EXIT_CODE_HELP,
     )
     parser.add_argument("result", help="a report.json written by `dpaudit audit`")

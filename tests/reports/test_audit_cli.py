@@ -347,3 +347,23 @@ def test_dp_fed_pne_example_finds_the_classic_calibration_flaw(tmp_path):
     assert finding["values"]["true_delta_at_claim"] == pytest.approx(2.27e-5, rel=0.01)
     assert all(p["outcome"] == "ran" for p in classic["probes"])  # mechanism-level and end-to-end
     assert {p["kind"] for p in classic["probes"]} == {"mechanism", "end-to-end"}
+
+
+def test_a_failed_probe_is_in_the_summary_and_the_target_cannot_pass(tmp_path, monkeypatch, capsys):
+    """As when a worker is killed: the probe's run raises. The claim is proved analytically, yet the target
+    is INCONCLUSIVE (exit 3) and the summary names the failed probe."""
+    from attacks.probes.mechanisms import GaussianProbe
+
+    def killed(self, world, trials, rng):
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(GaussianProbe, "scores", killed)
+    config = tmp_path / "g.toml"
+    config.write_text(GAUSSIAN_ONLY)
+    assert main(["audit", str(config), "--out", str(tmp_path / "out")]) == 3
+    out = capsys.readouterr().out
+    assert "probe gaussian failed" in out and "INCONCLUSIVE" in out
+    target = load_report(tmp_path / "out" / "report.json")["targets"][0]
+    assert target["probes"][0]["outcome"] == "failed" and "worker killed" in target["probes"][0]["reason"]
+    assert target["verdict"]["analytic"]["status"] == "PROVED" and target["verdict"]["rule"] == "probe-failed"
+    assert target["findings"][0]["id"] == "probe-failed"

@@ -137,5 +137,7 @@ def test_a_user_probe_runs_only_with_allow_code(tmp_path, capsys):
     assert "--allow-code" in err and err.count("\n") == 0 and not (tmp_path / "no" / "report.json").exists()
     assert main(["audit", str(config), "--out", str(tmp_path / "yes"), "--quiet", "--allow-code"]) in (0, 3)
     probe = load_report(tmp_path / "yes" / "report.json")["targets"][0]["probes"][0]
-    assert probe["outcome"] == "ran" and "--allow-code" in load_report(tmp_path / "yes" / "report.json")[
-        "provenance"]["command"]
+    assert (
+        probe["outcome"] == "ran"
+        and "--allow-code" in load_report(tmp_path / "yes" / "report.json")["provenance"]["command"]
+    )
