@@ -32,8 +32,10 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--steps", required=True, type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
-    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"])
-    p.add_argument("--sampling", default="poisson", choices=["poisson", "fixed-size"])
+    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"],
+                   help="neighbouring relation (replace-one charges twice the clip norm as sensitivity)")
+    p.add_argument("--sampling", default="poisson", choices=["poisson", "fixed-size"],
+                   help="Poisson sampling at rate q, or a fixed-size sample of q x population")
     p.add_argument(
         "--population",
         type=number_arg("population", low=1, integer=True),

@@ -13,9 +13,9 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--trials", type=float, help="trials per world")
     parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
-    parser.add_argument("--delta", type=float, required=True)
-    parser.add_argument("--confidence", type=float, default=0.95)
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--delta", type=float, required=True, help="delta of the claim to certify against")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
+    parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.set_defaults(func=run, _parser=parser)
 
 
