@@ -10,25 +10,9 @@ import tomllib
 
 from accounting.errors import ConfigurationError, read_toml
 
-CONFIG_KEYS = (
-    "probe",
-    "trials",
-    "seed",
-    "delta",
-    "claim_epsilon",
-    "claim_delta",
-    "confidence",
-    "executor",
-    "workers",
-    "scheduler",
-    "checkpoint",
-    "methods",
-    "batch_size",
-    "params",
-    "mechanism",
-    "datasets",
-    "classifier",
-)
+CONFIG_KEYS = ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
+               "workers", "scheduler", "checkpoint", "methods", "batch_size", "params", "mechanism",
+               "datasets", "classifier")
 DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
 
 
@@ -64,9 +48,8 @@ def load_config(path) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "attack", help="run a membership-inference probe: epsilon lower bounds", description=__doc__
-    )
+    parser = subparsers.add_parser("attack", help="run a membership-inference probe: epsilon lower bounds",
+                                   description=__doc__)
     parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
@@ -74,11 +57,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
     parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
     parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
-    parser.add_argument(
-        "--claim-epsilon",
-        type=float,
-        help="claimed epsilon (default: the probe's tight epsilon of the described mechanism)",
-    )
+    parser.add_argument("--claim-epsilon", type=float, help="claimed epsilon (default: the probe's tight "
+                                                             "epsilon of the described mechanism)")
     parser.add_argument("--claim-delta", type=float, help="claimed delta (default: --delta)")
     parser.add_argument("--delta", type=float, help="delta of the bounds (default: the probe's)")
     parser.add_argument("--confidence", type=float, help="confidence level in (0, 1) (default 0.95)")
@@ -98,24 +78,9 @@ def add_parser(subparsers) -> None:
 def _settings(args) -> dict:
     config = load_config(args.config)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
-    for key in (
-        "probe",
-        "trials",
-        "seed",
-        "delta",
-        "claim_epsilon",
-        "claim_delta",
-        "confidence",
-        "executor",
-        "workers",
-        "scheduler",
-        "checkpoint",
-        "batch_size",
-        "methods",
-        "mechanism",
-        "datasets",
-        "classifier",
-    ):
+    for key in ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
+                "workers", "scheduler", "checkpoint", "batch_size", "methods", "mechanism", "datasets",
+                "classifier"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
@@ -150,20 +115,16 @@ def print_table(result, out=None) -> None:
     out = sys.stdout if out is None else out
     p = result.probe
     print(f"probe       {p['name']} ({p['threat_model']}): {p['description']}", file=out)
-    print(
-        f"trials      {result.trials} per world"
-        + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
-        + f", seed {result.seed}, {result.executor} x{result.workers}, {result.elapsed_seconds:.1f} s"
-        + (f", {result.batches_resumed}/{result.batches_total} batches resumed" if result.batches_resumed else ""),
-        file=out,
-    )
-    print(f"true eps    {_fmt(result.true_epsilon)} at delta {result.delta:.4g} (tight, described mechanism)", file=out)
+    print(f"trials      {result.trials} per world"
+          + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
+          + f", seed {result.seed}, {result.executor} x{result.workers}, {result.elapsed_seconds:.1f} s"
+          + (f", {result.batches_resumed}/{result.batches_total} batches resumed" if result.batches_resumed
+             else ""), file=out)
+    print(f"true eps    {_fmt(result.true_epsilon)} at delta {result.delta:.4g} (tight, described mechanism)",
+          file=out)
     if result.claim_epsilon is not None:
-        print(
-            f"claim       epsilon {_fmt(result.claim_epsilon)} at delta {result.claim_delta:.4g} "
-            f"({result.claim_source})",
-            file=out,
-        )
+        print(f"claim       epsilon {_fmt(result.claim_epsilon)} at delta {result.claim_delta:.4g} "
+              f"({result.claim_source})", file=out)
     print(f"AUC         {result.roc['auc']:.4f}", file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result.bounds:
@@ -171,7 +132,8 @@ def print_table(result, out=None) -> None:
         print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
     if result.verdict is not None:
         v = result.verdict
-        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}", file=out)
+        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}",
+              file=out)
     else:
         print("\nverdict     none (no claim and no known tight epsilon; give --claim-epsilon)", file=out)
 
@@ -196,22 +158,13 @@ def run(args) -> int:
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    result = run_attack(
-        probe,
-        trials,
-        seed=settings.get("seed"),
-        executor=settings["executor"],
-        workers=settings["workers"],
-        scheduler=settings.get("scheduler"),
-        checkpoint_dir=settings.get("checkpoint"),
-        delta=settings.get("delta"),
-        confidence=settings["confidence"],
-        claim_epsilon=settings.get("claim_epsilon"),
-        claim_delta=settings.get("claim_delta"),
-        methods=methods,
-        progress=not args.no_progress and sys.stderr.isatty(),
-        batch_size=settings.get("batch_size"),
-    )
+    result = run_attack(probe, trials, seed=settings.get("seed"), executor=settings["executor"],
+                        workers=settings["workers"], scheduler=settings.get("scheduler"),
+                        checkpoint_dir=settings.get("checkpoint"), delta=settings.get("delta"),
+                        confidence=settings["confidence"], claim_epsilon=settings.get("claim_epsilon"),
+                        claim_delta=settings.get("claim_delta"), methods=methods,
+                        progress=not args.no_progress and sys.stderr.isatty(),
+                        batch_size=settings.get("batch_size"))
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:

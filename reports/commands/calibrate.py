@@ -12,23 +12,17 @@ from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, dumps, f
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
-        "calibrate",
-        help="noise multiplier for a target (epsilon, delta)",
-        description="Noise for a target, or --check-classic to test "
-        "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.",
-    )
+    p = subparsers.add_parser("calibrate", help="noise multiplier for a target (epsilon, delta)",
+                              description="Noise for a target, or --check-classic to test "
+                                          "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.")
     p.add_argument("--epsilon", required=True, type=number_arg("epsilon", **POSITIVE))
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY))
     p.add_argument("--rate", type=number_arg("rate", **RATE), help="sampling rate q in (0, 1]")
     p.add_argument("--steps", type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--accountant", default="pld", choices=["pld", "rdp", "moments", "prv"])
     p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"])
-    p.add_argument(
-        "--check-classic",
-        action="store_true",
-        help="check the classic Gaussian calibration for one release (no subsampling)",
-    )
+    p.add_argument("--check-classic", action="store_true",
+                   help="check the classic Gaussian calibration for one release (no subsampling)")
     p.add_argument("--format", default="table", choices=["table", "json"])
     p.set_defaults(func=run)
 
@@ -39,17 +33,14 @@ def run(args) -> int:
     for field in ("rate", "steps"):
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
-    result = calibrate_noise_multiplier(
-        args.epsilon, args.delta, args.rate, int(args.steps), args.accountant, neighbouring=args.neighbouring
-    )
+    result = calibrate_noise_multiplier(args.epsilon, args.delta, args.rate, int(args.steps), args.accountant,
+                                        neighbouring=args.neighbouring)
     if args.format == "json":
         print(dumps(result.to_dict()))
     else:
-        print(
-            f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
-            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
-            f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
-        )
+        print(f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
+              f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
+              f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})")
     return 0
 
 
@@ -60,17 +51,14 @@ def _check_classic(args) -> int:
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return 0
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
-    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta:.4g})")
+    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} "
+          f"(claimed {args.delta:.4g})")
     if check.violated:
-        print(
-            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
-            f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}"
-        )
+        print(f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
+              f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}")
     else:
-        print(
-            "holds: the classic calibration meets the claimed delta "
-            f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})"
-        )
+        print("holds: the classic calibration meets the claimed delta "
+              f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})")
     if threshold is not None:
         print(f"for delta = {args.delta:.4g} the classic calibration fails from epsilon = {threshold:.2f}")
     return 0

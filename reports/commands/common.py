@@ -10,15 +10,13 @@ from accounting.errors import ConfigurationError, require_number
 
 def number_arg(field: str, **bounds):
     """An argparse ``type`` that validates a number and names ``field`` in its one-line error."""
-
     def parse(text: str) -> float:
         try:
             return require_number(field, text, **bounds)
         except ConfigurationError as exc:
             import argparse
 
-            raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
-
+            raise argparse.ArgumentTypeError(str(exc).split(': ', 1)[-1]) from None
     parse.__name__ = field
     return parse
 
@@ -48,7 +46,6 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 def dumps(obj) -> str:
     """JSON with non-finite floats turned into null (JSON has no NaN or infinity)."""
-
     def clean(value):
         if isinstance(value, float) and not math.isfinite(value):
             return None
@@ -57,7 +54,6 @@ def dumps(obj) -> str:
         if isinstance(value, (list, tuple)):
             return [clean(v) for v in value]
         return value
-
     return json.dumps(clean(obj), indent=2)
 
 

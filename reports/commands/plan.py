@@ -9,8 +9,10 @@ from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "plan", help="what an attack budget can certify (statistical ceiling of a perfect attack)"
-    )
+        "plan", help="what an attack budget can certify (statistical ceiling of a perfect attack)",
+        description="Before running an attack: the largest epsilon N trials per world can certify (for a "
+                    "perfect attack at one threshold fixed in advance, and for the default Bonferroni "
+                    "Clopper-Pearson estimator, which the audit uses), or the trials a target epsilon needs.")
     parser.add_argument("--trials", type=float, help="trials per world")
     parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
     parser.add_argument("--delta", type=float, required=True, help="delta of the claim to certify against")
@@ -35,17 +37,11 @@ def run(args) -> int:
         return 0
     level = f"{args.confidence:.0%} confidence, delta = {args.delta:g}"
     if "max_certifiable_epsilon" in result:
-        print(
-            f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "
-            f"epsilon = {result['max_certifiable_epsilon']:.4f}."
-        )
-        print(
-            "The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
-            f"at most {result['default_estimator_ceiling']:.4f}."
-        )
+        print(f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "
+              f"epsilon = {result['max_certifiable_epsilon']:.4f}.")
+        print("The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
+              f"at most {result['default_estimator_ceiling']:.4f}.")
     if "trials_needed" in result:
-        print(
-            f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
-            f"{result['trials_needed']} trials per world, even with a perfect attack."
-        )
+        print(f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
+              f"{result['trials_needed']} trials per world, even with a perfect attack.")
     return 0

@@ -39,7 +39,9 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
         p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
-        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        p.add_argument(
+            "--save-transcript", action="store_true", help="include run 0's transcript in the JSON"
+        )
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -64,7 +66,9 @@ def run_command(algorithm: str, args) -> int:
     runs = int(require_number("runs", args.runs, low=1, integer=True))
     config = load_config(algorithm, args)
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
-    results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
+    results = [
+        run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)
+    ]
     curves = np.array([r.utility for r in results])
     mean = curves.mean(axis=0)
     se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
@@ -74,7 +78,9 @@ def run_command(algorithm: str, args) -> int:
         f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
     )
     steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
-    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps])
+    print_table(
+        ["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps]
+    )
     composition = results[0].composition()
     accounting_rows = []
     if composition is None:
@@ -120,8 +126,7 @@ def run_command(algorithm: str, args) -> int:
         payload["transcript"] = results[0].transcript.to_dict()
     stem = f"fts_{algorithm}_{config.objective}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
-    png_path = write_curve_png(
-        out / f"{stem}.png", np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
-    )
+    png_path = write_curve_png(out / f"{stem}.png", np.arange(len(mean)), mean, se,
+                               f"{algorithm} on {config.objective}", "iteration", name)
     print(f"\nwrote {json_path} and {png_path}")
     return 0

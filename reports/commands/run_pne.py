@@ -23,19 +23,9 @@ ALGORITHM_HELP = {
     "dp-fed-pne": "Fed-PNE with clipped, Gaussian-noised rewards (event-level DP)",
     "hct": "centralised HCT on the global objective (the baseline)",
 }
-DEFAULTS = {
-    "objective": "garland",
-    "clients": 10,
-    "horizon": 1000,
-    "seed": 0,
-    "runs": 1,
-    "out": "dpaudit-out",
-    "epsilon": 1.0,
-    "delta": 1e-5,
-    "calibration": "analytic",
-    "heterogeneity": 0.1,
-    "noise_width": 0.2,
-}
+DEFAULTS = {"objective": "garland", "clients": 10, "horizon": 1000, "seed": 0, "runs": 1,
+            "out": "dpaudit-out", "epsilon": 1.0, "delta": 1e-5, "calibration": "analytic",
+            "heterogeneity": 0.1, "noise_width": 0.2}
 CONSTANTS = ("k", "nu1", "rho", "c", "c1", "conf_delta", "expansion", "final_upload")
 
 
@@ -50,18 +40,16 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
             p.add_argument("--delta", default=None, help="privacy delta (default 1e-5)")
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+            p.add_argument("--accountants", default=None,
+                           help="comma-separated accountant names (default all)")
         p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
-        p.add_argument(
-            "--noise-width",
-            dest="noise_width",
-            default=None,
-            help="width of the uniform observation noise (default 0.2)",
-        )
+        p.add_argument("--noise-width", dest="noise_width", default=None,
+                       help="width of the uniform observation noise (default 0.2)")
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
         p.add_argument("--out", default=None, help="directory for the JSON result and the plot")
-        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        p.add_argument("--save-transcript", action="store_true",
+                       help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -75,8 +63,10 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     if unknown:
         raise ConfigurationError("config", f"unknown key {sorted(unknown)[0]!r}")
     opts = {key: getattr(args, key, None) for key in DEFAULTS}
-    opts = {key: (value if value is not None else config.get(key, DEFAULTS[key])) for key, value in opts.items()}
-    opts["clients"] = 1 if algorithm == "hct" else int(require_number("clients", opts["clients"], low=1, integer=True))
+    opts = {key: (value if value is not None else config.get(key, DEFAULTS[key]))
+            for key, value in opts.items()}
+    opts["clients"] = 1 if algorithm == "hct" else int(require_number("clients", opts["clients"], low=1,
+                                                                      integer=True))
     opts["horizon"] = int(require_number("horizon", opts["horizon"], low=1, integer=True))
     opts["runs"] = int(require_number("runs", opts["runs"], low=1, integer=True))
     opts["seed"] = int(require_number("seed", opts["seed"], low=0, integer=True))
@@ -85,7 +75,8 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     opts["epsilon"] = require_number("epsilon", opts["epsilon"], low=0, low_open=True)
     opts["delta"] = require_number("delta", opts["delta"], low=0, high=1, low_open=True, high_open=True)
     if opts["calibration"] not in ("analytic", "classic"):
-        raise ConfigurationError("calibration", f"unknown method {opts['calibration']!r}; choose analytic or classic")
+        raise ConfigurationError("calibration",
+                                 f"unknown method {opts['calibration']!r}; choose analytic or classic")
     from dpfed.pne import get_objective
 
     get_objective(opts["objective"])  # validates the name
@@ -103,22 +94,12 @@ def execute(algorithm: str, opts: dict, constants: dict) -> list:
         return [run_hct(opts["objective"], opts["horizon"], seed=s, **common, **hct_keys) for s in seeds]
     common.update(heterogeneity=opts["heterogeneity"], **constants)
     if algorithm == "fed-pne":
-        return [run_fed_pne(opts["objective"], opts["clients"], opts["horizon"], seed=s, **common) for s in seeds]
+        return [run_fed_pne(opts["objective"], opts["clients"], opts["horizon"], seed=s, **common)
+                for s in seeds]
     c = common.pop("c", 0.1)
-    return [
-        run_dp_fed_pne(
-            opts["objective"],
-            opts["clients"],
-            opts["horizon"],
-            epsilon=opts["epsilon"],
-            dp_delta=opts["delta"],
-            calibration=opts["calibration"],
-            c=c,
-            seed=s,
-            **common,
-        )
-        for s in seeds
-    ]
+    return [run_dp_fed_pne(opts["objective"], opts["clients"], opts["horizon"], epsilon=opts["epsilon"],
+                           dp_delta=opts["delta"], calibration=opts["calibration"], c=c, seed=s, **common)
+            for s in seeds]
 
 
 def privacy_report(run, opts: dict) -> dict:
@@ -128,41 +109,26 @@ def privacy_report(run, opts: dict) -> dict:
 
     eps, delta, method = opts["epsilon"], opts["delta"], opts["calibration"]
     mech = run.mechanism
-    print(
-        f"\nprivacy (event level: neighbouring runs differ in one reward of one client; rewards clipped "
-        f"to [0, 1]): each reward gets Gaussian noise of std {format_number(mech.noise_std)} ({method} "
-        f"calibration for epsilon={eps:g}, delta={delta:g}); the whole run is one such release"
-    )
+    print(f"\nprivacy (event level: neighbouring runs differ in one reward of one client; rewards clipped "
+          f"to [0, 1]): each reward gets Gaussian noise of std {format_number(mech.noise_std)} ({method} "
+          f"calibration for epsilon={eps:g}, delta={delta:g}); the whole run is one such release")
     rows = [a.to_dict() for a in account_all(run.composition(), delta, opts.get("accountants"))]
-    print_table(
-        ["accountant", f"epsilon at delta={delta:g}", "status"],
-        [
-            [a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
-            for a in rows
-        ],
-    )
-    section = {
-        "unit": "one reward of one client (event level)",
-        "epsilon": eps,
-        "delta": delta,
-        "calibration": method,
-        "noise_std": mech.noise_std,
-        "accounting": rows,
-    }
+    print_table(["accountant", f"epsilon at delta={delta:g}", "status"],
+                [[a["name"], format_number(a["epsilon"]),
+                  a["status"] + (f" ({a['reason']})" if a["reason"] else "")] for a in rows])
+    section = {"unit": "one reward of one client (event level)", "epsilon": eps, "delta": delta,
+               "calibration": method, "noise_std": mech.noise_std, "accounting": rows}
     if method == "classic":
         check = check_classic_calibration(eps, delta)
         threshold = classic_failure_threshold(delta)
         where = f"from about epsilon = {threshold:.2f}" if threshold else "nowhere below epsilon = 100"
-        print(
-            f"\nWARNING: the classic calibration sigma = sqrt(2 ln(1.25/delta))/epsilon is proven only "
-            f"for epsilon < 1 and does not give the claimed guarantee for large epsilon: for "
-            f"delta={delta:g} it fails {where}."
-        )
-        verdict = "VIOLATED: the claimed guarantee does NOT hold" if check.violated else "the claim holds here"
-        print(
-            f"true delta at epsilon={eps:g}: {check.true_delta:.4g} (claimed {delta:g}): {verdict}; the "
-            f"analytic calibration needs noise std {format_number(check.analytic_noise_multiplier)}"
-        )
+        print(f"\nWARNING: the classic calibration sigma = sqrt(2 ln(1.25/delta))/epsilon is proven only "
+              f"for epsilon < 1 and does not give the claimed guarantee for large epsilon: for "
+              f"delta={delta:g} it fails {where}.")
+        verdict = ("VIOLATED: the claimed guarantee does NOT hold" if check.violated
+                   else "the claim holds here")
+        print(f"true delta at epsilon={eps:g}: {check.true_delta:.4g} (claimed {delta:g}): {verdict}; the "
+              f"analytic calibration needs noise std {format_number(check.analytic_noise_multiplier)}")
         section["classic_check"] = {**check.to_dict(), "failure_threshold_epsilon": threshold}
     return section
 
@@ -178,27 +144,16 @@ def run_command(algorithm: str, args) -> int:
     print(f"{algorithm} on {opts['objective']}: {who}, T={horizon}, runs={runs} (seed {opts['seed']})")
     steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
     label = "cumulative regret" if algorithm == "hct" else "avg per-client cumulative regret"
-    print_table(
-        ["round", label, "std error"],
-        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
-    )
+    print_table(["round", label, "std error"],
+                [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps])
     rounds = [r.communication_rounds for r in results]
     if algorithm != "hct":
-        print(
-            f"communication rounds: {np.mean(rounds):.2f} (mean over runs); floats uploaded per client: "
-            f"{np.mean([r.uplink_floats for r in results]) / opts['clients']:.1f}"
-        )
-    payload = {
-        "algorithm": algorithm,
-        "options": opts,
-        "constants": constants,
-        "final_regret_mean": float(mean[-1]),
-        "final_regret_se": float(se[-1]),
-        "regret_mean": mean.tolist(),
-        "regret_se": se.tolist(),
-        "communication_rounds": rounds,
-        "runs": [r.summary() for r in results],
-    }
+        print(f"communication rounds: {np.mean(rounds):.2f} (mean over runs); floats uploaded per client: "
+              f"{np.mean([r.uplink_floats for r in results]) / opts['clients']:.1f}")
+    payload = {"algorithm": algorithm, "options": opts, "constants": constants,
+               "final_regret_mean": float(mean[-1]), "final_regret_se": float(se[-1]),
+               "regret_mean": mean.tolist(), "regret_se": se.tolist(), "communication_rounds": rounds,
+               "runs": [r.summary() for r in results]}
     if algorithm == "dp-fed-pne":
         payload["privacy"] = privacy_report(results[0], {**opts, "accountants": args.accountants})
     else:
@@ -213,14 +168,7 @@ def run_command(algorithm: str, args) -> int:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     stem = f"pne_{algorithm}_{opts['objective']}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
-    png_path = write_curve_png(
-        out / f"{stem}.png",
-        np.arange(1, len(mean) + 1),
-        mean,
-        se,
-        f"{algorithm} on {opts['objective']}",
-        "round (pulls per client)",
-        label,
-    )
+    png_path = write_curve_png(out / f"{stem}.png", np.arange(1, len(mean) + 1), mean, se,
+                               f"{algorithm} on {opts['objective']}", "round (pulls per client)", label)
     print(f"\nwrote {json_path} and {png_path}")
     return 0
