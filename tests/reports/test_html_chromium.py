@@ -64,7 +64,7 @@ def _check_page(html_path: Path, tmp_path: Path, screenshot_name: str, expected_
 def test_synthetic_report_in_chromium(tmp_path):
     page = tmp_path / "report.html"
     page.write_text(render_html(synthetic_report()), encoding="utf-8")
-    dom = _check_page(page, tmp_path, "report-synthetic.png", expected_plots=3)
+    dom = _check_page(page, tmp_path, "report-synthetic.png", expected_plots=4)  # with the summary figure
     assert 'id="overall-status"' in dom and "INCONCLUSIVE" in dom
 
 
@@ -72,6 +72,6 @@ def test_audit_report_in_chromium(tmp_path):
     out = tmp_path / "audit"
     code = main(["audit", str(ROOT / "configs" / "audit_small.toml"), "--out", str(out), "--quiet"])
     assert code == 1
-    # mechanism target (one release): ROC; DP-Fed-PNE target (event level, one release): ROC + utility
-    dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=3)
+    # summary figure; mechanism target (one release): ROC; DP-Fed-PNE target (event level): ROC + utility
+    dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=4)
     assert "VIOLATION" in dom and "Calibration check" in dom
