@@ -4,17 +4,20 @@ viewer). Plots live in the HTML rendering; Markdown gives their numbers."""
 
 from __future__ import annotations
 
-import html
 import json
+import re
 
 from reports import render_text as words
 from reports.model import fmt_number as f
 from reports.model import is_available
 
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
 
 def esc(value) -> str:
-    """Text safe inside Markdown: HTML escaped, table pipes and newlines neutralised."""
-    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\n", " ")
+    """Text safe inside Markdown: every '<' that could open an HTML tag or comment is escaped (a viewer
+    shows it, never interprets it), table pipes and newlines are neutralised; '<=' stays readable."""
+    return _TAG_START.sub("&lt;", str(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
