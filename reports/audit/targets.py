@@ -11,8 +11,9 @@ and its mechanism object, and from then on offers
 - ``probe_parameters(name)``: the parameters with which probe ``name`` attacks exactly this target's
   setting, or ``ProbeDeclined`` saying why it cannot.
 
-Adding a system is one small class with ``algorithms`` and those methods, decorated with
-``@register``.
+Adding a system is one small class (subclass ``BaseTarget``: ``algorithms``, ``binders`` from probe names
+to its binder methods, ``__init__`` building ``mechanism`` and ``releases``, ``report_parameters``,
+``utility``), decorated with ``@register``, in a module listed in ``TARGET_MODULES``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from reports.audit.model import TargetSpec, Unavailable, UtilitySection
 
 MAX_UTILITY_POINTS = 120
 TARGETS: dict[str, type] = {}
+# modules whose ``@register`` classes are the audited systems (a new system adds its module here)
+TARGET_MODULES = ("reports.audit.target_fts", "reports.audit.target_pne", "reports.audit.target_mechanism")
 
 
 class ProbeDeclined(Exception):
@@ -46,6 +49,7 @@ class Target(Protocol):
     releases: int
 
     def composition(self) -> Composition: ...
+    def tradeoff(self): ...
     def units(self) -> tuple[int | None, str]: ...
     def calibration(self) -> str | None: ...
     def report_parameters(self) -> dict: ...
@@ -60,11 +64,6 @@ def register(cls):
     return cls
 
 
-def algorithm_names() -> tuple[str, ...]:
-    _load_builtin_targets()
-    return tuple(TARGETS)
-
-
 def build_target(spec: TargetSpec) -> Target:
     """The target object of ``spec`` (ConfigurationError for an unknown algorithm or bad parameters)."""
     _load_builtin_targets()
@@ -76,9 +75,10 @@ def build_target(spec: TargetSpec) -> Target:
 
 
 def _load_builtin_targets() -> None:
-    import reports.audit.target_fts  # noqa: F401
-    import reports.audit.target_mechanism  # noqa: F401
-    import reports.audit.target_pne  # noqa: F401
+    import importlib
+
+    for module in TARGET_MODULES:
+        importlib.import_module(module)
 
 
 class BaseTarget:
