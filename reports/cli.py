@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for provenance
     try:
         return int(args.func(args) or 0)
     except ConfigurationError as exc:

@@ -6,12 +6,13 @@ against ``reports/schema/report.schema.json`` and reads/writes it atomically.
 
 Layout (see the schema for every field)::
 
-    {"schema": "dpfed-audit/report", "schema_version": "1.0", "title", "status", "exit_code",
-     "summary": [str], "targets": [target, ...], "provenance": {...}}
+    {"schema": "dpfed-audit/report", "schema_version": "2.0", "title", "status", "exit_code",
+     "targets": [target, ...], "provenance": {...}}
 
-Each target is one audited system (an algorithm configuration or a bare mechanism) with its claim,
-accounting, calibration check, planner ceiling, probes, verdict, utility and computed findings. A
-section that could not be produced carries ``{"available": false, "reason": ...}`` instead of numbers.
+Each target is a ``reports.audit.model.TargetResult`` as JSON: one audited system with its claim,
+accounting, calibration check, planner, probes, verdicts, utility and findings, all numbers and ids
+(the renderers write the words). A section that could not be produced carries
+``{"available": false, "reason": ...}``; infinite numbers are written as the string "inf".
 """
 
 from __future__ import annotations
@@ -25,56 +26,22 @@ from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_text
 
 SCHEMA_NAME = "dpfed-audit/report"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
-EXIT_CODES = {"PASS": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
 # Fields that legitimately differ between two runs of the same configuration and seed.
-VOLATILE_PROVENANCE_FIELDS = ("started", "finished", "duration_seconds", "resumed_sections")
-
-
-def worst_status(statuses) -> str:
-    """VIOLATION beats INCONCLUSIVE beats PASS; an empty list is INCONCLUSIVE."""
-    statuses = list(statuses)
-    if "VIOLATION" in statuses:
-        return "VIOLATION"
-    if not statuses or "INCONCLUSIVE" in statuses:
-        return "INCONCLUSIVE"
-    return "PASS"
-
-
-def unavailable(reason: str) -> dict:
-    """A section that could not be produced, with the reason shown in every rendering."""
-    return {"available": False, "reason": str(reason)}
+VOLATILE_PROVENANCE_FIELDS = ("started", "finished", "duration_seconds", "reused_sections", "reused_from", "command")
 
 
 def is_available(section) -> bool:
     return isinstance(section, dict) and section.get("available", True) is not False
 
 
-def clean_number(value):
-    """A JSON-safe float (None for NaN/inf, which JSON cannot hold)."""
+def as_number(value):
+    """A report number as a float (the sanitiser writes infinities as "inf"); None stays None."""
     if value is None:
         return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def jsonable(value):
-    """Recursively turn numpy scalars/arrays, tuples and enums into plain JSON values."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return jsonable(value.tolist())
-    if hasattr(value, "value") and value.__class__.__module__.startswith("accounting"):
-        return value.value  # Sampling / Neighbouring enums
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        return clean_number(value)
-    return str(value)
+    return float(value)
 
 
 def claim_in_words(claim: dict) -> str:
@@ -95,28 +62,33 @@ def claim_in_words(claim: dict) -> str:
 
 
 def fmt_number(value) -> str:
-    """Short human formatting of a number shared by the renderers ('n/a' for None)."""
+    """Short human formatting of a number shared by the renderers ('n/a' for None, 'inf' for infinity)."""
     if value is None:
         return "n/a"
     value = float(value)
+    if not math.isfinite(value):
+        return "inf" if value > 0 else ("-inf" if value < 0 else "nan")
     if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
         return f"{value:.3g}"
     return f"{value:.4g}"
 
 
-def new_report(title: str, targets: list[dict], provenance: dict) -> dict:
-    """Assemble a report; its status is the worst target verdict."""
-    status = worst_status(t["verdict"]["status"] for t in targets)
-    summary = [f"{t['name']}: {t['verdict']['status']} - {t['verdict']['reason']}" for t in targets]
-    return jsonable(
+def new_report(title: str, targets, provenance: dict) -> dict:
+    """The JSON report of typed target results (``reports.audit.model.TargetResult``): the one place
+    where the audit becomes JSON. Its status is the worst target verdict."""
+    from reports.audit.model import to_plain
+    from reports.audit.verdicts import worst_status
+    from reports.exit_codes import exit_code_for_status
+
+    status = worst_status(t.verdict.status for t in targets).value
+    return to_plain(
         {
             "schema": SCHEMA_NAME,
             "schema_version": SCHEMA_VERSION,
             "title": title,
             "status": status,
-            "exit_code": EXIT_CODES[status],
-            "summary": summary,
-            "targets": targets,
+            "exit_code": int(exit_code_for_status(status)),
+            "targets": list(targets),
             "provenance": provenance,
         }
     )
@@ -128,15 +100,20 @@ def load_schema() -> dict:
 
 
 def validate_report(report: dict) -> dict:
-    """Validate against the JSON schema; a mismatch raises ConfigurationError naming the field."""
+    """Validate against the JSON schema, then for consistency (``reports.consistency``); a problem
+    raises ConfigurationError naming the path, in one line."""
     import jsonschema
 
+    from reports.consistency import check_consistency
+
     validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        where = "/".join(str(p) for p in err.absolute_path) or "report"
-        raise ConfigurationError(where, f"report does not match schema {SCHEMA_VERSION}: {err.message}")
+    error = jsonschema.exceptions.best_match(validator.iter_errors(report))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "report"
+        message = " ".join(error.message.split())
+        message = message if len(message) <= 160 else message[:157] + "..."
+        raise ConfigurationError(where, f"does not match report schema {SCHEMA_VERSION}: {message}")
+    check_consistency(report)
     return report
 
 
@@ -149,7 +126,9 @@ def strip_volatile(report: dict) -> dict:
 
 
 def dumps_report(report: dict) -> str:
-    return json.dumps(report, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    from attacks.files import dumps_json
+
+    return dumps_json(report, indent=2) + "\n"
 
 
 def save_report(report: dict, path) -> None:

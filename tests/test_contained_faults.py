@@ -85,17 +85,20 @@ def test_ctrl_c_is_130(monkeypatch, capfd):
 
 @pytest.mark.parametrize("content", [b"", b"{", b"[]", b"null", b'{"key": 1}', b"\xff\xfe", b'"text"'])
 def test_a_damaged_audit_cache_entry_is_recomputed(tmp_path, content):
-    from types import SimpleNamespace
+    from reports.audit.cache import SectionCache
+    from reports.audit.model import PlannerSection
 
-    from attacks.audit_cache import SectionCache
-
-    options = SimpleNamespace(resumed=[])
-    cache = SectionCache(str(tmp_path), 0, options)
-    cache.path("accounting").parent.mkdir(parents=True)
-    cache.path("accounting").write_bytes(content)
-    assert cache.get_or_compute("accounting", {"a": 1}, lambda: {"value": 3}) == {"value": 3}
-    assert options.resumed == []
-    assert cache.get_or_compute("accounting", {"a": 1}, lambda: pytest.fail("not resumed")) == {"value": 3}
+    reused = []
+    cache = SectionCache(str(tmp_path), 0, reused)
+    section = PlannerSection(
+        trials=10, delta=1e-5, confidence=0.95, ceiling=1.0, perfect_ceiling=2.0, trials_for_claim=None, estimator="cp"
+    )
+    cache.path("planner").parent.mkdir(parents=True)
+    cache.path("planner").write_bytes(content)
+    assert cache.get_or_compute("planner", {"a": 1}, lambda: section, PlannerSection) == section
+    assert reused == []
+    again = cache.get_or_compute("planner", {"a": 1}, lambda: pytest.fail("not resumed"), PlannerSection)
+    assert again == section and len(reused) == 1
 
 
 def test_a_printing_mechanism_keeps_json_output_valid(user_dir, capfd):
@@ -201,7 +204,6 @@ def test_output_checks_leave_nothing_behind(tmp_path):
         check_output_dir("out", tmp_path / "f")
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on branch audit: HTML/SVG/Markdown escaping")
 @pytest.mark.parametrize("fmt", ["html", "md"])
 def test_a_hand_edited_report_cannot_inject_markup(tmp_path, capfd, fmt):
     from reports.model import validate_report

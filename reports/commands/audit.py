@@ -1,21 +1,23 @@
-"""``dpaudit audit [CONFIG.toml] [--out DIR] [--trials N] [--executor ...] [--seed S]``.
+"""``dpaudit audit [CONFIG.toml] [--out DIR] [--trials N] [--executor ...] [--seed S] [--allow-code]``.
 
 Audits every target of the configuration (the built-in default without one): accountants, planner,
-probes, utility run; writes ``report.json``, ``report.md`` and ``report.html`` to DIR (atomically) and
-exits 0 on PASS, 1 on VIOLATION, 3 on INCONCLUSIVE, 2 on bad input. Finished sections and probe batches
-are kept in ``DIR/.audit-work``, so running the same command again after an interruption resumes.
+probes, utility run. Before any work it prints what each probe will run (trials, a time estimate).
+Writes report.json, report.md and report.html to DIR as one set (a reader sees the old set or the new
+one, never a mix) while DIR is locked against a second audit. Finished sections and probe batches are
+kept in DIR/.audit-work, so running the same command again after an interruption resumes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import platform
+import shlex
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import ConfigurationError
 
 PACKAGES = (
     "dpfed-audit",
@@ -33,6 +35,7 @@ PACKAGES = (
 )
 EXECUTORS = ("inprocess", "processes", "dask")
 WORK_DIR_NAME = ".audit-work"
+FINISHED_MARKER = "finished"
 
 
 def package_versions() -> dict:
@@ -49,102 +52,145 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _command(args, seed: int) -> str:
-    parts = ["dpaudit", "audit"] + ([str(args.config)] if args.config else [])
-    parts += ["--seed", str(seed)]
-    if args.trials:
-        parts += ["--trials", str(args.trials)]
-    if args.executor != "inprocess":
-        parts += ["--executor", args.executor]
-    return " ".join(parts)
+def _command(args) -> str:
+    """The command line as typed (``args.argv`` when the CLI records it), else rebuilt from every option."""
+    argv = getattr(args, "argv", None)
+    if argv is not None:
+        return shlex.join(["dpaudit", *argv])
+    parts = ["dpaudit", "audit"] + ([str(args.config)] if args.config else []) + ["--out", str(args.out)]
+    for flag, value in (
+        ("--seed", args.seed),
+        ("--trials", args.trials),
+        ("--executor", args.executor),
+        ("--workers", args.workers),
+        ("--scheduler", args.scheduler),
+    ):
+        if value is not None and not (flag == "--executor" and value == "inprocess"):
+            parts += [flag, str(int(value) if isinstance(value, float) and value.is_integer() else value)]
+    parts += [flag for flag, on in (("--allow-code", args.allow_code), ("--quiet", args.quiet)) if on]
+    return shlex.join(parts)
 
 
-def write_reports(report: dict, out_dir: Path) -> list[Path]:
-    """Validate and write report.json, then report.md and report.html rendered from the saved JSON."""
+def render_report_set(report: dict) -> dict[str, str]:
+    """report.json, report.md and report.html of a validated report (both renderings from the saved JSON,
+    so `dpaudit report` gives the same bytes)."""
     import json
 
-    from attacks.files import atomic_write_text
     from reports.model import dumps_report, validate_report
     from reports.render_html import render_html
     from reports.render_markdown import render_markdown
 
     text = dumps_report(validate_report(report))
-    saved = json.loads(text)  # render what was saved, so `dpaudit report` gives the same bytes
-    paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "report.html"]
-    atomic_write_text(paths[0], text)
-    atomic_write_text(paths[1], render_markdown(saved))
-    atomic_write_text(paths[2], render_html(saved))
-    return paths
+    saved = json.loads(text)
+    return {"report.json": text, "report.md": render_markdown(saved), "report.html": render_html(saved)}
 
 
-def run(args) -> int:
-    from attacks.audit import AuditOptions, run_audit
-    from reports.audit_config import load_config
-    from reports.model import new_report
+def _options(args, config: dict, out_dir: Path):
+    from reports.audit import AuditOptions
 
-    config = load_config(args.config)
-    seed = (
-        config["seed"] if args.seed is None else int(require_number("seed", args.seed, low=0, integer=True))
-    )
-    trials = None if args.trials is None else int(require_number("trials", args.trials, low=1, integer=True))
-    workers = int(require_number("workers", args.workers, low=1, integer=True))
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("scheduler", "the dask executor needs --scheduler ADDRESS")
-    from reports.commands.common import check_output_dir
-
-    out_dir = check_output_dir("out", args.out)
-    options = AuditOptions(
-        seed=seed,
+    return AuditOptions(
+        seed=config["seed"] if args.seed is None else int(args.seed),
         confidence=config["confidence"],
         executor=args.executor,
-        workers=workers,
+        workers=int(args.workers),
         scheduler=args.scheduler,
-        trials=trials,
+        trials=None if args.trials is None else int(args.trials),
         work_dir=str(out_dir / WORK_DIR_NAME),
         progress=not args.quiet,
     )
-    started, clock = _now(), time.perf_counter()
-    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    log(f"dpaudit audit: {len(config['targets'])} target(s) from {config['source']}, seed {seed}")
-    targets = run_audit(config["targets"], options, log)
-    provenance = {
+
+
+def _provenance(args, config: dict, options, started: str, clock: float, reused_from) -> dict:
+    return {
         "packages": package_versions(),
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
-        "seed": seed,
+        "seed": options.seed,
         "config": config["raw"],
         "config_source": config["source"],
         "config_hash": config["hash"],
-        "command": _command(args, seed),
+        "command": _command(args),
         "started": started,
         "finished": _now(),
         "duration_seconds": round(time.perf_counter() - clock, 3),
-        "resumed_sections": sorted(options.resumed),
+        "reused_sections": sorted(options.reused),
+        "reused_from": reused_from if options.reused else None,
     }
-    report = new_report(config["title"], targets, provenance)
-    paths = write_reports(report, out_dir)
-    for line in report["summary"]:
+
+
+def _previous_run(work_dir: Path) -> str:
+    """'finished run' if the last audit in this directory finished, else 'interrupted run'."""
+    marker = work_dir / FINISHED_MARKER
+    finished = marker.exists()
+    if finished:
+        marker.unlink()
+    return "finished run" if finished else "interrupted run"
+
+
+def run(args) -> int:
+    from reports.audit import load_config, run_audit
+    from reports.audit.runner import plan_audit
+    from reports.model import new_report
+    from reports.report_files import locked_out_dir, swap_in_report_set
+
+    config = load_config(args.config, allow_code=args.allow_code)
+    out_dir = Path(args.out)
+    options = _options(args, config, out_dir)
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    planned = plan_audit(config["targets"], options)  # a bad target or probe stops here, before the lock
+    with locked_out_dir(out_dir):
+        work_dir = out_dir / WORK_DIR_NAME
+        reused_from = _previous_run(work_dir)
+        started, clock = _now(), time.perf_counter()
+        log(f"dpaudit audit: {len(config['targets'])} target(s) from {config['source']}, seed {options.seed}")
+        results = run_audit(planned, options, log)
+        report = new_report(config["title"], results, _provenance(args, config, options, started, clock, reused_from))
+        paths = swap_in_report_set(out_dir, render_report_set(report))
+        work_dir.mkdir(parents=True, exist_ok=True)
+        (work_dir / FINISHED_MARKER).write_text(report["provenance"]["finished"] + "\n", encoding="utf-8")
+    from reports.render_text import summary_lines
+
+    for line in summary_lines(report):
         print(line)
     print(f"overall: {report['status']}; wrote {', '.join(str(p) for p in paths)}")
     return report["exit_code"]
 
 
 def add_parser(subparsers) -> None:
+    from reports.commands.common import STEPS, number_arg
+    from reports.exit_codes import EXIT_CODE_HELP
+
     parser = subparsers.add_parser(
         "audit",
         help="audit a configuration (default: the built-in reference audit)",
         description=__doc__.split("\n\n")[1],
+        epilog=EXIT_CODE_HELP,
+    )
+    parser.add_argument("config", nargs="?", default=None, help="audit configuration (TOML); default: built-in")
+    parser.add_argument(
+        "--out", default="audit-report", help="output directory (default: audit-report); locked while the audit runs"
     )
     parser.add_argument(
-        "config", nargs="?", default=None, help="audit configuration (TOML); default: built-in"
-    )
-    parser.add_argument("--out", default="audit-report", help="output directory (default: audit-report)")
-    parser.add_argument(
-        "--trials", type=int, default=None, help="trials per world for every probe (overrides)"
+        "--trials",
+        type=number_arg("trials", **STEPS),
+        default=None,
+        help="trials per world for every mechanism-level probe, for example 1e5 (end-to-end "
+        "probes keep their configured budget)",
     )
     parser.add_argument("--executor", choices=EXECUTORS, default="inprocess", help="where probe batches run")
-    parser.add_argument("--workers", type=int, default=2, help="workers of the processes executor")
+    parser.add_argument(
+        "--workers", type=number_arg("workers", **STEPS), default=2, help="workers of the processes executor"
+    )
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
-    parser.add_argument("--seed", type=int, default=None, help="seed (default: the configuration's)")
+    parser.add_argument(
+        "--seed", type=number_arg("seed", low=0, integer=True), default=None, help="seed (default: the configuration's)"
+    )
+    parser.add_argument(
+        "--allow-code",
+        action="store_true",
+        help="allow the configuration's user probe to import the Python callable it names",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(func=run)

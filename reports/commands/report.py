@@ -1,4 +1,7 @@
-"""``dpaudit report RESULT.json --format html|md [--out FILE]``: re-render a saved audit report."""
+"""``dpaudit report RESULT.json --format html|md [--out FILE]``: re-render a saved audit report.
+
+The report is checked first: against its schema, then for consistency (overall status, exit code,
+each target's verdict against the verdict table, curve lengths); a problem is one line naming its path."""
 
 from __future__ import annotations
 
@@ -42,7 +45,14 @@ def run(args) -> int:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("report", help="re-render a saved audit result (report.json)")
+    from reports.exit_codes import EXIT_CODE_HELP
+
+    parser = subparsers.add_parser(
+        "report",
+        help="re-render a saved audit result (report.json)",
+        description=__doc__.split("\n\n")[1],
+        epilog=EXIT_CODE_HELP,
+    )
     parser.add_argument("result", help="a report.json written by `dpaudit audit`")
     parser.add_argument("--format", choices=["html", "md", "json"], default="md", help="output format")
     parser.add_argument("--out", default=None, help="write to this file (atomically) instead of stdout")

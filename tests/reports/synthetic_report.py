@@ -1,163 +1,185 @@
-"""A hand-built report with every section filled (and one of each 'not available' form), independent of
-the audit orchestrator, for testing the schema and the renderers."""
+"""A hand-built report with every section filled (and each 'declined', 'failed' and 'not available'
+form), built from the typed model without running an audit, for testing the schema and the renderers."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
 
-from reports.model import claim_in_words, new_report, unavailable
+from reports.audit.model import (
+    AccountantRow,
+    AccountingSection,
+    Analytic,
+    AnalyticResult,
+    Bound,
+    CalibrationSection,
+    Claim,
+    Empirical,
+    EmpiricalResult,
+    Finding,
+    PlannerSection,
+    ProbeSection,
+    Series,
+    Status,
+    TargetResult,
+    TargetVerdict,
+    Unavailable,
+    UtilitySection,
+)
+from reports.model import new_report
 
 
-def _gaussian_roc(mu: float, n: int = 60):
+def _gaussian_roc(mu: float, label: str, n: int = 60) -> Series:
     fpr = np.logspace(-5, 0, n)
-    return fpr.tolist(), stats.norm.cdf(stats.norm.ppf(fpr) + mu).tolist()
+    return Series(label, tuple(fpr.tolist()), tuple(stats.norm.cdf(stats.norm.ppf(fpr) + mu).tolist()))
 
 
-def synthetic_report() -> dict:
-    claim = {
-        "epsilon": 1.0,
-        "delta": 1e-5,
-        "neighbouring": "add-remove",
-        "unit": "one reward of one client",
-        "source": "synthetic",
-    }
-    claim["text"] = claim_in_words(claim)
-    x, y = _gaussian_roc(0.2)
-    tx, ty = _gaussian_roc(0.21)
+def _probe() -> ProbeSection:
     bound = {
         "method": "clopper-pearson",
         "epsilon": 0.25,
         "delta": 1e-5,
-        "confidence": 0.95,
+        "confidence": 0.975,
         "rigorous": True,
         "assumptions": "independent trials",
         "details": {"threshold": 0.5},
     }
     gdp = dict(bound, method="gdp", epsilon=0.6, rigorous=False, assumptions="scores follow a GDP model")
-    probe = {
-        "name": "gaussian",
-        "kind": "mechanism",
-        "available": True,
-        "threat_model": "server view",
-        "description": "one noisy reward",
-        "trials": 10000,
-        "seed": 1,
-        "bounds": [bound, gdp],
-        "roc": {"x": x, "y": y, "label": "empirical"},
-        "auc": 0.56,
-        "tradeoff": {"x": tx, "y": ty, "label": "exact trade-off bound"},
-        "true_epsilon": 0.75,
-    }
-    missing = {"name": "end-to-end", "kind": "end-to-end", "available": False, "reason": "not built yet"}
-    rows = [
-        {
-            "accountant": a,
-            "neighbouring": "add-remove",
-            "sampling": "none",
-            "delta": 1e-5,
-            "epsilon": e,
-            "status": "ok",
-            "reason": "",
-            "claimed_setting": True,
-        }
-        for a, e in (("exact", 0.75), ("rdp", 0.9))
+    return ProbeSection(
+        "gaussian",
+        "mechanism",
+        "ran",
+        threat_model="server view",
+        description="one noisy reward",
+        trials=10000,
+        seed=1,
+        params={"epsilon": 1.0},
+        bounds=(bound, gdp),
+        roc=_gaussian_roc(0.2, "empirical ROC"),
+        auc=0.56,
+        tradeoff=_gaussian_roc(0.21, "exact trade-off bound"),
+        true_epsilon=0.75,
+        status="PASS",
+        p_value=0.8,
+        ceiling=7.4,
+        confidence=0.975,
+        batches_total=2,
+    )
+
+
+def _accounting() -> AccountingSection:
+    rows = [AccountantRow(a, "add-remove", "none", 1e-5, e, "ok", "", True) for a, e in (("exact", 0.75), ("rdp", 0.9))]
+    rows.append(AccountantRow("prv", "add-remove", "none", 1e-5, None, "failed", "ImportError: x|y", True))
+    rows += [
+        AccountantRow(a, "replace-one", "fixed-size", 1e-5, None, "unsupported", "no analysis", False)
+        for a in ("exact", "rdp")
     ]
-    rows.append(
+    over = (Series("exact", (1.0, 2.0, 4.0), (0.75, 1.1, 1.6)),)
+    return AccountingSection(
+        "Gaussian(noise_multiplier=4.845)", 1, tuple(rows), ("rdp is looser",), 1e-6, tuple(rows[:1]), over
+    )
+
+
+def _target(claim: Claim) -> TargetResult:
+    probes = (
+        _probe(),
+        ProbeSection("subsampled-gaussian", "mechanism", "declined", "samples fixed-size"),
+        ProbeSection("end-to-end", "end-to-end", "failed", "worker killed"),
+    )
+    analytic = AnalyticResult(Analytic.PROVED, 0.75, "exact")
+    empirical = EmpiricalResult(
+        Empirical.CONSISTENT,
+        Bound(0.25, "clopper-pearson on probe gaussian"),
+        7.4,
+        1,
+        ("end-to-end",),
+        ("subsampled-gaussian",),
+        0.975,
+        0.8,
+    )
+    verdict = TargetVerdict(Status.INCONCLUSIVE, "probe-failed", analytic, empirical, Bound(0.75, "exact"), 0.5)
+    calibration = CalibrationSection(
+        "classic",
+        10.0,
+        1e-5,
         {
-            "accountant": "prv",
-            "neighbouring": "add-remove",
-            "sampling": "none",
+            "epsilon": 10.0,
             "delta": 1e-5,
-            "epsilon": None,
-            "status": "failed",
-            "reason": "ImportError: x|y",
-            "claimed_setting": True,
-        }
-    )
-    accounting = {
-        "mechanism": "Gaussian(noise_multiplier=4.845)",
-        "rows": rows,
-        "notes": ["rdp is looser"],
-        "reference_delta": 1e-6,
-        "at_reference_delta": rows[:1],
-        "over_rounds": {
-            "rounds": [1, 2, 4],
-            "series": [{"x": [1, 2, 4], "y": [0.75, 1.1, 1.6], "label": "exact"}],
+            "noise_multiplier": 0.48,
+            "true_delta": 2.27e-5,
+            "violated": True,
+            "analytic_noise_multiplier": 0.5,
         },
-    }
-    verdict = {
-        "status": "PASS",
-        "p_value": 0.8,
-        "reason": "no evidence against the claim",
-        "ceiling": 8.1,
-        "upper_bound": {"epsilon": 0.75, "source": "exact"},
-        "lower_bound": {"epsilon": 0.25, "source": "clopper-pearson"},
-        "gap": 0.5,
-        "analytic": {"status": "holds", "text": "exact epsilon 0.75 <= 1"},
-    }
-    utility = {
-        "metric": "regret",
-        "rounds": list(range(1, 11)),
-        "values": [10.0 / r for r in range(1, 11)],
-        "stderr": [0.1] * 10,
-        "runs": 3,
-        "final": 1.0,
-        "epsilon_spent": [0.75] * 10,
-        "note": "synthetic",
-    }
-    target = {
-        "name": "synthetic <target>",
-        "algorithm": "gaussian",
-        "description": "A synthetic target & co.",
-        "parameters": {"sigma": 4.845},
-        "claim": claim,
-        "accounting": accounting,
-        "calibration": {
-            "text": "classic fails from 8.42",
-            "grid": [
-                {
-                    "epsilon": 10.0,
-                    "delta": 1e-5,
-                    "noise_multiplier": 0.48,
-                    "true_delta": 2.27e-5,
-                    "analytic_noise_multiplier": 0.5,
-                    "violated": True,
-                }
-            ],
-        },
-        "planner": {
-            "trials": 10000,
-            "delta": 1e-5,
-            "confidence": 0.95,
-            "ceiling": 8.1,
-            "trials_for_claim": 100,
-        },
-        "probes": [probe, missing],
-        "verdict": verdict,
-        "utility": utility,
-        "findings": [{"id": "F1", "severity": "high", "text": "delta is large"}],
-    }
-    second = dict(
-        target,
-        name="second",
-        probes=[],
-        utility=unavailable("no utility run"),
-        accounting=unavailable("accountants failed"),
-        planner=unavailable("planner missing"),
-        calibration=None,
-        verdict=dict(
-            verdict,
-            status="INCONCLUSIVE",
-            p_value=None,
-            gap=None,
-            upper_bound=None,
-            lower_bound=None,
-            ceiling=None,
-            analytic=None,
+        8.42,
+        (
+            {
+                "epsilon": 10.0,
+                "delta": 1e-5,
+                "noise_multiplier": 0.48,
+                "true_delta": 2.27e-5,
+                "analytic_noise_multiplier": 0.5,
+                "violated": True,
+            },
         ),
-        findings=[],
     )
+    utility = UtilitySection(
+        "regret",
+        "dp-fed-pne",
+        tuple(range(1, 11)),
+        tuple(10.0 / r for r in range(1, 11)),
+        (0.1,) * 9 + (2.74e-18,),
+        3,
+        1.0,
+        (0.75,) * 10,
+        "exact",
+        1e-5,
+        context={"objective": "garland", "clients": 3},
+    )
+    findings = (
+        Finding(
+            "large-delta",
+            "high",
+            {"delta": 1e-5, "delta_times_units": 0.7, "leak_probability": 0.5, "units": 70000, "unit_name": "rewards"},
+        ),
+    )
+    return TargetResult(
+        "synthetic <target>",
+        "gaussian",
+        "A synthetic target & co.",
+        {"sigma": 4.845},
+        claim,
+        _accounting(),
+        calibration,
+        PlannerSection(10000, 1e-5, 0.975, 7.4, 8.1, 100, "cp"),
+        probes,
+        utility,
+        findings,
+        verdict,
+    )
+
+
+def _second(claim: Claim) -> TargetResult:
+    analytic = AnalyticResult(Analytic.UNDETERMINED, None, None)
+    empirical = EmpiricalResult(Empirical.UNTESTABLE, None, None, 0, (), (), 0.95, None)
+    verdict = TargetVerdict(Status.INCONCLUSIVE, "untestable", analytic, empirical, None, None)
+    return TargetResult(
+        "second",
+        "gaussian",
+        "",
+        {},
+        claim,
+        Unavailable("accountants failed"),
+        None,
+        Unavailable("planner missing"),
+        (),
+        Unavailable("no utility run"),
+        (),
+        verdict,
+    )
+
+
+def synthetic_report() -> dict:
+    claim = Claim(1.0, 1e-5, "add-remove", "one reward of one client", source="synthetic")
     provenance = {
         "packages": {"numpy": np.__version__},
         "python": "3.11",
@@ -171,4 +193,4 @@ def synthetic_report() -> dict:
         "finished": "t1",
         "duration_seconds": 1.5,
     }
-    return new_report("Synthetic audit", [target, second], provenance)
+    return new_report("Synthetic audit", [_target(claim), _second(claim)], provenance)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.audit_config import DEFAULT_CONFIG, load_config
+from reports.audit.config import DEFAULT_CONFIG, load_config
 from reports.cli import main
 from reports.model import load_report, strip_volatile
 from reports.render_html import render_html
@@ -17,7 +17,7 @@ from reports.render_markdown import render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "configs" / "audit_small.toml"
-VOLATILE_LINE = re.compile(r"(Started|Finished|Duration|Sections reused)[^\n]*")
+VOLATILE_LINE = re.compile(r"(Started|Finished|Duration|Sections reused|Command)[^\n]*")
 
 GAUSSIAN_ONLY = """
 title = "resume test"
@@ -63,7 +63,13 @@ def test_small_audit_writes_three_valid_files(small_audit):
     assert first["calibration"]["failure_threshold"] == pytest.approx(8.42, abs=0.01)
     assert any(f["id"] == "classic-calibration" for f in first["findings"])
     assert second["utility"]["metric"].startswith("cumulative regret")
+    # the classic target is refuted by the exact profile, the analytic one proved by it
+    assert first["verdict"]["analytic"]["status"] == "REFUTED" and second["verdict"]["analytic"]["status"] == "PROVED"
+    assert second["verdict"]["status"] == "PASS"
+    assert not any(f["id"] == "claim-refuted" for f in second["findings"])  # findings stay with their target
     prov = report["provenance"]
+    assert prov["command"] == f"dpaudit audit {SMALL} --out {out} --quiet"  # as typed
+    assert prov["reused_from"] is None and prov["reused_sections"] == []
     assert prov["seed"] == 7 and prov["config_hash"].startswith("sha256:") and prov["duration_seconds"] >= 0
     assert prov["packages"]["numpy"] and prov["started"] <= prov["finished"]
 
@@ -81,9 +87,7 @@ def test_same_configuration_and_seed_give_identical_reports(small_audit, tmp_pat
     a, b = load_report(out / "report.json"), load_report(tmp_path / "report.json")
     assert strip_volatile(a) == strip_volatile(b)
     for name in ("report.md", "report.html"):
-        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub(
-            "", (tmp_path / name).read_text()
-        )
+        assert VOLATILE_LINE.sub("", (out / name).read_text()) == VOLATILE_LINE.sub("", (tmp_path / name).read_text())
 
 
 def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch):
@@ -117,16 +121,21 @@ def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch
     code = _audit(config, out)
     resumed = load_report(out / "report.json")
     assert code == resumed["exit_code"]
-    assert len(calls) == 20 - 5  # only the unfinished batches ran again
-    assert resumed["targets"][0]["probes"][0]["batches"] == {"total": 20, "resumed": 5}
-    assert "target-0/accounting" in resumed["provenance"]["resumed_sections"]
+    assert calls.count(2000) == 20 - 5  # only the unfinished batches ran again
+    assert len(calls) == 15 + 1 and calls[0] == 100  # and one small batch timed before any work
+    probe = resumed["targets"][0]["probes"][0]
+    assert (probe["batches_total"], probe["batches_resumed"]) == (20, 5)
+    assert "target-0/accounting" in resumed["provenance"]["reused_sections"]
+    assert resumed["provenance"]["reused_from"] == "interrupted run"
+    assert _audit(config, out) == code  # a plain rerun of a finished audit is not "resumed"
+    assert load_report(out / "report.json")["provenance"]["reused_from"] == "finished run"
 
     monkeypatch.setattr(GaussianProbe, "scores", original_scores)
     fresh_out = tmp_path / "fresh"
     assert _audit(config, fresh_out) == code
     fresh = load_report(fresh_out / "report.json")
     for report in (fresh, resumed):  # the batch bookkeeping legitimately differs
-        report["targets"][0]["probes"][0].pop("batches")
+        report["targets"][0]["probes"][0].pop("batches_resumed")
     assert strip_volatile(fresh) == strip_volatile(resumed)
     assert not list(out.rglob("*.tmp"))
 
@@ -139,20 +148,18 @@ def test_example_configurations_parse():
         assert config["targets"] and config["hash"].startswith("sha256:")
     default = load_config(None)
     fts = default["targets"][0]
-    assert fts.claim["epsilon"] == 15.17 and fts.claim["delta"] == pytest.approx(29**-1.1)
+    assert fts.claim.epsilon == 15.17 and fts.claim.delta == pytest.approx(29**-1.1)
     assert fts.parameters["rate"] == 0.35 and fts.parameters["clip"] == 22.0
     assert {t.parameters.get("calibration") for t in default["targets"][1:]} == {"classic", "analytic"}
     # the two preset examples are the default audit split in two (they must not drift apart)
-    split = [
-        load_config(ROOT / "configs" / n)["targets"] for n in ("audit_dpftsde.toml", "audit_dpfedpne.toml")
-    ]
+    split = [load_config(ROOT / "configs" / n)["targets"] for n in ("audit_dpftsde.toml", "audit_dpfedpne.toml")]
     assert split[0] + split[1] == default["targets"]
 
 
 def test_planted_bug_example_is_a_violation(tmp_path):
-    assert _audit(ROOT / "configs" / "audit_planted_bug.toml", tmp_path) == 1
+    assert _audit(ROOT / "configs" / "audit_planted_bug.toml", tmp_path, "--trials", "5000") == 1
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["targets"][0]["verdict"]["lower_bound"]["epsilon"] > 2.0
+    assert report["targets"][0]["verdict"]["empirical"]["lower_bound"]["epsilon"] > 2.0
 
 
 BASE = """
@@ -179,8 +186,7 @@ trials = 100
         (BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-magic"'), "target[0].algorithm"),
         (
             BASE.replace(
-                '[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = "add-remove"\n'
-                'unit = "one record"\n',
+                '[target.claim]\nepsilon = 1.0\ndelta = 1e-5\nneighbouring = "add-remove"\nunit = "one record"\n',
                 "",
             ),
             "target[0].claim",
@@ -209,6 +215,22 @@ trials = 100
             ),
             "target[0].parameters.rate",
         ),
+        # issue 9: misspelt, misplaced and wrongly typed keys at every level are errors, never ignored
+        (BASE.replace("noise_multiplier = 1.0", "noise_multiplier = 1.0\nstep = 100"), "target[0].parameters.step"),
+        (BASE.replace("noise_multiplier = 1.0", 'noise_multiplier = "1.0"'), "target[0].parameters.noise_multiplier"),
+        ("trials = 5\n" + BASE, "trials"),
+        (BASE.replace('name = "t"', 'name = ["a", "b"]'), "target[0].name"),
+        (BASE.replace("epsilon = 1.0", 'epsilon = "1.0"'), "target[0].claim.epsilon"),
+        (BASE.replace('unit = "one record"', 'unit = "one record"\nsensitivty = 2'), "target[0].claim.sensitivty"),
+        (BASE.replace("trials = 100", "trials = 100\nhorizn = 3"), "target[0].probes[0].horizn"),
+        (
+            BASE.replace('algorithm = "mechanism"', 'algorithm = "dp-fed-pne"').replace(
+                'type = "gaussian"\nnoise_multiplier = 1.0', "horizn = 10"
+            ),
+            "target[0].parameters.horizn",
+        ),
+        (BASE.replace('name = "gaussian"', 'name = "pne-reward"'), "target[0].probes[0].name"),
+        (BASE.replace('name = "gaussian"', 'name = "user"'), "target[0].probes[0].name"),  # needs --allow-code
     ],
 )
 def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, field):
@@ -224,9 +246,7 @@ def test_bad_configuration_is_one_line_naming_the_field(tmp_path, capsys, text, 
 def test_executors_give_the_same_report(tmp_path):
     config = tmp_path / "g.toml"
     config.write_text(GAUSSIAN_ONLY)
-    assert _audit(config, tmp_path / "a") == _audit(
-        config, tmp_path / "b", "--executor", "processes", "--workers", "2"
-    )
+    assert _audit(config, tmp_path / "a") == _audit(config, tmp_path / "b", "--executor", "processes", "--workers", "2")
     a, b = (load_report(tmp_path / d / "report.json") for d in "ab")
     for report in (a, b):
         report["provenance"].pop("command")  # names the executor
@@ -236,6 +256,11 @@ def test_executors_give_the_same_report(tmp_path):
 def test_bad_command_line_values_exit_2(tmp_path, capsys):
     assert _audit(SMALL, tmp_path, "--trials", "0") == 2
     assert "trials" in capsys.readouterr().err
+    assert _audit(SMALL, tmp_path, "--trials", "2.5") == 2
+    assert "whole number" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert _audit(SMALL, tmp_path / "file") == 2
+    assert "not a directory" in capsys.readouterr().err
     assert main(["audit", str(tmp_path / "missing.toml"), "--out", str(tmp_path)]) == 2
 
 
@@ -258,9 +283,11 @@ delta = 0.01
 neighbouring = "add-remove"
 unit = "one agent"
 [[target.probes]]
-name = "fts-server"
+name = "subsampled-gaussian"
 trials = 12000
 batch_size = 200
+[target.probes.params]
+others = 28
 """
 
 
@@ -294,31 +321,51 @@ def test_killed_audit_leaves_no_partial_report_and_resumes(tmp_path):
         assert (out / "report.html").read_text().rstrip().endswith("</html>")
     assert _audit(config, out) in (0, 3)
     resumed = load_report(out / "report.json")
-    batches = resumed["targets"][0]["probes"][0]["batches"]
-    assert batches["total"] == 120
+    probe = resumed["targets"][0]["probes"][0]
+    assert probe["batches_total"] == 120
     # whatever finished before the kill is reused, not redone
-    assert batches["resumed"] == finished_batches >= 10
+    assert probe["batches_resumed"] == finished_batches >= 10
     fresh_out = tmp_path / "fresh"
     _audit(config, fresh_out)
     fresh = load_report(fresh_out / "report.json")
     for report in (fresh, resumed):
-        report["targets"][0]["probes"][0].pop("batches")
+        report["targets"][0]["probes"][0].pop("batches_resumed")
     assert strip_volatile(fresh) == strip_volatile(resumed)
-    assert not list(out.glob(".report*"))  # no temporary report files left behind
+    assert len(list((out / ".report-sets").iterdir())) == 1 and not list(out.glob(".*.tmp"))  # nothing left over
 
 
 def test_dp_fed_pne_example_finds_the_classic_calibration_flaw(tmp_path):
-    assert _audit(ROOT / "configs" / "audit_dpfedpne.toml", tmp_path, "--trials", "500") == 1
+    config = tmp_path / "pne.toml"  # the example with short end-to-end runs (the test's budget)
+    config.write_text((ROOT / "configs" / "audit_dpfedpne.toml").read_text().replace("trials = 1000", "trials = 100"))
+    assert _audit(config, tmp_path, "--trials", "500") == 1
     classic, analytic = load_report(tmp_path / "report.json")["targets"]
-    assert (
-        classic["verdict"]["status"] == "VIOLATION" and classic["verdict"]["analytic"]["status"] == "refuted"
-    )
-    assert (
-        analytic["verdict"]["status"] != "VIOLATION" and analytic["verdict"]["analytic"]["status"] == "holds"
-    )
+    assert classic["verdict"]["status"] == "VIOLATION" and classic["verdict"]["analytic"]["status"] == "REFUTED"
+    assert analytic["verdict"]["status"] == "PASS" and analytic["verdict"]["analytic"]["status"] == "PROVED"
     finding = next(f for f in classic["findings"] if f["id"] == "classic-calibration")
     # seed_fedpne.md 3.3(a): fails from epsilon = 8.42 at delta = 1e-5; true delta(10) = 2.27e-5
     assert finding["values"]["failure_threshold"] == pytest.approx(8.42, abs=0.01)
     assert finding["values"]["true_delta_at_claim"] == pytest.approx(2.27e-5, rel=0.01)
-    assert all(p["available"] for p in classic["probes"])  # mechanism-level and end-to-end
+    assert all(p["outcome"] == "ran" for p in classic["probes"])  # mechanism-level and end-to-end
     assert {p["kind"] for p in classic["probes"]} == {"mechanism", "end-to-end"}
+    # --trials sets the mechanism-level budget; the end-to-end probe keeps its configured one
+    assert {p["kind"]: p["trials"] for p in classic["probes"]} == {"mechanism": 500, "end-to-end": 100}
+
+
+def test_a_failed_probe_is_in_the_summary_and_the_target_cannot_pass(tmp_path, monkeypatch, capsys):
+    """As when a worker is killed: the probe's run raises. The claim is proved analytically, yet the target
+    is INCONCLUSIVE (exit 3) and the summary names the failed probe."""
+    from attacks.probes.mechanisms import GaussianProbe
+
+    def killed(self, world, trials, rng):
+        raise RuntimeError("worker killed")
+
+    monkeypatch.setattr(GaussianProbe, "scores", killed)
+    config = tmp_path / "g.toml"
+    config.write_text(GAUSSIAN_ONLY)
+    assert main(["audit", str(config), "--out", str(tmp_path / "out")]) == 3
+    out = capsys.readouterr().out
+    assert "probe gaussian failed" in out and "INCONCLUSIVE" in out
+    target = load_report(tmp_path / "out" / "report.json")["targets"][0]
+    assert target["probes"][0]["outcome"] == "failed" and "worker killed" in target["probes"][0]["reason"]
+    assert target["verdict"]["analytic"]["status"] == "PROVED" and target["verdict"]["rule"] == "probe-failed"
+    assert target["findings"][0]["id"] == "probe-failed"

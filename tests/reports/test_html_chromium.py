@@ -16,12 +16,8 @@ from tests.reports.synthetic_report import synthetic_report
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = next(
-    (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None
-)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)"
-)
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian package `chromium`)")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -68,7 +64,7 @@ def _check_page(html_path: Path, tmp_path: Path, screenshot_name: str, expected_
 def test_synthetic_report_in_chromium(tmp_path):
     page = tmp_path / "report.html"
     page.write_text(render_html(synthetic_report()), encoding="utf-8")
-    dom = _check_page(page, tmp_path, "report-synthetic.png", expected_plots=3)
+    dom = _check_page(page, tmp_path, "report-synthetic.png", expected_plots=4)  # with the summary figure
     assert 'id="overall-status"' in dom and "INCONCLUSIVE" in dom
 
 
@@ -76,6 +72,6 @@ def test_audit_report_in_chromium(tmp_path):
     out = tmp_path / "audit"
     code = main(["audit", str(ROOT / "configs" / "audit_small.toml"), "--out", str(out), "--quiet"])
     assert code == 1
-    # mechanism target (one release): ROC; DP-Fed-PNE target (event level, one release): ROC + utility
-    dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=3)
+    # summary figure; mechanism target (one release): ROC; DP-Fed-PNE target (event level): ROC + utility
+    dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=4)
     assert "VIOLATION" in dom and "Calibration check" in dom

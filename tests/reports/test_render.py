@@ -21,19 +21,28 @@ def test_markdown_has_every_section():
         "### Calibration check",
         "### Planner",
         "### Probes",
-        "### Verdict",
+        "### Reading this target",
         "### Utility",
         "## Provenance",
+        "Contents:",
     ):
         assert heading in md
-    assert "Not available: not built yet" in md and "Not available: accountants failed" in md
+    assert "Declined: samples fixed-size" in md and "Failed: worker killed" in md
+    assert "Not available: accountants failed" in md
     assert "failed: ImportError: x\\|y" in md  # table cells are escaped
-    assert "no (model-based or Bayesian)" in md and "Gap between them: 0.5" in md
+    assert "| analytic verdict | PROVED |" in md and "| gap | 0.5 |" in md
+    # an all-unsupported setting is one row; a tiny standard error is shown as 0, not 2.74e-18
+    assert md.count("| replace-one | fixed-size |") == 1 and "2.74e-18" not in md
+    # the per-probe confidence is explained, the ceiling is that of the estimator used
+    assert "0.975" in md and "split over its 2 probes" in md
+    assert "a perfect attack could certify at most epsilon = 7.4" in md
+    assert "synthetic &lt;target>" in md and "<target>" not in md  # raw HTML from config text is escaped
 
 
 def test_html_is_self_contained_escaped_and_has_its_plots():
     html = render_html(synthetic_report())
-    assert html.count('class="plot"') == 3  # epsilon over rounds, ROC, utility
+    assert html.count('class="plot"') == 4  # summary, epsilon over rounds, ROC, utility
+    assert 'id="summary-figure"' in html and 'href="#target-1"' in html  # summary figure and contents
     assert 'aria-label="ROC of probe gaussian"' in html
     assert "synthetic &lt;target&gt;" in html and "A synthetic target &amp; co." in html
     assert "<script" not in html and "<link" not in html and "<img" not in html
@@ -75,3 +84,39 @@ def test_report_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", str(bad), "--format", "pdf"]) == 2  # argparse refuses the choice itself
     assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+def test_html_ids_are_unique():
+    html = render_html(synthetic_report())
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) > 20 and len(ids) == len(set(ids))
+
+
+HOSTILE = '"><img src=x onerror=alert(1)>'
+
+
+def test_hostile_text_from_a_hand_edited_report_is_escaped_everywhere():
+    report = synthetic_report()
+    report["targets"][0]["probes"][0]["name"] = HOSTILE
+    report["targets"][0]["probes"][0]["threat_model"] = "-->" + HOSTILE
+    report["targets"][0]["name"] = HOSTILE + " $x$"
+    report["targets"][0]["utility"]["metric"] = HOSTILE
+    html = render_html(report)
+    assert "<img" not in html  # neither in the page nor in any SVG aria-label, title or comment
+    md = render_markdown(report)
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)>" in md
+
+
+def test_an_infinite_epsilon_survives_json_and_renders():
+    """A non-private configuration: the accountants say epsilon = inf. The JSON holds "inf" (never an
+    Infinity token), the report validates and both renderings show it."""
+    from reports.model import dumps_report, validate_report
+
+    report = synthetic_report()
+    target = report["targets"][0]
+    target["accounting"]["rows"][0]["epsilon"] = "inf"
+    target["verdict"]["upper_bound"] = {"epsilon": "inf", "source": "exact"}
+    text = dumps_report(validate_report(report))
+    assert "Infinity" not in text and '"inf"' in text
+    assert "| exact * | add-remove | none | 1e-05 | inf |" in render_markdown(json.loads(text))
+    assert "<td>inf</td>" in render_html(json.loads(text))

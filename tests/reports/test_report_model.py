@@ -27,7 +27,11 @@ def test_synthetic_report_validates_and_round_trips(tmp_path):
         (lambda r: r.update(status="MAYBE"), "status"),
         (lambda r: r["targets"][0]["claim"].update(delta=1.0), "targets/0/claim/delta"),
         (lambda r: r["targets"][0].pop("verdict"), "targets/0"),
-        (lambda r: r["targets"][0]["probes"][0]["bounds"][0].update(epsilon=-1.0), "targets/0/probes/0"),
+        (lambda r: r["targets"][0]["probes"][0]["bounds"][0].update(epsilon="a lot"), "targets/0/probes/0"),
+        (lambda r: r.update(status="PASS", exit_code=0), "status"),  # the targets say INCONCLUSIVE
+        (lambda r: r.update(exit_code=0), "exit_code"),
+        (lambda r: r["targets"][1]["verdict"].update(status="PASS"), "targets/1/verdict/status"),
+        (lambda r: r["targets"][0]["probes"][0]["roc"]["y"].pop(), "targets/0/probes/0/roc"),
         (lambda r: r["provenance"].update(config_hash="md5:x"), "provenance/config_hash"),
     ],
 )
@@ -48,7 +52,7 @@ def test_load_report_refuses_other_files(tmp_path):
     with pytest.raises(ConfigurationError, match="not a dpfed-audit report"):
         model.load_report(bad)
     future = synthetic_report()
-    future["schema_version"] = "2.0"
+    future["schema_version"] = "3.0"
     bad.write_text(json.dumps(future))
     with pytest.raises(ConfigurationError, match="schema_version"):
         model.load_report(bad)
@@ -82,18 +86,20 @@ def test_claim_in_words_names_unit_and_relation():
             "unit": "one agent (all of its uploads)",
         }
     )
-    assert (
-        "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
-    )
-    text = model.claim_in_words(
-        {"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"}
-    )
+    assert "adding or removing one agent (all of its uploads)" in text and "15.17" in text and "0.02462" in text
+    text = model.claim_in_words({"epsilon": 1, "delta": 1e-5, "neighbouring": "replace-one", "unit": "one reward"})
     assert "replacing one reward" in text
 
 
-def test_worst_status_and_strip_volatile():
-    assert model.worst_status(["PASS", "INCONCLUSIVE", "VIOLATION"]) == "VIOLATION"
-    assert model.worst_status(["PASS", "PASS"]) == "PASS"
-    assert model.worst_status([]) == "INCONCLUSIVE"
+def test_schema_error_is_one_short_line():
+    report = synthetic_report()
+    report["targets"][0]["accounting"]["rows"][0]["epsilon"] = {"deeply": ["nested"] * 200}
+    with pytest.raises(ConfigurationError) as err:
+        model.validate_report(report)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+    assert err.value.field.startswith("targets/0/accounting")
+
+
+def test_strip_volatile():
     stripped = model.strip_volatile(synthetic_report())
     assert "started" not in stripped["provenance"] and "seed" in stripped["provenance"]

@@ -1,8 +1,6 @@
-"""The accounting half of an audit: every accountant under every neighbouring relation and sampling
+"""The accounting section of an audit: every accountant under every neighbouring relation and sampling
 scheme that applies, epsilon over rounds, notes where accountants disagree, and the accountant's
 trade-off curve (the best ROC any attack can reach) that reports draw under an empirical ROC.
-
-All functions return plain JSON-ready dicts (the sections of a ``reports.model`` target).
 """
 
 from __future__ import annotations
@@ -16,12 +14,9 @@ from scipy import stats
 from accounting.crosscheck import disagreements
 from accounting.errors import ConfigurationError
 from accounting.exact import composition_mu
-from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
+from accounting.mechanisms import Composition, Neighbouring, Sampling, SubsampledGaussian
 from accounting.registry import account_all
-
-REFERENCE_DELTA = 1e-5
-# accountants whose value is (up to a stated discretisation error) the tight epsilon
-TIGHT_ACCOUNTANTS = ("exact", "pld", "prv")
+from reports.audit.model import AccountantRow, AccountingSection, Series, Unavailable
 
 
 def describe(mechanism) -> str:
@@ -55,44 +50,21 @@ def variants(mechanism):
     return out
 
 
-def _rows(
-    mechanism, steps: int, delta: float, names, claimed: bool, relation: str = "add-remove"
-) -> tuple[list[dict], list]:
+def _rows(mechanism, steps: int, delta: float, names, claimed: bool, relation: str) -> tuple[list, list]:
     neighbouring, sampling = _label(mechanism, relation)
     results = account_all(Composition.of(mechanism, steps), delta, names=names)
     rows = [
-        {
-            "accountant": r.name,
-            "neighbouring": neighbouring,
-            "sampling": sampling,
-            "delta": float(delta),
-            "epsilon": r.epsilon,
-            "status": r.status,
-            "reason": r.reason,
-            "claimed_setting": claimed,
-        }
+        AccountantRow(r.name, neighbouring, sampling, float(delta), r.epsilon, r.status, r.reason or "", claimed)
         for r in results
     ]
     return rows, results
 
 
-def best_upper_bound(rows: list[dict]) -> dict | None:
-    """The smallest epsilon among the claimed setting's accountants (all are upper bounds)."""
-    ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
-    if not ok:
-        return None
-    best = min(ok, key=lambda r: r["epsilon"])
-    return {"epsilon": best["epsilon"], "source": f"{best['accountant']} accountant"}
-
-
-def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> dict:
-    """Epsilon at ``delta`` after t releases, for a few t up to ``steps``, per accountant."""
+def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> tuple[tuple, str | None]:
+    """Epsilon at ``delta`` after t releases, for a few t up to ``steps``, per accountant
+    (the series, or no series and the reason)."""
     if steps < 2:
-        return {
-            "available": False,
-            "reason": "the mechanism releases once per unit of privacy: there is no "
-            "growth over rounds to show",
-        }
+        return (), "the mechanism releases once per unit of privacy: there is no growth over rounds to show"
     rounds = sorted({int(round(x)) for x in np.linspace(1, steps, min(points, steps))})
     series = []
     for name in names:
@@ -101,67 +73,60 @@ def over_rounds(mechanism, steps: int, delta: float, names, points: int = 7) -> 
             result = account_all(Composition.of(mechanism, t), delta, names=[name])[0]
             values.append(result.epsilon if result.ok else None)
         if any(v is not None for v in values):
-            series.append({"x": rounds, "y": values, "label": name})
+            series.append(Series(name, tuple(float(r) for r in rounds), tuple(values)))
     if not series:
-        return {"available": False, "reason": "no accountant could analyse the mechanism round by round"}
-    return {"rounds": rounds, "series": series}
+        return (), "no accountant could analyse the mechanism round by round"
+    return tuple(series), None
 
 
-def accounting_section(
-    mechanism,
-    steps: int,
-    claim: dict,
-    names,
-    rounds_names=("moments", "rdp", "pld"),
-    reference_delta: float = REFERENCE_DELTA,
-    rounds_points: int = 7,
-) -> dict:
-    """Every accountant's epsilon at the claimed delta for each relation/sampling variant of ``mechanism``
-    run ``steps`` times, the claimed setting at ``reference_delta``, notes and epsilon over rounds."""
-    delta = claim["delta"]
+def _span_note(rows: list[AccountantRow]) -> list[str]:
+    ok = [r for r in rows if r.claimed_setting and r.status == "ok" and math.isfinite(r.epsilon)]
+    if len(ok) < 2:
+        return []
+    low, high = min(ok, key=lambda r: r.epsilon), max(ok, key=lambda r: r.epsilon)
+    if high.epsilon <= 1.05 * low.epsilon:
+        return []
+    return [
+        f"In the claimed setting the accountants span epsilon {low.epsilon:.4g} ({low.accountant}) to "
+        f"{high.epsilon:.4g} ({high.accountant}): all are upper bounds, the smallest is the tightest valid one."
+    ]
+
+
+def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), rounds_points: int = 7):
+    """Every accountant's epsilon at the claimed delta for each relation/sampling variant of the target's
+    mechanism, the claimed setting at the target's reference delta, notes and epsilon over rounds."""
+    claim, mechanism, steps = target.claim, target.mechanism, target.releases
+    reference_delta = target.spec.reference_delta
     rows, notes = [], []
     for variant in variants(mechanism):
-        claimed = variant == mechanism
-        variant_rows, results = _rows(variant, steps, delta, names, claimed, claim["neighbouring"])
+        variant_rows, results = _rows(variant, steps, claim.delta, names, variant == mechanism, claim.neighbouring)
         rows += variant_rows
-        neighbouring, sampling = _label(variant, claim["neighbouring"])
+        neighbouring, sampling = _label(variant, claim.neighbouring)
         notes += [f"{neighbouring}, {sampling}: {n}" for n in disagreements(results)]
     at_reference = (
         []
-        if math.isclose(reference_delta, delta)
-        else _rows(mechanism, steps, reference_delta, names, True, claim["neighbouring"])[0]
+        if math.isclose(reference_delta, claim.delta)
+        else _rows(mechanism, steps, reference_delta, names, True, claim.neighbouring)[0]
     )
-    ok = [r for r in rows if r["claimed_setting"] and r["status"] == "ok"]
-    if len(ok) >= 2:
-        low, high = min(ok, key=lambda r: r["epsilon"]), max(ok, key=lambda r: r["epsilon"])
-        if high["epsilon"] > 1.05 * low["epsilon"]:
-            notes.append(
-                f"In the claimed setting the accountants span epsilon {low['epsilon']:.4g} "
-                f"({low['accountant']}) to {high['epsilon']:.4g} ({high['accountant']}): all are "
-                f"upper bounds, the smallest is the tightest valid one."
-            )
-    for r in rows:
-        if r["status"] == "failed":
-            notes.append(f"{r['accountant']} failed for {r['neighbouring']}, {r['sampling']}: {r['reason']}")
-    valid_rounds = [n for n in rounds_names if n in names]
-    return {
-        "mechanism": describe(mechanism) + f" x {steps} releases",
-        "rows": rows,
-        "notes": notes,
-        "reference_delta": float(reference_delta),
-        "at_reference_delta": at_reference,
-        "over_rounds": over_rounds(mechanism, steps, delta, valid_rounds or list(names)[:1], rounds_points),
-    }
+    notes += _span_note(rows)
+    notes += [
+        f"{r.accountant} failed for {r.neighbouring}, {r.sampling}: {r.reason}" for r in rows if r.status == "failed"
+    ]
+    valid_rounds = [n for n in rounds_names if n in names] or list(names)[:1]
+    series, reason = over_rounds(mechanism, steps, claim.delta, valid_rounds, rounds_points)
+    return AccountingSection(
+        describe(mechanism),
+        steps,
+        tuple(rows),
+        tuple(notes),
+        float(reference_delta),
+        tuple(at_reference),
+        series,
+        reason,
+    )
 
 
-def epsilon_of(rows: list[dict], accountant: str, claimed: bool = True) -> float | None:
-    for r in rows:
-        if r["accountant"] == accountant and r["claimed_setting"] == claimed and r["status"] == "ok":
-            return r["epsilon"]
-    return None
-
-
-def tradeoff_curve(mechanism, steps: int, fpr=None) -> dict:
+def tradeoff_curve(mechanism, steps: int, fpr=None) -> Series | Unavailable:
     """Largest true-positive rate any test can reach at each false-positive rate (log-spaced grid).
 
     Gaussian compositions use the exact GDP curve TPR = Phi(Phi^-1(FPR) + mu). Others use the PLD
@@ -172,13 +137,13 @@ def tradeoff_curve(mechanism, steps: int, fpr=None) -> dict:
     try:
         mu = composition_mu(composition)
         tpr = stats.norm.cdf(stats.norm.ppf(fpr) + mu)
-        return {"x": fpr.tolist(), "y": tpr.tolist(), "label": f"exact trade-off bound (mu = {mu:.3g})"}
+        return Series(f"exact trade-off bound (mu = {mu:.3g})", tuple(fpr.tolist()), tuple(tpr.tolist()))
     except Exception:  # not a plain Gaussian composition: use the PLD profile
         pass
     return profile_tradeoff(composition, fpr)
 
 
-def profile_tradeoff(composition: Composition, fpr) -> dict:
+def profile_tradeoff(composition: Composition, fpr) -> Series | Unavailable:
     """Trade-off bound from the PLD privacy profile delta(eps) of ``composition`` (any mechanism dp-accounting
     analyses); conservative because the profile is an upper bound."""
     fpr = np.asarray(fpr, dtype=float)
@@ -197,13 +162,13 @@ def profile_tradeoff(composition: Composition, fpr) -> dict:
         eps = np.linspace(0.0, 40.0, 321)
         deltas = np.array([accountant.get_delta(float(e)) for e in eps])
     except Exception as exc:  # the report says why instead of drawing a made-up curve
-        return {"available": False, "reason": f"no trade-off curve: {type(exc).__name__}: {exc}"}
+        return Unavailable(f"no trade-off curve: {type(exc).__name__}: {exc}")
     e, d = eps[None, :], deltas[None, :]
     a = fpr[:, None]
     first = np.exp(e) * a + d
     second = 1.0 - np.exp(-e) * np.maximum(1.0 - a - d, 0.0)
     tpr = np.clip(np.minimum(first, second).min(axis=1), fpr, 1.0)
-    return {"x": fpr.tolist(), "y": tpr.tolist(), "label": "PLD trade-off bound"}
+    return Series("PLD trade-off bound", tuple(fpr.tolist()), tuple(tpr.tolist()))
 
 
 def gaussian_for(epsilon: float, delta: float, calibration: str):
@@ -213,11 +178,3 @@ def gaussian_for(epsilon: float, delta: float, calibration: str):
     if calibration not in ("classic", "analytic"):
         raise ConfigurationError("calibration", f"unknown method {calibration!r}; choose classic or analytic")
     return calibrate_gaussian(epsilon, delta, 1.0, method=calibration)
-
-
-def is_gaussian(mechanism) -> bool:
-    return isinstance(mechanism, Gaussian)
-
-
-def finite_or_none(value):
-    return None if value is None or not math.isfinite(value) else float(value)

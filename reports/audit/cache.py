@@ -1,0 +1,93 @@
+"""Saving finished audit work: a JSON cache of finished sections keyed by a hash of their inputs (so an
+interrupted audit resumes, and a new trial budget reuses the accounting), and trimming of long results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+from attacks.files import atomic_write_text, dumps_json
+from reports.audit.model import Unavailable, from_plain
+
+CACHE_VERSION = 2
+
+
+def stable_hash(obj) -> str:
+    """SHA-256 of the canonical JSON of ``obj``."""
+    return hashlib.sha256(dumps_json(obj).encode()).hexdigest()
+
+
+class SectionCache:
+    """Finished sections of one target as JSON files keyed by a hash of their inputs.
+
+    ``reused`` lists the sections taken from an earlier run in the same directory.
+    """
+
+    def __init__(self, root: str | None, target_index: int, reused: list):
+        self.root = None if root is None else Path(root) / f"target-{target_index}"
+        self.reused = reused
+
+    def path(self, section: str) -> Path | None:
+        return None if self.root is None else self.root / f"{section}.json"
+
+    def load(self, section: str, key, kind):
+        """The stored section of type ``kind`` under ``key``, or None (absent, stale or damaged)."""
+        path = self.path(section)
+        if path is None or not path.exists():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            if stored.get("key") != stable_hash([CACHE_VERSION, key]):
+                return None
+            value = from_plain(kind, stored["value"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # a damaged cache entry (empty, truncated, not a table) is recomputed
+        self.reused.append(f"{self.root.name}/{section}")
+        return value
+
+    def get_or_compute(self, section: str, key, compute, kind):
+        """The stored section, or ``compute()`` saved under ``key`` (a section that could not be produced
+        is not saved, so it is retried next time)."""
+        cached = self.load(section, key, kind)
+        if cached is not None:
+            return cached
+        value = compute()
+        path = self.path(section)
+        if path is not None and not isinstance(value, Unavailable) and getattr(value, "outcome", "") != "failed":
+            atomic_write_text(path, dumps_json({"key": stable_hash([CACHE_VERSION, key]), "value": value}))
+        return value
+
+
+def guard(what: str, compute, unavailable=Unavailable):
+    """Run ``compute``; a user error propagates, anything else becomes ``unavailable(reason)``."""
+    try:
+        return compute()
+    except ConfigurationError:
+        raise
+    except Exception as exc:  # reported, never hidden, never turned into numbers
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return unavailable(f"{what} failed: {detail}")
+
+
+def trim_details(details: dict) -> dict:
+    """Keep the scalar evidence of a bound; long arrays (all thresholds tried) stay out of the report."""
+    out = {}
+    for k, v in (details or {}).items():
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            out[k] = v
+        elif isinstance(v, (list, tuple)) and len(v) <= 4 and all(isinstance(x, (int, float)) for x in v):
+            out[k] = list(v)
+    return out
+
+
+def thin_curve(xs, ys, points: int = 400) -> tuple[list, list]:
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if xs.size <= points:
+        return xs.tolist(), ys.tolist()
+    idx = np.unique(np.geomspace(1, xs.size, points).astype(int) - 1)
+    return xs[idx].tolist(), ys[idx].tolist()

@@ -1,0 +1,194 @@
+"""Audit configuration files (TOML): strict parsing into ``reports.audit.model.TargetSpec`` objects.
+
+Layout::
+
+    title = "..."            # optional
+    seed = 2026              # optional (the command's --seed wins)
+    confidence = 0.95        # optional
+
+    [[target]]
+    name = "..."
+    algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism"
+    description = "..."      # optional
+    accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
+    utility_runs = 2         # optional
+    reference_delta = 1e-5   # optional: the conventional delta the report also accounts at
+    [target.parameters]      # the algorithm's parameters (or the bare mechanism's)
+    [target.claim]           # epsilon, delta (a number or "N^-x"), neighbouring, unit, [source, units]
+    [[target.probes]]        # name (see `dpaudit attack --help`), kind, trials, [params, batch_size]
+
+Every problem raises ``ConfigurationError`` naming the field (for example ``target[0].claim.delta``).
+A target's ``parameters`` are checked by its target class (``reports.audit.targets``) when it is built,
+before any work; a probe's ``params`` against the fields its class declares. The ``user`` probe imports
+Python code named in the file, so it needs ``allow_code`` (``dpaudit audit --allow-code``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+
+from accounting import strict
+from accounting.errors import ConfigurationError, require_number
+from accounting.registry import parse_accountant_names
+from reports.audit.model import Claim, ProbeSpec, TargetSpec
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "defaults" / "default_audit.toml"
+_POWER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*\^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*$")
+PROBE_SCHEMA = {
+    "name": strict.Required(strict.STRING),
+    "kind": strict.STRING,
+    "trials": strict.Required(strict.NUMBER),
+    "params": strict.ANY_TABLE,
+    "batch_size": strict.NUMBER,
+}
+CLAIM_SCHEMA = {
+    "epsilon": strict.Required(strict.NUMBER),
+    "delta": strict.Required(strict.NUMBER_OR_STRING),
+    "neighbouring": strict.Required(strict.STRING),
+    "unit": strict.Required(strict.STRING),
+    "source": strict.STRING,
+    "units": strict.INTEGER,
+    "unit_plural": strict.STRING,
+}
+TARGET_SCHEMA = {
+    "name": strict.STRING,
+    "algorithm": strict.Required(strict.STRING),
+    "description": strict.STRING,
+    "accountants": strict.STRINGS,
+    "utility_runs": strict.INTEGER,
+    "reference_delta": strict.NUMBER_OR_STRING,
+    "parameters": strict.ANY_TABLE,
+    "claim": strict.Required(CLAIM_SCHEMA),
+    "probes": strict.ArrayOf(PROBE_SCHEMA),
+}
+CONFIG_SCHEMA = {
+    "title": strict.STRING,
+    "seed": strict.INTEGER,
+    "confidence": strict.NUMBER,
+    "target": strict.Required(strict.ArrayOf(TARGET_SCHEMA)),
+}
+NEIGHBOURING = ("add-remove", "replace-one")
+KINDS = ("mechanism", "end-to-end")
+
+
+def parse_delta(field: str, value) -> float:
+    """A delta given as a number or as a power such as "29^-1.1"; must lie in (0, 1)."""
+    if isinstance(value, str):
+        match = _POWER.match(value)
+        if not match:
+            raise ConfigurationError(field, f'expected a number or a power like "29^-1.1", got {value!r}')
+        value = float(match.group(1)) ** float(match.group(2))
+    return require_number(field, value, low=0, high=1, low_open=True, high_open=True)
+
+
+def _claim(field: str, data: dict) -> Claim:
+    neighbouring = data["neighbouring"].lower().replace("_", "-")
+    if neighbouring not in NEIGHBOURING:
+        raise ConfigurationError(
+            f"{field}.neighbouring", f"choose add-remove or replace-one, got {data['neighbouring']!r}"
+        )
+    units = data.get("units")
+    return Claim(
+        epsilon=require_number(f"{field}.epsilon", data["epsilon"], low=0, low_open=True),
+        delta=parse_delta(f"{field}.delta", data["delta"]),
+        neighbouring=neighbouring,
+        unit=data["unit"],
+        source=data.get("source", ""),
+        delta_given=data["delta"].replace(" ", "") if isinstance(data["delta"], str) else None,
+        units=None if units is None else int(require_number(f"{field}.units", units, low=1, integer=True)),
+        unit_plural=data.get("unit_plural", "units"),
+    )
+
+
+def _check_probe_params(field: str, name: str, params: dict) -> None:
+    """Refuse parameters the probe does not declare."""
+    from attacks.probes import probe_class
+
+    known = {f.name for f in dataclasses.fields(probe_class(name))}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ConfigurationError(
+            f"{field}.{unknown[0]}", f"not a parameter of probe {name!r}; known: {', '.join(sorted(known))}"
+        )
+
+
+def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
+    from attacks.probes import PROBES
+
+    name = data["name"]
+    if name not in PROBES:
+        raise ConfigurationError(f"{field}.name", f"unknown probe {name!r}; choose from {', '.join(PROBES)}")
+    if name == "user" and not allow_code:
+        raise ConfigurationError(
+            f"{field}.name",
+            "the user probe imports Python code named in the configuration; run with --allow-code to allow it",
+        )
+    kind = data.get("kind", "end-to-end" if "end-to-end" in name else "mechanism")
+    if kind not in KINDS:
+        raise ConfigurationError(f"{field}.kind", f"choose mechanism or end-to-end, got {kind!r}")
+    trials = int(require_number(f"{field}.trials", data["trials"], low=1, integer=True))
+    batch = data.get("batch_size")
+    batch = None if batch is None else int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
+    params = dict(data.get("params", {}))
+    _check_probe_params(f"{field}.params", name, params)
+    return ProbeSpec(name, kind, trials, params, batch)
+
+
+def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
+    try:
+        accountants = tuple(parse_accountant_names(data["accountants"])) if "accountants" in data else None
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{field}.accountants", str(exc).split(": ", 1)[1]) from None
+    probes = tuple(_probe(f"{field}.probes[{i}]", p, allow_code) for i, p in enumerate(data.get("probes", [])))
+    return TargetSpec(
+        name=data.get("name", data["algorithm"]),
+        algorithm=data["algorithm"],
+        claim=_claim(f"{field}.claim", data["claim"]),
+        description=data.get("description", ""),
+        parameters=dict(data.get("parameters", {})),
+        probes=probes,
+        accountants=accountants or TargetSpec.accountants,
+        utility_runs=int(require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)),
+        reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)),
+    )
+
+
+def parse_config(text: str, source: str = "<string>", allow_code: bool = False) -> dict:
+    """Validate a configuration strictly (unknown keys, misplaced keys and wrong types are errors naming
+    the key's path); returns {title, seed, confidence, targets, raw, text, hash, source}."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError("config", f"{source} is not valid TOML ({exc})") from None
+    strict.check_table("", raw, CONFIG_SCHEMA)
+    if not raw["target"]:
+        raise ConfigurationError("target", "missing: the configuration audits no target ([[target]])")
+    specs = [_target(f"target[{i}]", t, allow_code) for i, t in enumerate(raw["target"])]
+    confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True)
+    return {
+        "title": raw.get("title", "dpfed-audit report"),
+        "seed": int(require_number("seed", raw.get("seed", 0), low=0, integer=True)),
+        "confidence": confidence,
+        "targets": specs,
+        "raw": raw,
+        "text": text,
+        "source": source,
+        "hash": "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    }
+
+
+def load_config(path: str | Path | None, allow_code: bool = False) -> dict:
+    """Read and validate a configuration file (the built-in default when ``path`` is None)."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigurationError("config", f"no such file: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigurationError("config", f"cannot read {path} ({exc})") from None
+    source = "built-in default (reports/defaults/default_audit.toml)" if path == DEFAULT_CONFIG else str(path)
+    return parse_config(text, source, allow_code)

@@ -1,0 +1,134 @@
+"""The probes of an audit: each built on its target's own setting (or declined), planned before any
+work (trials and a time estimate from a first batch), then run through ``attacks.attack.run_attack``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+from accounting.seeding import named_rng
+from reports.audit.cache import thin_curve, trim_details
+from reports.audit.model import ProbeSection, ProbeSpec, Series
+from reports.audit.targets import ProbeDeclined
+
+ESTIMATOR = "clopper-pearson (Bonferroni over its thresholds)"
+
+
+@dataclass(frozen=True)
+class PlannedProbe:
+    """A probe ready to run on its target (``probe`` is None when it declined: ``reason`` says why)."""
+
+    spec: ProbeSpec
+    trials: int
+    probe: object | None
+    params: dict
+    reason: str | None = None
+    seconds_estimate: float | None = None
+
+
+def probe_budget(spec: ProbeSpec, override: int | None) -> int:
+    """Trials per world: ``--trials`` overrides mechanism-level probes only; an end-to-end probe runs the
+    real algorithm per trial and keeps its configured budget."""
+    return spec.trials if (override is None or spec.kind == "end-to-end") else int(override)
+
+
+def build_probe(target, spec: ProbeSpec):
+    """The probe object attacking ``target``'s own setting, and its parameters (ProbeDeclined if it
+    cannot). A parameter the target hands over that the probe class does not declare is a bug here,
+    never silently dropped."""
+    from attacks.probes import get_probe, probe_class
+
+    params = target.probe_parameters(spec.name, dict(spec.params))
+    declared = {f.name for f in dataclasses.fields(probe_class(spec.name))}
+    undeclared = sorted(set(params) - declared)
+    if undeclared:
+        raise TypeError(f"target {type(target).__name__} hands probe {spec.name!r} undeclared parameters {undeclared}")
+    return get_probe(spec.name, **params), params
+
+
+def estimate_seconds(probe, trials: int, seed: int, batch_size: int | None = None) -> float | None:
+    """Seconds for ``trials`` per world, from timing a small first batch (a twentieth of a batch) of the
+    world with the canary."""
+    if probe.needs_training:
+        return None  # a learned score must be trained before it can score
+    size = max(1, min(trials, batch_size or probe.batch_size) // 20)
+    started = time.perf_counter()
+    try:
+        probe.scores(1, size, named_rng(seed, "estimate"))
+    except Exception:  # noqa: BLE001 - the probe's own run reports its failure; no estimate here
+        return None
+    return 2.0 * trials * (time.perf_counter() - started) / size
+
+
+def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, estimate: bool) -> PlannedProbe:
+    """Build (or decline) one probe and estimate its run time."""
+    trials = probe_budget(spec, override)
+    try:
+        probe, params = build_probe(target, spec)
+    except ProbeDeclined as declined:
+        return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
+    seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if estimate else None
+    return PlannedProbe(spec, trials, probe, params, None, seconds)
+
+
+def declined_section(planned: PlannedProbe) -> ProbeSection:
+    return ProbeSection(
+        planned.spec.name, planned.spec.kind, "declined", planned.reason, params=planned.params, trials=planned.trials
+    )
+
+
+def run_probe(
+    target, planned: PlannedProbe, seed: int, options, checkpoint: str | None, confidence: float
+) -> ProbeSection:
+    """Run one planned probe against its target's claim; the section holds numbers only."""
+    from attacks.attack import run_attack
+    from attacks.planner import bonferroni_ceiling
+
+    claim = target.claim
+    result = run_attack(
+        planned.probe,
+        planned.trials,
+        seed=seed,
+        executor=options.executor,
+        workers=options.workers,
+        scheduler=options.scheduler,
+        checkpoint_dir=checkpoint,
+        delta=claim.delta,
+        confidence=confidence,
+        claim_epsilon=claim.epsilon,
+        claim_delta=claim.delta,
+        progress=options.progress,
+        batch_size=planned.spec.batch_size,
+    )
+    fpr, tpr = thin_curve(result.roc["fpr"], result.roc["tpr"])
+    verdict = result.verdict
+    meta = result.probe
+    return ProbeSection(
+        name=planned.spec.name,
+        kind=planned.spec.kind,
+        outcome="ran",
+        threat_model=meta["threat_model"],
+        description=meta["description"],
+        trials=int(result.trials),
+        seed=seed,
+        params=meta.get("params", {}),
+        bounds=tuple(dict(b.to_dict(), details=trim_details(b.details)) for b in result.bounds),
+        roc=Series("empirical ROC", tuple(fpr), tuple(tpr)),
+        auc=result.roc.get("auc"),
+        tradeoff=target.tradeoff(),
+        true_epsilon=result.true_epsilon,
+        status=None if verdict is None else verdict.status,
+        p_value=None if verdict is None else verdict.p_value,
+        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence),
+        confidence=confidence,
+        batches_total=result.batches_total,
+        batches_resumed=result.batches_resumed,
+    )
+
+
+def failed_section(planned: PlannedProbe, reason: str) -> ProbeSection:
+    return ProbeSection(
+        planned.spec.name, planned.spec.kind, "failed", reason, params=planned.params, trials=planned.trials
+    )

@@ -1,0 +1,182 @@
+"""Audited systems ("targets"): one class per system, registered by algorithm name.
+
+A target is built once from its ``TargetSpec``: it validates its parameters, builds its configuration
+and its mechanism object, and from then on offers
+
+- ``mechanism`` and ``releases`` (what it releases and how often), ``composition()``;
+- ``units()``: how many units of privacy the data holds, and what they are called;
+- ``calibration()``: the Gaussian calibration formula it uses, if any;
+- ``report_parameters()``: its parameters as the report shows them;
+- ``utility(seed, runs, log)``: a utility run (or ``Unavailable``);
+- ``probe_parameters(name)``: the parameters with which probe ``name`` attacks exactly this target's
+  setting, or ``ProbeDeclined`` saying why it cannot.
+
+Adding a system is one small class (subclass ``BaseTarget``: ``algorithms``, ``binders`` from probe names
+to its binder methods, ``__init__`` building ``mechanism`` and ``releases``, ``report_parameters``,
+``utility``), decorated with ``@register``, in a module listed in ``TARGET_MODULES``.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+from accounting.mechanisms import Composition, Neighbouring, Sampling, SubsampledGaussian
+from reports.audit.model import TargetSpec, Unavailable, UtilitySection
+
+MAX_UTILITY_POINTS = 120
+TARGETS: dict[str, type] = {}
+# modules whose ``@register`` classes are the audited systems (a new system adds its module here)
+TARGET_MODULES = ("reports.audit.target_fts", "reports.audit.target_pne", "reports.audit.target_mechanism")
+
+
+class ProbeDeclined(Exception):
+    """A probe cannot attack this target's setting; ``reason`` says why (shown in the report)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class Target(Protocol):
+    algorithms: ClassVar[tuple[str, ...]]
+    spec: TargetSpec
+    mechanism: object
+    releases: int
+
+    def composition(self) -> Composition: ...
+    def tradeoff(self): ...
+    def units(self) -> tuple[int | None, str]: ...
+    def calibration(self) -> str | None: ...
+    def report_parameters(self) -> dict: ...
+    def utility(self, seed: np.random.SeedSequence, runs: int, log) -> UtilitySection | Unavailable: ...
+    def probe_parameters(self, name: str, explicit: dict) -> dict: ...
+
+
+def register(cls):
+    """Class decorator: make ``cls`` the target of each name in ``cls.algorithms``."""
+    for name in cls.algorithms:
+        TARGETS[name] = cls
+    return cls
+
+
+def build_target(spec: TargetSpec) -> Target:
+    """The target object of ``spec`` (ConfigurationError for an unknown algorithm or bad parameters)."""
+    _load_builtin_targets()
+    if spec.algorithm not in TARGETS:
+        raise ConfigurationError(
+            "algorithm", f"unknown algorithm {spec.algorithm!r}; choose one of {', '.join(TARGETS)}"
+        )
+    return TARGETS[spec.algorithm](spec)
+
+
+def _load_builtin_targets() -> None:
+    import importlib
+
+    for module in TARGET_MODULES:
+        importlib.import_module(module)
+
+
+class BaseTarget:
+    """What every target shares: the spec, the composition, the claimed units, declining probes."""
+
+    algorithms: ClassVar[tuple[str, ...]] = ()
+    #: probe name -> name of the method returning its parameters for this target
+    binders: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, spec: TargetSpec):
+        self.spec = spec
+        self.claim = spec.claim
+
+    def composition(self) -> Composition:
+        return Composition.of(self.mechanism, self.releases)
+
+    def tradeoff(self):
+        """The best ROC any attack can reach on this target (computed once; every probe draws it)."""
+        if not hasattr(self, "_tradeoff"):
+            from reports.audit.accounting import tradeoff_curve
+
+            self._tradeoff = tradeoff_curve(self.mechanism, self.releases)
+        return self._tradeoff
+
+    def units(self) -> tuple[int | None, str]:
+        if self.claim.units is not None:
+            return self.claim.units, self.claim.unit_plural
+        return self.default_units()
+
+    def default_units(self) -> tuple[int | None, str]:
+        return None, "units"
+
+    def calibration(self) -> str | None:
+        return None
+
+    def applicable_probes(self) -> tuple[str, ...]:
+        return (*self.binders, "user")
+
+    def check_probe(self, name: str) -> None:
+        """ConfigurationError if probe ``name`` does not attack this kind of system at all."""
+        if name not in self.applicable_probes():
+            raise ConfigurationError(
+                "name",
+                f"probe {name!r} does not attack a {self.spec.algorithm} "
+                f"target; choose from {', '.join(self.applicable_probes())}",
+            )
+
+    def probe_parameters(self, name: str, explicit: dict) -> dict:
+        """Parameters with which probe ``name`` attacks this target: the target's setting, then the
+        configuration's ``explicit`` parameters (ProbeDeclined if the probe cannot attack it)."""
+        self.check_probe(name)
+        if name == "user":  # the user's own mechanism: only the delta of the claim is shared
+            return {"delta": self.claim.delta, **explicit}
+        return {**getattr(self, self.binders[name])(name, explicit), **explicit}
+
+
+def decline_unless_add_remove_poisson(mechanism, probe: str) -> None:
+    """A probe that models add/remove neighbours and Poisson sampling declines any other setting."""
+    if not isinstance(mechanism, SubsampledGaussian):
+        return
+    if mechanism.sampling is not Sampling.POISSON:
+        raise ProbeDeclined(
+            f"{probe} simulates Poisson sampling; this target samples "
+            f"{mechanism.sampling.value} and no probe attacks that release yet"
+        )
+    if mechanism.neighbouring is not Neighbouring.ADD_REMOVE:
+        raise ProbeDeclined(
+            f"{probe} plays add/remove worlds (the canary present or absent); the claim "
+            f"is for {mechanism.neighbouring.value} neighbours"
+        )
+
+
+def schema_of_dataclass(cls, extra: dict | None = None) -> dict:
+    """A strict-table schema (``accounting.strict``) from a dataclass's field types."""
+    from accounting import strict
+
+    kinds = {int: strict.INTEGER, float: strict.NUMBER, str: strict.STRING, bool: strict.BOOLEAN}
+    schema = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        options = [h for h in typing.get_args(hint) if h is not type(None)] or [hint]
+        kind = kinds.get(options[0], strict.ANY_TABLE)
+        schema[name] = strict.NUMBER if kind is strict.INTEGER and float in options else kind
+    return {**schema, **(extra or {})}
+
+
+def utility_curve(metric: str, rounds, curves: np.ndarray, spent, **fields) -> UtilitySection:
+    """A utility section from per-run curves (runs, rounds): mean, standard error, thinned to a plot."""
+    runs = curves.shape[0]
+    mean = curves.mean(axis=0)
+    stderr = curves.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.full(mean.shape, np.nan)
+    idx = np.unique(np.linspace(0, len(rounds) - 1, min(len(rounds), MAX_UTILITY_POINTS)).round().astype(int))
+    return UtilitySection(
+        metric=metric,
+        rounds=tuple(int(rounds[i]) for i in idx),
+        values=tuple(float(mean[i]) for i in idx),
+        stderr=tuple(float(stderr[i]) if np.isfinite(stderr[i]) else None for i in idx),
+        runs=runs,
+        final=float(mean[-1]),
+        epsilon_spent=tuple(float(spent[i]) for i in idx),
+        **fields,
+    )

@@ -1,0 +1,61 @@
+"""Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
+code is that status's, each target's verdict follows the verdict table from its two verdicts, and every
+curve's arrays have equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of
+these, in one line naming the path."""
+
+from __future__ import annotations
+
+from accounting.errors import ConfigurationError
+
+
+def _curve(path: str, curve) -> None:
+    if isinstance(curve, dict) and "x" in curve and "y" in curve and len(curve["x"]) != len(curve["y"]):
+        raise ConfigurationError(path, f"x has {len(curve['x'])} values but y has {len(curve['y'])}")
+
+
+def _target_curves(path: str, target: dict) -> None:
+    for j, probe in enumerate(target.get("probes", [])):
+        _curve(f"{path}/probes/{j}/roc", probe.get("roc"))
+        _curve(f"{path}/probes/{j}/tradeoff", probe.get("tradeoff"))
+    for j, series in enumerate((target.get("accounting") or {}).get("over_rounds", []) or []):
+        _curve(f"{path}/accounting/over_rounds/{j}", series)
+    utility = target.get("utility") or {}
+    if utility.get("available", True) is not False:
+        for key in ("values", "stderr", "epsilon_spent"):
+            if len(utility.get(key, [])) != len(utility.get("rounds", [])):
+                raise ConfigurationError(f"{path}/utility/{key}", "length differs from utility/rounds")
+
+
+def _target_verdict(path: str, target: dict) -> None:
+    from reports.audit.model import Analytic, Empirical, Status
+    from reports.audit.verdicts import FAILED_PROBE_RULE, VERDICT_TABLE
+
+    verdict = target["verdict"]
+    expected, _ = VERDICT_TABLE[(Analytic(verdict["analytic"]["status"]), Empirical(verdict["empirical"]["status"]))]
+    if verdict["empirical"]["failed"] and expected is not Status.VIOLATION:
+        expected = Status.INCONCLUSIVE
+    if verdict["status"] != expected.value:
+        raise ConfigurationError(
+            f"{path}/verdict/status",
+            f"{verdict['status']} does not follow from the "
+            f"analytic and empirical verdicts (the verdict table gives {expected.value}; "
+            f"rule {verdict.get('rule', FAILED_PROBE_RULE)!r})",
+        )
+
+
+def check_consistency(report: dict) -> None:
+    """Raise ConfigurationError (path and reason, one line) if ``report`` contradicts itself."""
+    from reports.audit.verdicts import worst_status
+    from reports.exit_codes import exit_code_for_status
+
+    for i, target in enumerate(report["targets"]):
+        _target_verdict(f"targets/{i}", target)
+        _target_curves(f"targets/{i}", target)
+    worst = worst_status(t["verdict"]["status"] for t in report["targets"]).value
+    if report["status"] != worst:
+        raise ConfigurationError("status", f"{report['status']} but the targets' verdicts give {worst}")
+    if report["exit_code"] != int(exit_code_for_status(worst)):
+        raise ConfigurationError(
+            "exit_code",
+            f"{report['exit_code']} does not match status {worst} (exit code {int(exit_code_for_status(worst))})",
+        )
