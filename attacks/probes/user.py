@@ -160,6 +160,22 @@ class UserMechanismProbe(Probe):
         proba = self._model.predict_proba(x)[:, 1]
         return np.log(np.clip(proba, 1e-300, None)) - np.log(np.clip(1.0 - proba, 1e-300, None))
 
+    def provenance(self) -> dict:
+        """The probe's code, the user function's module source and the datasets file's content."""
+        import inspect
+
+        from attacks.probes.base import file_hash
+
+        info = super().provenance()
+        try:
+            source = inspect.getsourcefile(self._function) or inspect.getsourcefile(
+                sys.modules[self._function.__module__])
+        except (TypeError, KeyError):
+            source = None
+        info["function_source"] = file_hash(source) if source else "unknown"
+        info["datasets_content"] = file_hash(self.datasets)
+        return info
+
     def params(self) -> dict:
         return {"function": self.function, "datasets": self.datasets, "classifier": self.classifier,
                 "delta": self.delta}

@@ -69,7 +69,7 @@ def test_checkpoint_resumes_an_interrupted_attack(tmp_path):
     probe = _probe()
     with pytest.raises(KeyboardInterrupt):
         collect_scores(probe, 3000, 7, executor=_Interrupting(3), checkpoint_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.npy"))) == 3
+    assert len(list(tmp_path.glob("*.scores"))) == 3
     out, inn, info = collect_scores(probe, 3000, 7, checkpoint_dir=tmp_path)
     assert info["batches_resumed"] == 3 and info["batches_total"] == 10
     fresh = collect_scores(probe, 3000, 7)
