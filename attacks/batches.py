@@ -64,7 +64,20 @@ class CountsTotal:
         return np.concatenate([self.hist, moments])
 
 
-def _run(probe, tasks, runner, checkpoint, kind, reduce, store, progress, log, label, plan=None, size=None) -> dict:
+def _run(
+    probe,
+    tasks,
+    runner,
+    *,
+    store,
+    checkpoint=None,
+    reduce=None,
+    progress=False,
+    log=None,
+    label="",
+    plan=None,
+    size=None,
+) -> dict:
     """Feed stored batches to ``store`` and compute the others on ``runner``; returns the bookkeeping.
     ``size`` is the length of a stored result (default: the batch's trials)."""
     tasks = list(tasks) if checkpoint is not None or progress else tasks
@@ -72,7 +85,7 @@ def _run(probe, tasks, runner, checkpoint, kind, reduce, store, progress, log, l
     if checkpoint is not None:
         todo = []
         for task in tasks:
-            stored = checkpoint.load(task, kind, size)
+            stored = checkpoint.load(task, size)
             if stored is None:
                 todo.append(task)
             else:
@@ -88,13 +101,13 @@ def _run(probe, tasks, runner, checkpoint, kind, reduce, store, progress, log, l
         results = runner.run(probe, todo) if reduce is None else runner.run(probe, todo, reduce)
         for task, result in results:
             if checkpoint is not None:
-                checkpoint.save(task, result, kind)
+                checkpoint.save(task, result)
             store(task, result)
             bar.update(1)
             if first and plan is not None:
                 first = False
                 seconds = time.perf_counter() - started
-                if seconds * 2 * plan.batches / plan.in_flight > 60:
+                if log is not None and seconds * 2 * plan.batches / plan.in_flight > 60:
                     log(plan.describe(seconds))
     return {"batches_resumed": resumed, "batches_total": total}
 
@@ -158,13 +171,11 @@ def collect_scores(
             probe,
             iter_batches(trials, batch_size, root),
             runner,
-            checkpoint,
-            "scores",
-            None,
-            store,
-            progress,
-            log or (lambda message: None),
-            probe.name,
+            checkpoint=checkpoint,
+            store=store,
+            progress=progress,
+            log=log,
+            label=probe.name,
         )
     finally:
         if own:
@@ -193,13 +204,9 @@ def fix_grid(probe, plan, root, runner, checkpoint, delta, confidence, progress)
         probe,
         pilot_batches(plan.pilot_trials, plan.batch_size, root),
         runner,
-        None,
-        "scores",
-        None,
-        store,
-        progress,
-        None,
-        f"{probe.name} pilot",
+        store=store,
+        progress=progress,
+        label=f"{probe.name} pilot",
     )
     grid = pilot_grid(pilot[0], pilot[1], plan.trials, plan.trials, delta, confidence)
     if checkpoint is not None:
@@ -222,14 +229,13 @@ def collect_counts(
             probe,
             iter_batches(trials, plan.batch_size, root),
             runner,
-            checkpoint,
-            "counts",
-            grid.count,
-            lambda task, counts: totals[task.world].add(counts),
-            options.progress,
-            log,
-            probe.name,
-            plan,
+            checkpoint=checkpoint,
+            reduce=grid.count,
+            store=lambda task, counts: totals[task.world].add(counts),
+            progress=options.progress,
+            log=log,
+            label=probe.name,
+            plan=plan,
             size=grid.size,
         )
     finally:

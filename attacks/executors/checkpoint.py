@@ -26,7 +26,7 @@ from attacks.files import atomic_write_bytes
 
 MANIFEST = "manifest.json"
 GRID = "grid.bin"
-SUFFIXES = (".scores", ".counts")
+SUFFIX = ".npy"  # a batch file is a .npy payload followed by its 32-byte SHA-256
 DIGEST = 32
 
 
@@ -117,7 +117,7 @@ class Checkpoint:
     def discard(self) -> None:
         """Remove the manifest, the grid and every batch file of this directory (nothing else)."""
         for item in self.directory.iterdir():
-            if item.name in (MANIFEST, GRID) or item.suffix in SUFFIXES:
+            if item.name in (MANIFEST, GRID) or item.suffix == SUFFIX:
                 item.unlink()
 
     @staticmethod
@@ -129,8 +129,14 @@ class Checkpoint:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _path(self, task, kind: str) -> Path:
-        return self.directory / f"{task.key}-n{task.size}.{kind}"
+    @property
+    def kind(self) -> str:
+        """What a batch file holds: ``scores`` or, for a counts reduction, ``counts``."""
+        return "counts" if self.manifest.get("reduction") == "counts" else "scores"
+
+    def _path(self, task) -> Path:
+        middle = ".counts" if self.kind == "counts" else ""
+        return self.directory / f"{task.key}-n{task.size}{middle}{SUFFIX}"
 
     def _read(self, path: Path, label: str) -> np.ndarray | None:
         if not path.exists():
@@ -144,18 +150,18 @@ class Checkpoint:
             self.corrupted.append(label)
         return array
 
-    def load(self, task, kind: str = "scores", size: int | None = None) -> np.ndarray | None:
+    def load(self, task, size: int | None = None) -> np.ndarray | None:
         """The stored array of ``task`` (``size`` entries, default the batch size), or None if the batch
         has not finished; a damaged batch file is recorded in ``corrupted`` and also gives None."""
-        array = self._read(self._path(task, kind), task.key)
+        array = self._read(self._path(task), task.key)
         expected = (task.size if size is None else size,)
         if array is not None and array.shape != expected:
             self.corrupted.append(task.key)
             return None
         return array
 
-    def save(self, task, array: np.ndarray, kind: str = "scores") -> None:
-        atomic_write_bytes(self._path(task, kind), _sealed(array))
+    def save(self, task, array: np.ndarray) -> None:
+        atomic_write_bytes(self._path(task), _sealed(array))
 
     def load_grid(self) -> dict | None:
         """The threshold grid stored by the first run of a counts reduction (None if absent or damaged)."""

@@ -41,8 +41,10 @@ def test_same_seed_same_scores_on_every_executor():
 
     probe = _probe()
     reference = collect_scores(probe, 3000, 42, executor="inprocess")
-    results = [collect_scores(probe, 3000, 42, executor="processes", workers=2),
-               collect_scores(probe, 3000, 42, executor="processes", workers=1)]
+    results = [
+        collect_scores(probe, 3000, 42, executor="processes", workers=2),
+        collect_scores(probe, 3000, 42, executor="processes", workers=1),
+    ]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         results.append(collect_scores(probe, 3000, 42, executor="dask", scheduler=cluster.scheduler_address))
     for out, inn, _info in results:
@@ -69,7 +71,7 @@ def test_checkpoint_resumes_an_interrupted_attack(tmp_path):
     probe = _probe()
     with pytest.raises(KeyboardInterrupt):
         collect_scores(probe, 3000, 7, executor=_Interrupting(3), checkpoint_dir=tmp_path)
-    assert len(list(tmp_path.glob("*.scores"))) == 3
+    assert len(list(tmp_path.glob("*.npy"))) == 3
     out, inn, info = collect_scores(probe, 3000, 7, checkpoint_dir=tmp_path)
     assert info["batches_resumed"] == 3 and info["batches_total"] == 10
     fresh = collect_scores(probe, 3000, 7)
