@@ -238,7 +238,7 @@ class SubsampledGaussian:
             w = np.asarray(weights, dtype=float)
             if w.shape[-1] != x.shape[-2] or w.ndim > 2:
                 raise ConfigurationError("weights", f"shape {w.shape} does not match {x.shape[-2]} participants")
-            sums = np.einsum("...nd,kn->...kd", clipped, np.atleast_2d(w))
+            sums = _weighted_sums(clipped, np.atleast_2d(w))
             if w.ndim == 1:
                 sums = sums[..., 0, :]
         noisy = self.add_noise(sums, rng, weights) * scale
@@ -254,6 +254,17 @@ class SubsampledGaussian:
 
 
 Mechanism = Gaussian | Laplace | SubsampledGaussian
+
+
+def _weighted_sums(clipped: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sums[..., k, :] = sum_n weights[k, n] clipped[..., n, :]`` (broadcast products for a few
+    participants, which is faster than a batched matrix product of tiny matrices)."""
+    if weights.shape[1] > 4:
+        return np.matmul(weights, clipped)
+    sums = weights[:, 0, None] * clipped[..., 0, None, :]
+    for n in range(1, weights.shape[1]):
+        sums += weights[:, n, None] * clipped[..., n, None, :]
+    return sums
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def _run(
     from tqdm import tqdm
 
     total = len(tasks) if isinstance(tasks, list) else None
-    started, first = time.perf_counter(), True
+    clock = _Clock(plan, log)
     with tqdm(
         total=total, initial=resumed, unit="batch", desc=label, file=sys.stderr, disable=not progress, leave=False
     ) as bar:
@@ -104,11 +104,7 @@ def _run(
                 checkpoint.save(task, result)
             store(task, result)
             bar.update(1)
-            if first and plan is not None:
-                first = False
-                seconds = time.perf_counter() - started
-                if log is not None and seconds * 2 * plan.batches / plan.in_flight > 60:
-                    log(plan.describe(seconds))
+            clock.tick(len(todo) if isinstance(todo, list) else None)
     return {"batches_resumed": resumed, "batches_total": total}
 
 
@@ -129,6 +125,27 @@ def attack_manifest(probe, root, batch_size: int, reduction: str, backend: str =
         "reduction": reduction,
         "backend": backend,
     }
+
+
+class _Clock:
+    """Prints the plan with a time estimate once the batches run at full speed (after the first
+    ``in_flight`` batches, which include starting the workers), if the run will take over a minute."""
+
+    def __init__(self, plan, log):
+        self.plan, self.log, self.done, self.since = plan, log, 0, None
+
+    def tick(self, todo: int | None) -> None:
+        self.done += 1
+        if self.plan is None or self.log is None:
+            return
+        warm = self.plan.in_flight
+        if self.done == warm:
+            self.since = time.perf_counter()
+        elif self.done == 2 * warm and self.since is not None:
+            per_batch = (time.perf_counter() - self.since) / warm  # wall time per batch, all workers busy
+            remaining = (2 * self.plan.batches if todo is None else todo) - self.done
+            if per_batch * remaining > 60:
+                self.log(self.plan.describe(per_batch * remaining))
 
 
 def _runner(executor, workers, scheduler):

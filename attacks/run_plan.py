@@ -57,16 +57,15 @@ class RunPlan:
     memory_bytes: int
     in_flight: int
 
-    def describe(self, seconds_per_batch: float | None = None) -> str:
+    def describe(self, seconds: float | None = None) -> str:
+        """One line; with ``seconds`` (an estimate of the time still needed) that estimate too."""
         text = (
             f"plan: {self.trials:.4g} trials per world in {self.batches} batches of {self.batch_size:.4g} "
             f"({self.reduction}"
             + (f", +{self.pilot_trials} pilot trials per world" if self.pilot_trials else "")
             + f"), about {self.memory_bytes / 2**20:.0f} MiB"
         )
-        if seconds_per_batch is not None:
-            text += f", about {_duration(seconds_per_batch * 2 * self.batches / self.in_flight)}"
-        return text
+        return text if seconds is None else f"{text}, about {_duration(seconds)} to go"
 
 
 def _duration(seconds: float) -> str:
