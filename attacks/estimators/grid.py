@@ -46,16 +46,22 @@ class ThresholdGrid:
 
     def count(self, scores) -> np.ndarray:
         """The counts vector of one batch of scores (histogram over the grid, then n, sum, sum of
-        squares, min, max)."""
-        scores = np.sort(np.asarray(scores, dtype=float).reshape(-1))  # then only G binary searches
-        at_most = np.searchsorted(scores, self.edges, side="right")  # scores <= edge j
-        bins = np.diff(np.concatenate([[0], at_most, [scores.size]]))
+        squares, min, max); scores of any array backend, counted where they are."""
+        from accounting.mechanisms import array_namespace
+        from attacks.backend import to_numpy
+
+        xp = array_namespace(None, scores)
+        scores = xp.sort(xp.reshape(xp.asarray(scores, dtype=xp.float64), (-1,)))  # then G binary searches
+        edges = self.edges if xp is np else xp.asarray(self.edges, device=scores.device)
+        at_most = to_numpy(xp.searchsorted(scores, edges, side="right"))  # scores <= edge j
+        n = int(scores.shape[0])
+        bins = np.diff(np.concatenate([[0], at_most, [n]]))
         moments = [
-            scores.size,
-            float(scores.sum()),
-            float(np.dot(scores, scores)),
-            float(scores[0]) if scores.size else math.inf,
-            float(scores[-1]) if scores.size else -math.inf,
+            n,
+            float(xp.sum(scores)),
+            float(xp.sum(scores * scores)),
+            float(scores[0]) if n else math.inf,
+            float(scores[-1]) if n else -math.inf,
         ]
         return np.concatenate([bins.astype(float), moments])
 

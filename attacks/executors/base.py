@@ -80,22 +80,29 @@ def pilot_batches(trials: int, batch_size: int, seed) -> list[BatchTask]:
 
 
 def run_task(probe, task: BatchTask, reduce=None) -> np.ndarray:
-    """Scores of one batch, checked to be ``size`` finite numbers; ``reduce(scores)`` of them if given
-    (a counts reduction runs where the batch runs, so only the counts travel)."""
+    """Scores of one batch, checked to be ``size`` finite numbers, as a NumPy array; ``reduce(scores)``
+    of them if given (a counts reduction runs where the batch runs, on the probe's device, so only the
+    counts travel)."""
+    from attacks.backend import to_numpy
+
     scores = batch_scores(probe, task)
-    return scores if reduce is None else reduce(scores)
+    return to_numpy(scores) if reduce is None else reduce(scores)
 
 
-def batch_scores(probe, task: BatchTask) -> np.ndarray:
-    """The checked scores of one batch (a backend-aware probe draws them with the batch's own stream)."""
-    rng = np.random.default_rng(task.seed)
+def batch_scores(probe, task: BatchTask):
+    """The checked scores of one batch on the probe's backend, drawn from the batch's own stream."""
+    from accounting.mechanisms import array_namespace
+    from attacks.backend import batch_generator
+
+    rng = batch_generator(probe, task.seed)
     raw = probe.scores(task.world, task.size, rng)
+    xp = array_namespace(None, raw)
     try:
-        scores = np.asarray(raw, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
+        scores = xp.reshape(xp.asarray(raw, dtype=xp.float64), (-1,))
+    except (TypeError, ValueError, RuntimeError):
         raise ConfigurationError("probe", f"{probe.name!r} returned non-numeric scores") from None
-    if scores.shape != (task.size,):
-        raise ConfigurationError("probe", f"{probe.name!r} returned {scores.size} scores for {task.size} trials")
-    if not np.all(np.isfinite(scores)):
+    if tuple(scores.shape) != (task.size,):
+        raise ConfigurationError("probe", f"{probe.name!r} returned {scores.shape[0]} scores for {task.size} trials")
+    if not bool(xp.all(xp.isfinite(scores))):
         raise ConfigurationError("probe", f"{probe.name!r} returned non-finite scores")
     return scores

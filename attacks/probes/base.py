@@ -38,11 +38,33 @@ def check_trials(trials, field: str = "trials") -> int:
 
 def log_mixture_ratio(dot, mu_sq, rate):
     """log[(1 - q) + q exp(dot - |mu|^2 / 2)]: the log-likelihood ratio of one Poisson-subsampled Gaussian
-    release with whitened shift mu, given the whitened output's projection ``dot = <y, mu>``."""
-    log_in = np.log(rate) + dot - 0.5 * mu_sq
+    release with whitened shift mu, given the whitened output's projection ``dot = <y, mu>`` (an array of
+    any backend)."""
+    from accounting.mechanisms import array_namespace
+
+    log_in = math.log(rate) + dot - 0.5 * mu_sq
     if rate >= 1.0:
         return log_in
-    return np.logaddexp(math.log1p(-rate), log_in)
+    xp = array_namespace(None, log_in)
+    if xp is np:
+        return np.logaddexp(math.log1p(-rate), log_in)
+    return xp.logaddexp(xp.full_like(log_in, math.log1p(-rate)), log_in)
+
+
+def backend_full(rng, shape, value: float = 0.0):
+    """An array of ``shape`` filled with ``value`` on the generator's backend and device."""
+    xp = getattr(rng, "xp", None)
+    if xp is None:
+        return np.full(shape, float(value))
+    return xp.full(shape, float(value), dtype=xp.float64, device=rng.device)
+
+
+def backend_array(rng, value):
+    """``value`` (a NumPy array or number) on the generator's backend and device."""
+    from accounting.mechanisms import as_float_array
+
+    xp = getattr(rng, "xp", np)
+    return as_float_array(xp, value, rng)
 
 
 class Probe(abc.ABC):
@@ -62,6 +84,8 @@ class Probe(abc.ABC):
     default_delta: float = 1e-5
     #: rough peak bytes of working memory per trial of a batch (sizes batches against free memory).
     memory_per_trial: int = 64
+    #: array backends whose generators ``scores`` accepts (``attacks.backend``).
+    backends: tuple = ("numpy",)
 
     @abc.abstractmethod
     def scores(self, world: int, trials: int, rng: np.random.Generator) -> np.ndarray:

@@ -27,7 +27,14 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Composition, SubsampledGaussian
-from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio
+from attacks.probes.base import (
+    Probe,
+    accountant_epsilon,
+    backend_array,
+    backend_full,
+    check_world,
+    log_mixture_ratio,
+)
 from attacks.probes.planted import with_bug
 
 SCHEDULES = ("uniform", "reference")
@@ -81,6 +88,7 @@ class FtsServerProbe(Probe):
     noise_reduction: float = 10.0
 
     name = "fts-server"
+    backends = ("numpy", "torch")
     threat_model = "broadcast view"
     description = (
         "DP-FTS-DE server mechanism; malicious canary agent sends a max-norm vector in a fixed "
@@ -158,16 +166,20 @@ class FtsServerProbe(Probe):
         weight, which keeps the noise of every block (``block_noise_std``) exactly as with all agents.
         All rounds with equal weights are released in one vectorised call.
         """
+        from accounting.mechanisms import array_namespace
+
         q, clip = self._mechanism.rate, self._mechanism.clip
-        total = np.zeros(trials)
+        total = backend_full(rng, (trials,))
+        xp = array_namespace(rng, total)
         for w, count in self._round_groups():
             reduced = np.stack([w[:, self.canary], np.abs(w).max(axis=1)], axis=1)  # (P, 2)
-            uploads = np.zeros((trials, count, 2, 1))
+            uploads = backend_full(rng, (trials, count, 2, 1))
             uploads[:, :, 0, 0] = clip * present
             broadcast = self._implementation.release(uploads, rng, weights=reduced, scale=1.0 / q)[..., 0]
             sigma = np.asarray(self._mechanism.block_noise_std(w)) / q
             mu = w[:, self.canary] * clip / q / sigma
-            total += log_mixture_ratio((broadcast / sigma) @ mu, float(mu @ mu), q).sum(axis=-1)
+            dot = (broadcast / backend_array(rng, sigma)) @ backend_array(rng, mu)
+            total += xp.sum(log_mixture_ratio(dot, float(mu @ mu), q), axis=-1)
         return total
 
     def _scores_all_agents(self, present: int, trials: int, rng) -> np.ndarray:
