@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from accounting import analytic_gaussian_noise_multiplier, gaussian_epsilon
+from accounting.errors import ConfigurationError
 from attacks.attack import run_attack
 from attacks.batches import ExactSum
 from attacks.estimators.counts import estimate_all_counts, roc_from_counts, summarise_counts
@@ -146,7 +147,7 @@ def test_null_world_attacks_through_the_counts_path():
 def test_counts_are_identical_on_every_executor():
     from attacks.probes import get_probe
 
-    probe = get_probe("subsampled-gaussian", rounds=2)
+    probe = get_probe("gaussian")
     probe.batch_size = 2500
     runs = [
         run_attack(probe, 5000, seed=8, reduction="counts", executor=e, workers=2) for e in ("inprocess", "processes")
@@ -155,3 +156,19 @@ def test_counts_are_identical_on_every_executor():
     assert np.array_equal(runs[0].counts["in"], runs[1].counts["in"])
     assert runs[0].to_dict()["bounds"] == runs[1].to_dict()["bounds"]
     assert runs[0].scores_out is None and runs[0].reduction == "counts"
+
+
+def test_the_plan_picks_sorted_for_small_budgets_and_counts_beyond():
+    from attacks.probes import get_probe
+    from attacks.run_plan import SORTED_MAX_TRIALS, plan_run
+
+    probe = get_probe("gaussian")
+    gib = 2**30
+    assert plan_run(probe, SORTED_MAX_TRIALS, memory=8 * gib).reduction == "sorted"
+    big = plan_run(probe, 10**12, memory=8 * gib)
+    assert big.reduction == "counts" and big.batches <= 100_000 and big.batch_size * big.batches >= 10**12
+    assert plan_run(probe, 10**5, memory=8 * gib, reduction="counts").pilot_trials == 20_000
+    with pytest.raises(ConfigurationError, match="at most"):
+        plan_run(probe, 10**15, memory=8 * gib)
+    with pytest.raises(ConfigurationError, match="counts"):
+        plan_run(probe, 10**10, memory=8 * gib, reduction="sorted")
