@@ -16,6 +16,7 @@ from scipy import special
 
 from accounting.errors import ConfigurationError
 from accounting.exact import gaussian_epsilon
+from attacks.estimators.bayesian import jeffreys_bound
 from attacks.estimators.binomial import cp_lower, cp_upper
 from attacks.estimators.clopper_pearson import _best, _bound
 from attacks.estimators.grid import ThresholdGrid, grid_tests
@@ -96,38 +97,15 @@ def counts_bayesian(grid, counts_out, counts_in, delta, confidence, rng, draws: 
     """Jeffreys credible bound of epsilon at the pilot's best test (not a frequentist guarantee)."""
     counts_out, counts_in = _check(grid, counts_out, counts_in)
     tests = grid_tests(grid, counts_out, counts_in, grid.test_edges[:1], grid.test_directions[:1])
-    lower_count, lower_total = int(tests.lower_counts[0]), int(tests.lower_totals[0])
-    upper_count, upper_total = int(tests.upper_counts[0]), int(tests.upper_totals[0])
-    # lower rate = 1 - one error rate, upper rate = the other error rate
-    error_a = rng.beta(upper_count + 0.5, upper_total - upper_count + 0.5, size=draws)
-    error_b = rng.beta(lower_total - lower_count + 0.5, lower_count + 0.5, size=draws)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        samples = np.maximum(np.log((1 - delta - error_b) / error_a), np.log((1 - delta - error_a) / error_b))
-    samples = np.maximum(np.nan_to_num(samples, nan=0.0, posinf=709.0, neginf=0.0), 0.0)
-    tail = 1.0 - confidence
-    low, high = np.quantile(samples, [tail / 2, 1 - tail / 2])
-    return EpsilonBound(
-        method="bayesian-jeffreys",
-        epsilon=float(np.quantile(samples, tail)),
-        delta=float(delta),
-        confidence=float(confidence),
-        rigorous=False,
-        assumptions="Bayesian credible bound (Jeffreys priors on the error rates), not a frequentist "
-        "guarantee; threshold chosen on the pilot batch.",
-        details={
-            "threshold": float(tests.threshold[0]),
-            "direction": str(tests.direction[0]),
-            "counts": {
-                "lower": lower_count,
-                "lower_total": lower_total,
-                "upper": upper_count,
-                "upper_total": upper_total,
-            },
-            "credible_interval": [float(low), float(high)],
-            "posterior_median": float(np.median(samples)),
-            "posterior_draws": draws,
-            "reduction": "counts",
-        },
+    lower, lower_total = int(tests.lower_counts[0]), int(tests.lower_totals[0])
+    upper, upper_total = int(tests.upper_counts[0]), int(tests.upper_totals[0])
+    if tests.direction[0] == "in-high":  # lower = TP of the in world, upper = FP of the out world
+        tp, fn, fp, tn = lower, lower_total - lower, upper, upper_total - upper
+    else:  # lower = TN of the out world, upper = FN of the in world
+        tn, fp, fn, tp = lower, lower_total - lower, upper, upper_total - upper
+    details = {"threshold": float(tests.threshold[0]), "direction": str(tests.direction[0]), "reduction": "counts"}
+    return jeffreys_bound(
+        fp, tn, fn, tp, delta, confidence, draws, rng, "threshold chosen on the pilot batch.", details
     )
 
 

@@ -113,27 +113,7 @@ def add_parser(subparsers) -> None:
 def _settings(args) -> dict:
     config = load_config(args.config)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
-    for key in (
-        "probe",
-        "trials",
-        "seed",
-        "delta",
-        "claim_epsilon",
-        "claim_delta",
-        "confidence",
-        "executor",
-        "workers",
-        "scheduler",
-        "checkpoint",
-        "batch_size",
-        "methods",
-        "mechanism",
-        "datasets",
-        "classifier",
-        "reduction",
-        "backend",
-        "device",
-    ):
+    for key in (k for k in CONFIG_KEYS if k != "params"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
