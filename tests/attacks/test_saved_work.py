@@ -219,3 +219,11 @@ def test_trials_parse_like_numbers_people_write(capsys):
     assert main(["attack", "gaussian", "--trials", "2e3", "--seed", "1", "--format", "json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["trials_per_world"] == 2000
     assert np.isclose(2e3, 2000)
+
+
+def test_plan_prints_how_an_attack_would_run(capsys):
+    assert main(["plan", "--trials", "1e12", "--delta", "1e-5", "--probe", "gaussian", "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["attack_plan"]
+    assert plan["reduction"] == "counts" and plan["batches"] * plan["batch_size"] >= 10**12
+    assert main(["plan", "--trials", "1e15", "--delta", "1e-5", "--probe", "gaussian"]) == 2
+    assert "at most" in capsys.readouterr().err
