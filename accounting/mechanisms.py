@@ -54,8 +54,9 @@ def _parse_enum(cls, value, field_name):
 
 
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """Return ``rng`` if it is a Generator, else a new Generator seeded by it."""
-    if isinstance(rng, np.random.Generator):
+    """Return ``rng`` if it is a Generator (or a generator of another array backend, which has the same
+    drawing methods and an ``xp`` namespace), else a new NumPy Generator seeded by it."""
+    if isinstance(rng, np.random.Generator) or hasattr(rng, "xp"):
         return rng
     return np.random.default_rng(rng)
 
@@ -66,6 +67,26 @@ def _single_event(mechanism, scale):
 
     scale = peers.PeerScale.RECORD_NORM if scale is None else scale
     return peers.mechanism_event(mechanism, peers.composition_relation(Composition.of(mechanism)), scale)
+
+def array_namespace(rng, *arrays):
+    """The array namespace a release runs in: the generator's (``rng.xp``, e.g. PyTorch through
+    ``array_api_compat``), else PyTorch's for tensor inputs, else NumPy itself (the default path, so
+    NumPy results stay bit for bit what they were)."""
+    if hasattr(rng, "xp"):
+        return rng.xp
+    if any(type(a).__module__.split(".")[0] == "torch" for a in arrays):
+        import array_api_compat
+
+        return array_api_compat.array_namespace(*arrays)
+    return np
+
+
+def as_float_array(xp, value, rng=None):
+    """``value`` as a float64 array of namespace ``xp`` (on the generator's device, if it has one)."""
+    if xp is np:
+        return np.asarray(value, dtype=float)
+    device = getattr(rng, "device", None)
+    return xp.asarray(value, dtype=xp.float64, device=device)
 
 
 @dataclass(frozen=True)
@@ -87,9 +108,11 @@ class _AdditiveNoise:
         return _single_event(self, scale)
 
     def release(self, values, rng) -> np.ndarray:
-        """Return ``values`` plus independent noise of this mechanism's law and scale."""
-        values = np.asarray(values, dtype=float)
-        return values + self._draw(as_generator(rng), values.shape)
+        """Return ``values`` plus independent noise of this mechanism's law and scale (an array of the
+        generator's backend)."""
+        rng = as_generator(rng)
+        values = as_float_array(array_namespace(rng, values), values, rng)
+        return values + self._draw(rng, tuple(values.shape))
 
 
 @dataclass(frozen=True)
@@ -194,15 +217,18 @@ class SubsampledGaussian:
         if size > num_participants:
             raise ConfigurationError("population", f"batch of {size} from {num_participants} participants")
         keys = rng.random(shape)
-        ranks = np.argsort(np.argsort(keys, axis=-1), axis=-1)
+        xp = array_namespace(rng, keys)
+        ranks = xp.argsort(xp.argsort(keys, axis=-1), axis=-1)
         return ranks < size
 
     def clip_vectors(self, vectors) -> np.ndarray:
         """Scale every vector (last axis) down to L2 norm at most ``clip``."""
-        vectors = np.asarray(vectors, dtype=float)
-        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-        factors = np.minimum(1.0, self.clip / np.maximum(norms, 1e-300))
-        return vectors * factors
+        xp = array_namespace(None, vectors)
+        vectors = as_float_array(xp, vectors)
+        norms = xp.sqrt(xp.sum(vectors * vectors, axis=-1, keepdims=True))
+        if xp is np:
+            return vectors * np.minimum(1.0, self.clip / np.maximum(norms, 1e-300))
+        return vectors * (self.clip / xp.clip(norms, min=float(self.clip)))  # = min(1, clip / norm)
 
     def block_noise_std(self, weights=None) -> np.ndarray | float:
         """Noise standard deviation per output block for a weighted release.
@@ -219,11 +245,13 @@ class SubsampledGaussian:
 
     def add_noise(self, sums, rng, weights=None) -> np.ndarray:
         """Add the release noise to already clipped (weighted) sums of shape (..., [k,] d)."""
-        sums = np.asarray(sums, dtype=float)
+        rng = as_generator(rng)
+        xp = array_namespace(rng, sums)
+        sums = as_float_array(xp, sums, rng)
         std = self.block_noise_std(weights)
         if weights is not None and np.ndim(weights) == 2:
-            std = np.asarray(std)[:, None]
-        return sums + as_generator(rng).standard_normal(sums.shape) * std
+            std = as_float_array(xp, np.asarray(std)[:, None], rng)
+        return sums + rng.standard_normal(tuple(sums.shape)) * std
 
     def release(self, contributions, rng, weights=None, *, scale: float = 1.0, return_mask: bool = False):
         """Run the mechanism on the participants' vectors.
@@ -234,18 +262,19 @@ class SubsampledGaussian:
         public post-processing such as 1/q). An empty sample releases pure noise.
         """
         rng = as_generator(rng)
-        x = np.asarray(contributions, dtype=float)
+        xp = array_namespace(rng, contributions)
+        x = as_float_array(xp, contributions, rng)
         if x.ndim < 2:
             raise ConfigurationError("contributions", "expected shape (..., participants, dimension)")
-        mask = self.sample(rng, x.shape[-2], x.shape[:-2])
+        mask = self.sample(rng, x.shape[-2], tuple(x.shape[:-2]))
         clipped = self.clip_vectors(x) * mask[..., None]
         if weights is None:
-            sums = clipped.sum(axis=-2)
+            sums = xp.sum(clipped, axis=-2)
         else:
             w = np.asarray(weights, dtype=float)
             if w.shape[-1] != x.shape[-2] or w.ndim > 2:
                 raise ConfigurationError("weights", f"shape {w.shape} does not match {x.shape[-2]} participants")
-            sums = np.einsum("...nd,kn->...kd", clipped, np.atleast_2d(w))
+            sums = _weighted_sums(clipped, as_float_array(xp, np.atleast_2d(w), rng))
             if w.ndim == 1:
                 sums = sums[..., 0, :]
         noisy = self.add_noise(sums, rng, weights) * scale
@@ -254,6 +283,17 @@ class SubsampledGaussian:
 
 
 Mechanism = Gaussian | Laplace | SubsampledGaussian
+
+
+def _weighted_sums(clipped: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sums[..., k, :] = sum_n weights[k, n] clipped[..., n, :]`` (broadcast products for a few
+    participants, which is faster than a batched matrix product of tiny matrices)."""
+    if weights.shape[1] > 4:
+        return weights @ clipped
+    sums = weights[:, 0, None] * clipped[..., 0, None, :]
+    for n in range(1, weights.shape[1]):
+        sums += weights[:, n, None] * clipped[..., n, None, :]
+    return sums
 
 
 @dataclass(frozen=True)

@@ -1,38 +1,75 @@
 """Running a probe: batches through an executor, scores through the estimators, a verdict on a claim.
 
-``run_attack(probe, trials, seed, ...)`` is the plain Python API behind ``dpaudit attack``; the audit
-and the reports use its ``AttackResult``.
+``run_attack(probe, trials, seed, options)`` is the plain Python API behind ``dpaudit attack``; the
+audit and the reports use its ``AttackResult``. ``AttackOptions`` holds everything else (executor,
+checkpoint, levels, claim, estimators, reduction, backend); keyword arguments override its fields.
+The reduction (every score sorted, or counts over pilot-fixed thresholds) is chosen by
+``attacks.run_plan``; both give valid bounds and the same seed gives the same result on every executor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
-from attacks.executors import get_executor, plan_batches, root_seed, stream
+from attacks.batches import attack_manifest, collect_counts, collect_scores
+from attacks.executors import root_seed, stream
 from attacks.executors.checkpoint import Checkpoint
 from attacks.probes import Probe, check_trials, get_probe
+from attacks.run_plan import plan_run
 
 EXIT_CODES = {"PASS": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
+__all__ = ["AttackOptions", "AttackResult", "collect_counts", "collect_scores", "run_attack"]
+
+
+@dataclass(frozen=True)
+class AttackOptions:
+    """How to run an attack. ``delta`` defaults to the claim's delta, else the probe's; without an
+    explicit ``claim_epsilon`` the claim is the tight epsilon of the probe's described mechanism."""
+
+    executor: object = "inprocess"
+    workers: int = 2
+    scheduler: str | None = None
+    checkpoint_dir: object = None
+    fresh: bool = False
+    delta: float | None = None
+    confidence: float = 0.95
+    claim_epsilon: float | None = None
+    claim_delta: float | None = None
+    methods: tuple | list | None = None
+    progress: bool = False
+    batch_size: int | None = None
+    reduction: str = "auto"
+    backend: str = "numpy"
+    device: str = "cpu"
+    log: object = None  # callable(str) for plan and repair messages (None: silent)
 
 
 def summarise(scores: np.ndarray) -> dict:
     """Count, mean, standard deviation and quantiles of one world's scores (sorted ascending)."""
     q = scores[np.round(np.array([0.0, 0.01, 0.5, 0.99, 1.0]) * (scores.size - 1)).astype(int)]
-    return {"count": int(scores.size), "mean": float(scores.mean()), "std": float(scores.std()),
-            "min": float(q[0]), "q01": float(q[1]), "median": float(q[2]), "q99": float(q[3]),
-            "max": float(q[4])}
+    return {
+        "count": int(scores.size),
+        "mean": float(scores.mean()),
+        "std": float(scores.std()),
+        "min": float(q[0]),
+        "q01": float(q[1]),
+        "median": float(q[2]),
+        "q99": float(q[3]),
+        "max": float(q[4]),
+    }
 
 
 @dataclass
 class AttackResult:
-    """Everything one attack produced. ``scores_out`` (world 0) and ``scores_in`` (world 1), sorted
-    ascending, are kept in memory but left out of ``to_dict`` unless asked for."""
+    """Everything one attack produced. With the sorted reduction ``scores_out`` (world 0) and
+    ``scores_in`` (world 1), sorted ascending, are kept in memory (left out of ``to_dict`` unless
+    asked for); with counts they are None and ``counts`` holds the grid and both worlds' counts."""
 
     probe: dict
     trials: int
@@ -52,8 +89,13 @@ class AttackResult:
     elapsed_seconds: float
     batches_total: int
     batches_resumed: int
-    scores_out: np.ndarray = field(repr=False)
-    scores_in: np.ndarray = field(repr=False)
+    scores_out: np.ndarray | None = field(repr=False, default=None)
+    scores_in: np.ndarray | None = field(repr=False, default=None)
+    reduction: str = "sorted"
+    pilot_trials: int = 0
+    batches_recomputed: list = field(default_factory=list)
+    counts: dict | None = field(repr=False, default=None)
+    backend: str = "numpy"
 
     @property
     def status(self) -> str | None:
@@ -67,130 +109,150 @@ class AttackResult:
     def best_rigorous(self) -> float:
         return max((b.epsilon for b in self.bounds if b.rigorous), default=0.0)
 
+    def score_summaries(self) -> dict:
+        if self.counts is not None:
+            from attacks.estimators.counts import summarise_counts
+
+            grid = self.counts["grid"]
+            return {
+                "without_canary": summarise_counts(grid, self.counts["out"]),
+                "with_canary": summarise_counts(grid, self.counts["in"]),
+            }
+        return {"without_canary": summarise(self.scores_out), "with_canary": summarise(self.scores_in)}
+
     def to_dict(self, include_scores: bool = False) -> dict:
+        from attacks.files import json_safe
+
         out = {
-            "probe": self.probe, "trials_per_world": self.trials, "training_trials_per_world":
-            self.training_trials, "seed": str(self.seed), "executor": self.executor, "workers": self.workers,
-            "delta": self.delta, "confidence": self.confidence,
-            "claim": None if self.claim_epsilon is None else {
-                "epsilon": self.claim_epsilon, "delta": self.claim_delta, "source": self.claim_source},
+            "probe": self.probe,
+            "trials_per_world": self.trials,
+            "training_trials_per_world": self.training_trials,
+            "pilot_trials_per_world": self.pilot_trials,
+            "reduction": self.reduction,
+            "backend": self.backend,
+            "seed": str(self.seed),
+            "executor": self.executor,
+            "workers": self.workers,
+            "delta": self.delta,
+            "confidence": self.confidence,
+            "claim": None
+            if self.claim_epsilon is None
+            else {"epsilon": self.claim_epsilon, "delta": self.claim_delta, "source": self.claim_source},
             "true_epsilon": self.true_epsilon,
-            "scores": {"without_canary": summarise(self.scores_out),
-                       "with_canary": summarise(self.scores_in)},
+            "scores": self.score_summaries(),
             "bounds": [b.to_dict() for b in self.bounds],
             "roc": self.roc,
             "verdict": None if self.verdict is None else self.verdict.to_dict(),
             "elapsed_seconds": self.elapsed_seconds,
-            "batches": {"total": self.batches_total, "resumed_from_checkpoint": self.batches_resumed},
+            "batches": {
+                "total": self.batches_total,
+                "resumed_from_checkpoint": self.batches_resumed,
+                "recomputed_after_damage": list(self.batches_recomputed),
+            },
         }
-        if include_scores:
+        if include_scores and self.scores_out is not None:
             out["scores"]["without_canary"]["values"] = self.scores_out.tolist()
             out["scores"]["with_canary"]["values"] = self.scores_in.tolist()
-        return out
+        return json_safe(out)
 
 
-def collect_scores(probe: Probe, trials: int, seed, executor="inprocess", workers: int = 2,
-                   scheduler: str | None = None, checkpoint_dir=None, progress: bool = False,
-                   batch_size: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Scores of ``trials`` runs of each world (world 0, world 1), batch by batch, resuming from and
-    writing to ``checkpoint_dir`` if given. ``executor`` is a name or an executor object."""
-    trials = check_trials(trials)
-    batch_size = int(require_number("batch_size", batch_size or probe.batch_size, low=1, integer=True))
-    root = root_seed(seed)
-    tasks = plan_batches(trials, batch_size, root)
-    worlds = [np.empty(trials), np.empty(trials)]  # filled in place as batches finish
-
-    def store(task, scores):
-        start = task.index * batch_size
-        worlds[task.world][start:start + task.size] = scores
-
-    checkpoint = None
-    todo = tasks
-    if checkpoint_dir is not None:
-        checkpoint = Checkpoint(checkpoint_dir, {
-            "version": 1, "probe": getattr(probe, "registry_name", probe.name), "class": type(probe).__name__,
-            "params": probe.params(), "seed": str(root.entropy), "spawn_key": list(root.spawn_key),
-            "batch_size": batch_size})
-        todo = []
-        for task in tasks:
-            stored = checkpoint.load(task)
-            if stored is None:
-                todo.append(task)
-            else:
-                store(task, stored)
-    resumed = len(tasks) - len(todo)
-    own = isinstance(executor, str)
-    runner = get_executor(executor, workers, scheduler) if own else executor
-    try:
-        from tqdm import tqdm
-
-        with tqdm(total=len(tasks), initial=resumed, unit="batch", desc=probe.name, file=sys.stderr,
-                  disable=not progress, leave=False) as bar:
-            for task, scores in runner.run(probe, todo):
-                if checkpoint is not None:
-                    checkpoint.save(task, scores)
-                store(task, scores)
-                bar.update(1)
-    finally:
-        if own:
-            runner.close()
-    info = {"executor": getattr(runner, "name", type(runner).__name__),
-            "workers": getattr(runner, "workers", 1), "batches_total": len(tasks), "batches_resumed": resumed}
-    return worlds[0], worlds[1], info
-
-
-def run_attack(probe: Probe | str, trials: int, seed: int | None = None, executor="inprocess",
-               workers: int = 2, scheduler: str | None = None, checkpoint_dir=None,
-               delta: float | None = None, confidence: float = 0.95, claim_epsilon: float | None = None,
-               claim_delta: float | None = None, methods=None, progress: bool = False,
-               batch_size: int | None = None) -> AttackResult:
-    """Run ``probe`` for ``trials`` trials per world and turn the scores into bounds and a verdict.
-
-    ``delta`` is the delta of the bounds (default: the claim's delta, else the probe's). Without an
-    explicit ``claim_epsilon`` the claim is the tight epsilon of the probe's described mechanism
-    (when an accountant knows it); with neither there is no verdict. Probes that learn their score
-    train on ``trials // 2`` trials per world (training stream of the seed) and are judged on the rest.
-    """
-    started = time.perf_counter()
-    if isinstance(probe, str):
-        probe = get_probe(probe)
-    trials = check_trials(trials)
-    confidence = require_number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+def _levels(probe: Probe, options: AttackOptions) -> tuple[float, float, float | None, float | None]:
+    """(delta, confidence, claim_epsilon, claim_delta), validated, with the documented defaults."""
+    confidence = require_number("confidence", options.confidence, low=0, high=1, low_open=True, high_open=True)
+    claim_delta = options.claim_delta
     if claim_delta is not None:
         claim_delta = require_number("claim_delta", claim_delta, low=0, high=1, low_open=True, high_open=True)
+    delta = options.delta
     if delta is None:
         delta = claim_delta if claim_delta is not None else probe.default_delta
     delta = require_number("delta", delta, low=0, high=1, low_open=True, high_open=True)
-    if claim_delta is None:
-        claim_delta = delta
+    claim_epsilon = options.claim_epsilon
     if claim_epsilon is not None:
         claim_epsilon = require_number("claim_epsilon", claim_epsilon, low=0)
-    if seed is None and checkpoint_dir is not None:
-        seed = Checkpoint.stored_seed(checkpoint_dir)
+    return delta, confidence, claim_epsilon, delta if claim_delta is None else claim_delta
+
+
+def _checkpoint(probe, root, plan, options) -> Checkpoint | None:
+    if options.checkpoint_dir is None:
+        return None
+    manifest = attack_manifest(probe, root, plan.batch_size, plan.reduction, options.backend)
+    return Checkpoint(options.checkpoint_dir, manifest, fresh=options.fresh)
+
+
+def _fit(probe: Probe, trials: int, root) -> tuple[Probe, int, int]:
+    """Train a learned score on half of the trials (training stream); returns (probe, training, test)."""
+    if not probe.needs_training:
+        return probe, 0, trials
+    if trials < 2:
+        raise ConfigurationError("trials", "a learned score needs at least 2 trials per world (half train, half test)")
+    training = trials // 2
+    return probe.fit(training, np.random.default_rng(stream(root, 2))), training, trials - training
+
+
+def _with_backend(probe: Probe, options: AttackOptions) -> Probe:
+    if options.backend == "numpy" and options.device == "cpu":
+        return probe
+    from attacks.backend import on_backend
+
+    return on_backend(probe, options.backend, options.device)
+
+
+def run_attack(
+    probe: Probe | str, trials: int, seed: int | None = None, options: AttackOptions | None = None, **overrides
+) -> AttackResult:
+    """Run ``probe`` for ``trials`` trials per world and turn the scores into bounds and a verdict.
+
+    Probes that learn their score train on ``trials // 2`` trials per world (training stream of the
+    seed) and are judged on the rest. Keyword arguments override fields of ``options``.
+    """
+    started = time.perf_counter()
+    try:
+        options = dataclasses.replace(options or AttackOptions(), **overrides)
+    except TypeError as exc:
+        raise ConfigurationError("options", str(exc)) from None
+    if isinstance(probe, str):
+        probe = get_probe(probe)
+    probe = _with_backend(probe, options)
+    trials = check_trials(trials)
+    delta, confidence, claim_epsilon, claim_delta = _levels(probe, options)
+    if seed is None and options.checkpoint_dir is not None:
+        seed = Checkpoint.stored_seed(options.checkpoint_dir)
     root = root_seed(seed)
-
-    training = 0
-    if probe.needs_training:
-        if trials < 2:
-            raise ConfigurationError("trials", "a learned score needs at least 2 trials per world "
-                                               "(half train, half test)")
-        training = trials // 2
-        probe = probe.fit(training, np.random.default_rng(stream(root, 2)))
-        trials -= training
-
-    scores_out, scores_in, info = collect_scores(probe, trials, root, executor, workers, scheduler,
-                                                 checkpoint_dir, progress, batch_size)
-    from attacks.estimators import estimate_all
-    from attacks.roc import empirical_roc
-
-    # Sorting once serves every estimator and the ROC (all work on sorted scores; the trial order carries
-    # no information because the trials are i.i.d.).
-    scores_out.sort()
-    scores_in.sort()
-
-    bounds = estimate_all(scores_out, scores_in, delta, confidence, methods=methods,
-                          rng=np.random.default_rng(stream(root, 3)))
-    fpr, tpr, auc = empirical_roc(scores_out, scores_in)
+    workers = 1 if options.executor == "inprocess" else options.workers
+    plan = plan_run(
+        probe, trials - (trials // 2 if probe.needs_training else 0), options.batch_size, options.reduction, workers
+    )
+    checkpoint = _checkpoint(probe, root, plan, options)
+    probe, training, trials = _fit(probe, trials, root)
+    log = options.log or (lambda message: None)
+    if plan.trials >= 10**7:
+        log(plan.describe())
+    if plan.reduction == "counts":
+        grid, counts_out, counts_in, info = collect_counts(
+            probe, trials, root, plan, delta, confidence, options, checkpoint
+        )
+        bounds, roc = _counts_estimates(grid, counts_out, counts_in, delta, confidence, options, root)
+        extra = {"counts": {"grid": grid, "out": counts_out, "in": counts_in}}
+    else:
+        scores_out, scores_in, info = collect_scores(
+            probe,
+            trials,
+            root,
+            options.executor,
+            options.workers,
+            options.scheduler,
+            checkpoint,
+            options.progress,
+            plan.batch_size,
+            log=log,
+        )
+        bounds, roc = _sorted_estimates(scores_out, scores_in, delta, confidence, options, root)
+        extra = {"scores_out": scores_out, "scores_in": scores_in}
+    if info["recomputed"]:
+        log(
+            f"checkpoint: {len(info['recomputed'])} damaged batch file(s) recomputed "
+            f"({', '.join(info['recomputed'][:3])}{', ...' if len(info['recomputed']) > 3 else ''})"
+        )
     metadata = probe.metadata(delta)
     true_eps = metadata.get("true_epsilon")
     source = "given"
@@ -203,10 +265,57 @@ def run_attack(probe: Probe | str, trials: int, seed: int | None = None, executo
 
         verdict = decide(claim_epsilon, claim_delta, bounds, trials, confidence)
     return AttackResult(
-        probe=metadata, trials=trials, training_trials=training, seed=int(root.entropy),
-        executor=info["executor"], workers=info["workers"], delta=delta, confidence=confidence,
-        claim_epsilon=claim_epsilon, claim_delta=claim_delta if claim_epsilon is not None else None,
-        claim_source=source if claim_epsilon is not None else "none", true_epsilon=true_eps, bounds=bounds,
-        roc={"fpr": fpr.tolist(), "tpr": tpr.tolist(), "auc": auc}, verdict=verdict,
-        elapsed_seconds=time.perf_counter() - started, batches_total=info["batches_total"],
-        batches_resumed=info["batches_resumed"], scores_out=scores_out, scores_in=scores_in)
+        probe=metadata,
+        trials=trials,
+        training_trials=training,
+        seed=int(root.entropy),
+        executor=info["executor"],
+        workers=info["workers"],
+        delta=delta,
+        confidence=confidence,
+        claim_epsilon=claim_epsilon,
+        claim_delta=claim_delta if claim_epsilon is not None else None,
+        claim_source=source if claim_epsilon is not None else "none",
+        true_epsilon=true_eps,
+        bounds=bounds,
+        roc=roc,
+        verdict=verdict,
+        elapsed_seconds=time.perf_counter() - started,
+        batches_total=info["batches_total"],
+        batches_resumed=info["batches_resumed"],
+        reduction=plan.reduction,
+        pilot_trials=info.get("pilot_trials", 0),
+        batches_recomputed=info["recomputed"],
+        backend=options.backend,
+        **extra,
+    )
+
+
+def _sorted_estimates(scores_out, scores_in, delta, confidence, options, root):
+    from attacks.estimators import estimate_all
+    from attacks.roc import empirical_roc
+
+    # Sorting once serves every estimator and the ROC (the trial order carries no information: i.i.d.).
+    scores_out.sort()
+    scores_in.sort()
+    bounds = estimate_all(
+        scores_out, scores_in, delta, confidence, methods=options.methods, rng=np.random.default_rng(stream(root, 3))
+    )
+    fpr, tpr, auc = empirical_roc(scores_out, scores_in)
+    return bounds, {"fpr": fpr.tolist(), "tpr": tpr.tolist(), "auc": auc}
+
+
+def _counts_estimates(grid, counts_out, counts_in, delta, confidence, options, root):
+    from attacks.estimators.counts import estimate_all_counts, roc_from_counts
+
+    bounds = estimate_all_counts(
+        grid,
+        counts_out,
+        counts_in,
+        delta,
+        confidence,
+        methods=options.methods,
+        rng=np.random.default_rng(stream(root, 3)),
+    )
+    fpr, tpr, auc = roc_from_counts(grid, counts_out, counts_in)
+    return bounds, {"fpr": fpr.tolist(), "tpr": tpr.tolist(), "auc": auc, "resolution": "threshold grid"}

@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from accounting.errors import ConfigurationError, require_number
-from attacks.executors.base import BatchTask, plan_batches, root_seed, run_task, stream
+from attacks.executors.base import (
+    BatchFailed,
+    BatchTask,
+    iter_batches,
+    pilot_batches,
+    plan_batches,
+    root_seed,
+    run_task,
+    stream,
+)
 from attacks.executors.local import InProcessExecutor, ProcessExecutor
 
 EXECUTORS = ("inprocess", "processes", "dask")
@@ -27,5 +36,17 @@ def get_executor(name: str = "inprocess", workers: int = 2, scheduler: str | Non
     raise ConfigurationError("executor", f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")
 
 
-__all__ = ["EXECUTORS", "BatchTask", "InProcessExecutor", "ProcessExecutor", "get_executor", "plan_batches",
-           "root_seed", "run_task", "stream"]
+__all__ = [
+    "EXECUTORS",
+    "BatchFailed",
+    "BatchTask",
+    "iter_batches",
+    "pilot_batches",
+    "InProcessExecutor",
+    "ProcessExecutor",
+    "get_executor",
+    "plan_batches",
+    "root_seed",
+    "run_task",
+    "stream",
+]

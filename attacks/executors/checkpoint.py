@@ -1,52 +1,124 @@
-"""Checkpoint directory for an attack: finished batches as ``.npy`` files, written atomically.
+"""Checkpoint directory for an attack: finished batches, each with its checksum, written atomically.
 
-The directory holds ``manifest.json`` (probe name and parameters, seed, batch size) and one file per
-finished batch named by world, batch index and size. A rerun with the same manifest loads finished
-batches instead of recomputing them (a longer rerun reuses every full batch); a different attack in
-the same directory is refused rather than silently mixed.
+``manifest.json`` records what produced the batches: the probe and all its parameters, the hashes of
+the code behind it (the probe's and the mechanisms' modules; the user function's module and the
+datasets' content for the user probe), the project version, the seed, the batch size and the
+reduction (scores, or counts over a threshold grid, stored beside it as ``grid.bin``). A rerun with an
+identical manifest loads the finished batches instead of recomputing them; any difference refuses to
+resume (``ConfigurationError`` naming the keys) unless ``fresh`` is asked for, which discards the old
+batches. A directory holding files but no manifest is refused, never adopted.
+
+Every batch file ends with the SHA-256 of its content; a batch that is unreadable, empty, truncated or
+fails its checksum is reported (``corrupted``) and recomputed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
 from accounting.errors import ConfigurationError
-from attacks.files import atomic_write
+from attacks.files import atomic_write_bytes
 
 MANIFEST = "manifest.json"
+GRID = "grid.bin"
+SUFFIX = ".npy"  # a batch file is a .npy payload followed by its 32-byte SHA-256
+DIGEST = 32
+
+
+def project_version() -> str:
+    """The installed dpfed-audit version, else the one in this checkout's pyproject.toml."""
+    import tomllib
+    from importlib import metadata
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    try:
+        return tomllib.loads(pyproject.read_text())["project"]["version"]
+    except (OSError, KeyError, ValueError):
+        try:
+            return metadata.version("dpfed-audit")
+        except metadata.PackageNotFoundError:
+            return "unknown"
 
 
 def _normalise(obj):
     return json.loads(json.dumps(obj, sort_keys=True, default=str))
 
 
+def _sealed(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array, dtype=float), allow_pickle=False)
+    payload = buffer.getvalue()
+    return payload + hashlib.sha256(payload).digest()
+
+
+def _unsealed(data: bytes) -> np.ndarray | None:
+    payload, digest = data[:-DIGEST], data[-DIGEST:]
+    if len(data) <= DIGEST or hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        return np.load(io.BytesIO(payload), allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+
+
 class Checkpoint:
     """Finished batches of one attack in ``directory`` (created if missing)."""
 
-    def __init__(self, directory, manifest: dict):
+    def __init__(self, directory, manifest: dict, fresh: bool = False):
         self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ConfigurationError("checkpoint", f"{str(directory)!r} is not a directory")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError("checkpoint", f"cannot create {str(directory)!r}: {exc}") from None
-        manifest = _normalise(manifest)
+        self.manifest = _normalise(manifest)
+        self.corrupted: list[str] = []
         path = self.directory / MANIFEST
         if path.exists():
-            try:
-                existing = json.loads(path.read_text())
-            except (OSError, ValueError):
-                raise ConfigurationError("checkpoint", f"{str(path)!r} is not a readable manifest") from None
-            if existing != manifest:
-                raise ConfigurationError("checkpoint", f"{str(self.directory)!r} holds a different attack "
-                                                       "(probe, parameters, seed or batch size); use another "
-                                                       "directory")
-        else:
-            text = json.dumps(manifest, indent=2, sort_keys=True).encode()
-            atomic_write(path, lambda handle: handle.write(text))
-        self.manifest = manifest
+            self._check_existing(path, fresh)
+        elif any(self.directory.iterdir()):
+            raise ConfigurationError(
+                "checkpoint",
+                f"{str(directory)!r} holds files but no {MANIFEST}: it "
+                "is not an attack checkpoint; use an empty directory",
+            )
+        if not path.exists():
+            text = json.dumps(self.manifest, indent=2, sort_keys=True)
+            atomic_write_bytes(path, text.encode())
+
+    def _check_existing(self, path: Path, fresh: bool) -> None:
+        try:
+            existing = json.loads(path.read_text())
+        except (OSError, ValueError):
+            existing = None
+        if existing == self.manifest:
+            return
+        if not fresh:
+            if not isinstance(existing, dict):
+                raise ConfigurationError(
+                    "checkpoint",
+                    f"{str(path)!r} is not a readable manifest; rerun with --fresh to discard the checkpoint",
+                )
+            keys = sorted(k for k in set(existing) | set(self.manifest) if existing.get(k) != self.manifest.get(k))
+            raise ConfigurationError(
+                "checkpoint",
+                f"{str(self.directory)!r} was written by a different attack "
+                f"({', '.join(keys)} differ); rerun with --fresh to "
+                "discard it, or use another directory",
+            )
+        self.discard()
+
+    def discard(self) -> None:
+        """Remove the manifest, the grid and every batch file of this directory (nothing else)."""
+        for item in self.directory.iterdir():
+            if item.name in (MANIFEST, GRID) or item.suffix == SUFFIX:
+                item.unlink()
 
     @staticmethod
     def stored_seed(directory) -> int | None:
@@ -57,19 +129,51 @@ class Checkpoint:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _path(self, task) -> Path:
-        return self.directory / f"{task.key}-n{task.size}.npy"
+    @property
+    def kind(self) -> str:
+        """What a batch file holds: ``scores`` or, for a counts reduction, ``counts``."""
+        return "counts" if self.manifest.get("reduction") == "counts" else "scores"
 
-    def load(self, task) -> np.ndarray | None:
-        """The stored scores of ``task``, or None if the batch has not finished (or is unreadable)."""
-        path = self._path(task)
+    def _path(self, task) -> Path:
+        middle = ".counts" if self.kind == "counts" else ""
+        return self.directory / f"{task.key}-n{task.size}{middle}{SUFFIX}"
+
+    def _read(self, path: Path, label: str) -> np.ndarray | None:
         if not path.exists():
             return None
         try:
-            scores = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
-            return None
-        return scores if scores.shape == (task.size,) else None
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        array = _unsealed(data)
+        if array is None:
+            self.corrupted.append(label)
+        return array
 
-    def save(self, task, scores: np.ndarray) -> None:
-        atomic_write(self._path(task), lambda handle: np.save(handle, np.asarray(scores, dtype=float)))
+    def load(self, task, size: int | None = None) -> np.ndarray | None:
+        """The stored array of ``task`` (``size`` entries, default the batch size), or None if the batch
+        has not finished; a damaged batch file is recorded in ``corrupted`` and also gives None."""
+        array = self._read(self._path(task), task.key)
+        expected = (task.size if size is None else size,)
+        if array is not None and array.shape != expected:
+            self.corrupted.append(task.key)
+            return None
+        return array
+
+    def save(self, task, array: np.ndarray) -> None:
+        atomic_write_bytes(self._path(task), _sealed(array))
+
+    def load_grid(self) -> dict | None:
+        """The threshold grid stored by the first run of a counts reduction (None if absent or damaged)."""
+        array = self._read(self.directory / GRID, GRID)
+        if array is None:
+            return None
+        try:
+            return json.loads(array.astype(np.uint8).tobytes().decode())
+        except (ValueError, UnicodeDecodeError):
+            self.corrupted.append(GRID)
+            return None
+
+    def save_grid(self, grid: dict) -> None:
+        data = np.frombuffer(json.dumps(grid).encode(), dtype=np.uint8).astype(float)
+        atomic_write_bytes(self.directory / GRID, _sealed(data))

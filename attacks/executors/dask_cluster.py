@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 from accounting.errors import ConfigurationError
-from attacks.executors.base import run_task
+from attacks.executors.base import BatchFailed, run_task
 
 
 class DaskExecutor:
@@ -24,23 +26,47 @@ class DaskExecutor:
             if scheduler:
                 self._client = Client(scheduler, timeout=timeout)
             else:
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                             dashboard_address=None)
+                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, dashboard_address=None)
                 self._client = Client(self._cluster)
         except OSError as exc:
-            raise ConfigurationError("scheduler",
-                                     f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
+            raise ConfigurationError("scheduler", f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
 
-    def run(self, probe, tasks):
+    def run(self, probe, tasks, reduce=None):
         from distributed import as_completed
 
-        tasks = list(tasks)
-        if not tasks:
+        tasks = iter(tasks)
+        probe_future = None
+        futures = {}
+        window = 4 * self.workers  # tasks in flight: memory stays bounded however many batches there are
+
+        def submit():
+            task = next(tasks, None)
+            if task is not None:
+                futures[self._client.submit(run_task, probe_future, task, reduce, pure=False)] = task
+            return task is not None
+
+        first = next(tasks, None)
+        if first is None:
             return
         probe_future = self._client.scatter(probe, broadcast=True, hash=False)
-        futures = {self._client.submit(run_task, probe_future, task, pure=False): task for task in tasks}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+        tasks = itertools.chain([first], tasks)
+        for _ in range(window):
+            if not submit():
+                break
+        pool = as_completed(list(futures))
+        for future in pool:
+            task = futures.pop(future)
+            try:
+                result = future.result()
+            except ConfigurationError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a lost worker or a cancelled task
+                if type(exc).__module__.startswith("distributed"):
+                    raise BatchFailed(f"the Dask cluster lost {task.key}: {exc}") from None
+                raise
+            if submit():
+                pool.add(list(futures)[-1])
+            yield task, result
 
     def close(self) -> None:
         self._client.close()

@@ -9,10 +9,11 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
-from attacks.executors.base import BatchTask, run_task
+from attacks.executors.base import BatchFailed, BatchTask, run_task
 
 
 class InProcessExecutor:
@@ -21,9 +22,10 @@ class InProcessExecutor:
     name = "inprocess"
     workers = 1
 
-    def run(self, probe, tasks: Iterable[BatchTask]) -> Iterator[tuple[BatchTask, np.ndarray]]:
+    def run(self, probe, tasks: Iterable[BatchTask], reduce=None) -> Iterator[tuple[BatchTask, np.ndarray]]:
+        """``(task, scores)`` per finished batch, or ``(task, reduce(scores))`` with a reduction."""
         for task in tasks:
-            yield task, run_task(probe, task)
+            yield task, run_task(probe, task, reduce)
 
     def close(self) -> None:
         pass
@@ -44,21 +46,38 @@ class ProcessExecutor(InProcessExecutor):
 
     def __init__(self, workers: int = 2, start_method: str = "spawn"):
         self.workers = max(1, int(workers))
-        self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                         mp_context=multiprocessing.get_context(start_method))
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context(start_method))
 
-    def run(self, probe, tasks):
+    def run(self, probe, tasks, reduce=None):
         pending = {}
-        queue = list(tasks)
-        queue.reverse()
-        while queue or pending:
-            while queue and len(pending) < 2 * self.workers:
-                task = queue.pop()
-                pending[self._pool.submit(run_task, probe, task)] = task
+        queue = iter(tasks)
+        exhausted = False
+        while not exhausted or pending:
+            while not exhausted and len(pending) < 2 * self.workers:
+                task = next(queue, None)
+                if task is None:
+                    exhausted = True
+                else:
+                    pending[self._submit(probe, task, reduce)] = task
+            if not pending:
+                return
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 task = pending.pop(future)
-                yield task, future.result()
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    raise BatchFailed(
+                        f"a worker process died while computing {task.key} (killed, or out of "
+                        "memory); the attack has no result"
+                    ) from None
+                yield task, result
+
+    def _submit(self, probe, task, reduce):
+        try:
+            return self._pool.submit(run_task, probe, task, reduce)
+        except BrokenProcessPool:
+            raise BatchFailed("the worker processes died; the attack has no result") from None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

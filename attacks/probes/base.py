@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import hashlib
+import inspect
 import math
 
 import numpy as np
@@ -36,11 +38,33 @@ def check_trials(trials, field: str = "trials") -> int:
 
 def log_mixture_ratio(dot, mu_sq, rate):
     """log[(1 - q) + q exp(dot - |mu|^2 / 2)]: the log-likelihood ratio of one Poisson-subsampled Gaussian
-    release with whitened shift mu, given the whitened output's projection ``dot = <y, mu>``."""
-    log_in = np.log(rate) + dot - 0.5 * mu_sq
+    release with whitened shift mu, given the whitened output's projection ``dot = <y, mu>`` (an array of
+    any backend)."""
+    from accounting.mechanisms import array_namespace
+
+    log_in = math.log(rate) + dot - 0.5 * mu_sq
     if rate >= 1.0:
         return log_in
-    return np.logaddexp(math.log1p(-rate), log_in)
+    xp = array_namespace(None, log_in)
+    if xp is np:
+        return np.logaddexp(math.log1p(-rate), log_in)
+    return xp.logaddexp(xp.full_like(log_in, math.log1p(-rate)), log_in)
+
+
+def backend_full(rng, shape, value: float = 0.0):
+    """An array of ``shape`` filled with ``value`` on the generator's backend and device."""
+    xp = getattr(rng, "xp", None)
+    if xp is None:
+        return np.full(shape, float(value))
+    return xp.full(shape, float(value), dtype=xp.float64, device=rng.device)
+
+
+def backend_array(rng, value):
+    """``value`` (a NumPy array or number) on the generator's backend and device."""
+    from accounting.mechanisms import as_float_array
+
+    xp = getattr(rng, "xp", np)
+    return as_float_array(xp, value, rng)
 
 
 class Probe(abc.ABC):
@@ -58,6 +82,10 @@ class Probe(abc.ABC):
     needs_training: bool = False
     #: the delta at which the probe's claim is usually stated (CLI default).
     default_delta: float = 1e-5
+    #: rough peak bytes of working memory per trial of a batch (sizes batches against free memory).
+    memory_per_trial: int = 64
+    #: array backends whose generators ``scores`` accepts (``attacks.backend``).
+    backends: tuple = ("numpy",)
 
     @abc.abstractmethod
     def scores(self, world: int, trials: int, rng: np.random.Generator) -> np.ndarray:
@@ -81,6 +109,17 @@ class Probe(abc.ABC):
             out[f.name] = value
         return out
 
+    def provenance(self) -> dict:
+        """What produced the scores beyond the parameters: SHA-256 of the source of the probe's class
+        (and its bases) and of the mechanism modules it runs, by module name. A checkpoint written under
+        other code is not resumed."""
+        import accounting.mechanisms
+        import attacks.probes.planted
+
+        modules = {c.__module__ for c in type(self).__mro__ if c.__module__ != "builtins"}
+        modules |= {accounting.mechanisms.__name__, attacks.probes.planted.__name__}
+        return {name: module_hash(name) for name in sorted(modules)}
+
     def metadata(self, delta: float | None = None) -> dict:
         """Name, threat model, description, parameters, attacked mechanism and (where known) true epsilon."""
         mech = self.mechanism()
@@ -100,6 +139,27 @@ class Probe(abc.ABC):
                 info["true_epsilon"] = None
                 info["true_epsilon_error"] = f"{type(exc).__name__}: {exc}"
         return info
+
+
+def file_hash(path) -> str:
+    """SHA-256 of a file's bytes ("missing" if it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def module_hash(name: str) -> str:
+    """SHA-256 of an imported module's source file ("unknown" for modules without one)."""
+    import sys
+
+    module = sys.modules.get(name)
+    try:
+        path = inspect.getsourcefile(module) if module is not None else None
+    except TypeError:
+        path = None
+    return file_hash(path) if path else "unknown"
 
 
 def accountant_epsilon(target, delta: float, names=("pld",)) -> float | None:

@@ -27,7 +27,14 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Composition, SubsampledGaussian
-from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio
+from attacks.probes.base import (
+    Probe,
+    accountant_epsilon,
+    backend_array,
+    backend_full,
+    check_world,
+    log_mixture_ratio,
+)
 from attacks.probes.planted import with_bug
 
 SCHEDULES = ("uniform", "reference")
@@ -43,8 +50,9 @@ def _pld_epsilon(composition: Composition, delta: float) -> float | None:
         return accountant_epsilon(composition, delta, names=("rdp",))
 
 
-def schedule_weights(schedule: str, round_index: int, agents: int, subregions: int, gap: float = 15.0,
-                     hold: int = 10, decay: int = 30) -> np.ndarray:
+def schedule_weights(
+    schedule: str, round_index: int, agents: int, subregions: int, gap: float = 15.0, hold: int = 10, decay: int = 30
+) -> np.ndarray:
     """Weights varphi_t of shape (P, N) for the public assignment i_n = n mod P."""
     if schedule == "uniform":
         return np.full((subregions, agents), 1.0 / agents)
@@ -80,14 +88,16 @@ class FtsServerProbe(Probe):
     noise_reduction: float = 10.0
 
     name = "fts-server"
+    backends = ("numpy", "torch")
     threat_model = "broadcast view"
-    description = ("DP-FTS-DE server mechanism; malicious canary agent sends a max-norm vector in a fixed "
-                   "direction every round, log-likelihood-ratio score over all rounds and blocks")
+    description = (
+        "DP-FTS-DE server mechanism; malicious canary agent sends a max-norm vector in a fixed "
+        "direction every round, log-likelihood-ratio score over all rounds and blocks"
+    )
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
-            raise ConfigurationError("schedule",
-                                     f"choose one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+            raise ConfigurationError("schedule", f"choose one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         self.rounds = int(require_number("rounds", self.rounds, low=1, integer=True))
         self.agents = int(require_number("agents", self.agents, low=1, integer=True))
         self.subregions = int(require_number("subregions", self.subregions, low=1, integer=True))
@@ -96,10 +106,15 @@ class FtsServerProbe(Probe):
         clip = require_number("clip_total", self.clip_total, low=0, low_open=True) / np.sqrt(self.subregions)
         self._mechanism = SubsampledGaussian(self.rate, self.noise_multiplier, clip)
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
-        self._weights = np.stack([schedule_weights(self.schedule, t, self.agents, self.subregions, self.gap,
-                                                   self.hold, self.decay) for t in range(self.rounds)])
+        self._weights = np.stack(
+            [
+                schedule_weights(self.schedule, t, self.agents, self.subregions, self.gap, self.hold, self.decay)
+                for t in range(self.rounds)
+            ]
+        )
         self.default_delta = self.delta
-        self.batch_size = max(1, 300_000 // self.agents)
+        self.batch_size = max(1, 600_000 // self.rounds)
+        self.memory_per_trial = 200 * self.rounds
 
     def effective_noise_multipliers(self) -> np.ndarray:
         return np.array([effective_noise_multiplier(self.noise_multiplier, w) for w in self._weights])
@@ -108,8 +123,9 @@ class FtsServerProbe(Probe):
         """Per-round subsampled Gaussians at the effective noise multipliers (equal rounds grouped)."""
         z_eff = np.round(self.effective_noise_multipliers(), 12)
         values, counts = np.unique(z_eff, return_counts=True)
-        return Composition(tuple((SubsampledGaussian(self.rate, float(z), 1.0), int(c))
-                                 for z, c in zip(values, counts, strict=True)))
+        return Composition(
+            tuple((SubsampledGaussian(self.rate, float(z), 1.0), int(c)) for z, c in zip(values, counts, strict=True))
+        )
 
     def charged_mechanism(self):
         """What the DP-FTS-DE accountant charges: every round at z."""
@@ -121,17 +137,57 @@ class FtsServerProbe(Probe):
 
     def metadata(self, delta=None) -> dict:
         info = super().metadata(delta)
-        info["notes"] = ("tight epsilon of the per-round effective noise multipliers; the accountant charges "
-                         "every round at z, which is larger when the schedule concentrates the weights")
+        info["notes"] = (
+            "tight epsilon of the per-round effective noise multipliers; the accountant charges "
+            "every round at z, which is larger when the schedule concentrates the weights"
+        )
         return info
 
     def scores(self, world, trials, rng):
         present = check_world(world)
+        if self.bug == "uniform-fallback":  # depends on who else is sampled: run all agents
+            return self._scores_all_agents(present, int(trials), rng)
+        return self._scores_reduced(present, int(trials), rng)
+
+    def _round_groups(self):
+        """Rounds with identical weights, as (weights (P, N), number of rounds)."""
+        groups = {}
+        for w in self._weights:
+            key = w.tobytes()
+            groups[key] = (w, groups.get(key, (w, 0))[1] + 1)
+        return list(groups.values())
+
+    def _scores_reduced(self, present: int, trials: int, rng) -> np.ndarray:
+        """The same broadcast law through the same release call, with only the participants that matter.
+
+        The other agents upload known zero vectors: they add nothing to the sums, and under Poisson
+        sampling their inclusion is independent of the canary's. So the release runs on two
+        participants: the canary (its weights) and a zero-upload stand-in holding each block's largest
+        weight, which keeps the noise of every block (``block_noise_std``) exactly as with all agents.
+        All rounds with equal weights are released in one vectorised call.
+        """
+        from accounting.mechanisms import array_namespace
+
+        q, clip = self._mechanism.rate, self._mechanism.clip
+        total = backend_full(rng, (trials,))
+        xp = array_namespace(rng, total)
+        for w, count in self._round_groups():
+            reduced = np.stack([w[:, self.canary], np.abs(w).max(axis=1)], axis=1)  # (P, 2)
+            uploads = backend_full(rng, (trials, count, 2, 1))
+            uploads[:, :, 0, 0] = clip * present
+            broadcast = self._implementation.release(uploads, rng, weights=reduced, scale=1.0 / q)[..., 0]
+            sigma = np.asarray(self._mechanism.block_noise_std(w)) / q
+            mu = w[:, self.canary] * clip / q / sigma
+            dot = (broadcast / backend_array(rng, sigma)) @ backend_array(rng, mu)
+            total += xp.sum(log_mixture_ratio(dot, float(mu @ mu), q), axis=-1)
+        return total
+
+    def _scores_all_agents(self, present: int, trials: int, rng) -> np.ndarray:
         q = self._mechanism.rate
-        uploads = np.zeros((int(trials), self.agents, 1))
+        uploads = np.zeros((trials, self.agents, 1))
         if present:
             uploads[:, self.canary, 0] = self._mechanism.clip
-        total = np.zeros(int(trials))
+        total = np.zeros(trials)
         for w in self._weights:
             broadcast = self._implementation.release(uploads, rng, weights=w, scale=1.0 / q)[..., 0]
             sigma = np.asarray(self._mechanism.block_noise_std(w)) / q

@@ -16,7 +16,14 @@ from accounting.calibration import calibrate_gaussian
 from accounting.errors import require_number
 from accounting.exact import gaussian_epsilon
 from accounting.mechanisms import Composition, Laplace, Sampling, SubsampledGaussian
-from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio
+from attacks.probes.base import (
+    Probe,
+    accountant_epsilon,
+    backend_array,
+    backend_full,
+    check_world,
+    log_mixture_ratio,
+)
 from attacks.probes.planted import with_bug
 
 
@@ -39,6 +46,7 @@ class GaussianProbe(Probe):
     noise_reduction: float = 10.0
 
     name = "gaussian"
+    backends = ("numpy", "torch")
     threat_model = "output only"
     description = "Gaussian mechanism on a scalar query; canary shifts the query by its sensitivity"
     batch_size = 1_000_000
@@ -46,10 +54,10 @@ class GaussianProbe(Probe):
     def __post_init__(self):
         self.delta = _check_delta(self.delta)
         if self.noise_multiplier is None:
-            self._mechanism = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity,
-                                                 method=self.calibration)
+            self._mechanism = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity, method=self.calibration)
         else:
             from accounting.mechanisms import Gaussian
+
             self._mechanism = Gaussian(self.noise_multiplier, self.sensitivity)
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
         self.default_delta = self.delta
@@ -61,7 +69,7 @@ class GaussianProbe(Probe):
         return gaussian_epsilon(1.0 / self._mechanism.noise_multiplier, _check_delta(delta))
 
     def scores(self, world, trials, rng):
-        values = np.full(int(trials), float(self._mechanism.sensitivity) * check_world(world))
+        values = backend_full(rng, (int(trials),), float(self._mechanism.sensitivity) * check_world(world))
         return self._implementation.release(values, rng)
 
 
@@ -85,6 +93,7 @@ class LaplaceProbe(Probe):
     noise_reduction: float = 10.0
 
     name = "laplace"
+    backends = ("numpy", "torch")
     threat_model = "output only"
     description = "Laplace mechanism on a scalar query; canary shifts the query by its sensitivity"
     batch_size = 1_000_000
@@ -103,7 +112,7 @@ class LaplaceProbe(Probe):
         return laplace_epsilon(1.0 / self._mechanism.noise_multiplier, _check_delta(delta))
 
     def scores(self, world, trials, rng):
-        values = np.full(int(trials), float(self._mechanism.sensitivity) * check_world(world))
+        values = backend_full(rng, (int(trials),), float(self._mechanism.sensitivity) * check_world(world))
         # the likelihood ratio is monotone in the output, clamped outside [0, sensitivity]
         return self._implementation.release(values, rng)
 
@@ -132,9 +141,11 @@ class SubsampledGaussianProbe(Probe):
     noise_reduction: float = 10.0
 
     name = "subsampled-gaussian"
+    backends = ("numpy", "torch")
     threat_model = "server view"
-    description = ("composed subsampled Gaussian; malicious canary sends a max-norm vector every round, "
-                   "likelihood-ratio score")
+    description = (
+        "composed subsampled Gaussian; malicious canary sends a max-norm vector every round, likelihood-ratio score"
+    )
     batch_size = 100_000
 
     def __post_init__(self):
@@ -145,8 +156,9 @@ class SubsampledGaussianProbe(Probe):
         if self.canary_norm is not None:
             require_number("canary_norm", self.canary_norm, low=0, low_open=True)
         population = self.others + 1 if Sampling.parse(self.sampling) is Sampling.FIXED_SIZE else None
-        self._mechanism = SubsampledGaussian(self.rate, self.noise_multiplier, self.clip,
-                                             sampling=self.sampling, population=population)
+        self._mechanism = SubsampledGaussian(
+            self.rate, self.noise_multiplier, self.clip, sampling=self.sampling, population=population
+        )
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
         self.default_delta = self.delta
         self.batch_size = max(1, 400_000 // (self.rounds * (self.others + 1) * self.dim))
@@ -170,9 +182,9 @@ class SubsampledGaussianProbe(Probe):
     def views(self, world, trials, rng) -> np.ndarray:
         """Released sums, shape (trials, rounds, dim); participant 0 is the canary."""
         present = check_world(world)  # world 0: the canary is absent, not a zero vector
-        contributions = np.zeros((int(trials), self.rounds, self.others + present, self.dim))
+        contributions = backend_full(rng, (int(trials), self.rounds, self.others + present, self.dim))
         if present:
-            contributions[:, :, 0, :] = self.canary_vector()
+            contributions[:, :, 0, :] = backend_array(rng, self.canary_vector())
         return self._implementation.release(contributions, rng)
 
     def round_log_ratios(self, views: np.ndarray) -> np.ndarray:
@@ -182,7 +194,10 @@ class SubsampledGaussianProbe(Probe):
         return log_mixture_ratio(views[..., 0] / std * mu, mu * mu, self.participation_rate)
 
     def scores(self, world, trials, rng):
-        return self.round_log_ratios(self.views(world, trials, rng)).sum(axis=-1)
+        from accounting.mechanisms import array_namespace
+
+        ratios = self.round_log_ratios(self.views(world, trials, rng))
+        return array_namespace(rng, ratios).sum(ratios, axis=-1)
 
 
 @dataclass
@@ -199,12 +214,14 @@ class EmptySampleProbe(SubsampledGaussianProbe):
     others: int = 0
 
     name = "empty-sample"
-    description = ("tiny population; distinguishes pure-noise from uniform-vector releases on an empty "
-                   "sample (DP-FTS-DE reference-code fallback)")
+    backends = ("numpy",)
+    description = (
+        "tiny population; distinguishes pure-noise from uniform-vector releases on an empty "
+        "sample (DP-FTS-DE reference-code fallback)"
+    )
 
     def scores(self, world, trials, rng):
         views = self.views(world, trials, rng)
         outside = (~np.all((views >= 0.0) & (views < 1.0), axis=-1)).sum(axis=-1)
         llr = self.round_log_ratios(views).sum(axis=-1)
         return outside + 0.5 / (1.0 + np.exp(-np.clip(llr, -50, 50)))
-

@@ -152,6 +152,24 @@ class UserMechanismProbe(Probe):
         proba = self._model.predict_proba(x)[:, 1]
         return np.log(np.clip(proba, 1e-300, None)) - np.log(np.clip(1.0 - proba, 1e-300, None))
 
+    def provenance(self) -> dict:
+        """The probe's code, the user function's module source and the datasets file's content (the
+        module's file is located without importing it: user code only ever runs in the worker)."""
+        import importlib.util
+
+        from attacks.probes.base import file_hash
+
+        info = super().provenance()
+        user_code_path()
+        try:
+            spec = importlib.util.find_spec(self.function.split(":")[0])
+        except (ImportError, ValueError):
+            spec = None
+        source = getattr(spec, "origin", None)
+        info["function_source"] = file_hash(source) if source and os.path.isfile(source) else "unknown"
+        info["datasets_content"] = file_hash(self.datasets)
+        return info
+
     def params(self) -> dict:
         return {
             "function": self.function,

@@ -1,10 +1,9 @@
 """``dpaudit attack PROBE ...``: run a membership-inference probe, print each estimator's lower bound
-and the verdict against the claim. Exit codes: 0 PASS (or no claim), 1 VIOLATION, 3 INCONCLUSIVE,
-2 bad input."""
+and the verdict against the claim. Exit codes: 0 PASS (or no claim), 1 VIOLATION, 2 bad input
+(nothing run), 3 INCONCLUSIVE or the probe failed (a worker died), 130 interrupted."""
 
 from __future__ import annotations
 
-import json
 import sys
 import tomllib
 
@@ -17,8 +16,10 @@ CONFIG_SCHEMA = {"probe": STRING, "trials": NUMBER, "seed": INTEGER, "delta": NU
                  "claim_delta": NUMBER, "confidence": NUMBER, "executor": STRING, "workers": INTEGER,
                  "scheduler": STRING, "checkpoint": STRING, "methods": OneOf((STRING, STRINGS)),
                  "batch_size": INTEGER, "params": ANY_TABLE, "mechanism": STRING, "datasets": STRING,
-                 "classifier": STRING, "timeout": NUMBER}
+                 "classifier": STRING, "timeout": NUMBER, "reduction": STRING, "backend": STRING,
+                 "device": STRING}
 CONFIG_KEYS = tuple(CONFIG_SCHEMA)
+EXIT_PROBE_FAILED = 3  # reports/exit_codes.py: "INCONCLUSIVE, or a probe failed"
 DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
 
 
@@ -49,8 +50,9 @@ def load_config(path) -> dict:
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("attack", help="run a membership-inference probe: epsilon lower bounds",
-                                   description=__doc__)
+    parser = subparsers.add_parser(
+        "attack", help="run a membership-inference probe: epsilon lower bounds", description=__doc__
+    )
     parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
@@ -63,18 +65,33 @@ def add_parser(subparsers) -> None:
                         help="seconds per batch of a user mechanism (run in a worker process; default: none)")
     parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
     parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
-    parser.add_argument("--claim-epsilon", type=float, help="claimed epsilon (default: the probe's tight "
-                                                             "epsilon of the described mechanism)")
+    parser.add_argument(
+        "--claim-epsilon",
+        type=float,
+        help="claimed epsilon (default: the probe's tight epsilon of the described mechanism)",
+    )
     parser.add_argument("--claim-delta", type=float, help="claimed delta (default: --delta)")
     parser.add_argument("--delta", type=float, help="delta of the bounds (default: the probe's)")
     parser.add_argument("--confidence", type=float, help="confidence level in (0, 1) (default 0.95)")
-    parser.add_argument("--trials", type=float, help="trials per world (default 100000)")
+    parser.add_argument("--trials", help="trials per world, e.g. 100000 or 1e7 (default 100000)")
     parser.add_argument("--executor", choices=["inprocess", "processes", "dask"])
     parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2)")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     parser.add_argument("--seed", type=int, help="seed (the same seed gives the same scores everywhere)")
-    parser.add_argument("--checkpoint", help="directory for finished batches; rerun to resume")
-    parser.add_argument("--batch-size", type=int, help="trials per batch (default: the probe's)")
+    parser.add_argument(
+        "--checkpoint",
+        help="directory for finished batches; rerun to resume (refused if it was written by other inputs or code)",
+    )
+    parser.add_argument("--fresh", action="store_true", help="discard the checkpoint's batches and start afresh")
+    parser.add_argument("--batch-size", type=int, help="trials per batch (default: the probe's, capped by free memory)")
+    parser.add_argument(
+        "--reduction",
+        choices=["auto", "sorted", "counts"],
+        help="keep every score (sorted) or counts over pilot-fixed thresholds (constant "
+        "memory); auto: sorted up to 1e6 trials per world",
+    )
+    parser.add_argument("--backend", choices=["numpy", "torch"], help="array backend of the probe (default numpy)")
+    parser.add_argument("--device", help="torch device: cpu or cuda (default cpu)")
     parser.add_argument("--methods", help="comma-separated estimators (default: all score-based ones)")
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -89,9 +106,7 @@ def _settings(args) -> dict:
     require_code_opt_in("mechanism", config.get("mechanism"), args.allow_code)
     require_code_opt_in("params.function", params.get("function"), args.allow_code)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
-    for key in ("probe", "trials", "seed", "delta", "claim_epsilon", "claim_delta", "confidence", "executor",
-                "workers", "scheduler", "checkpoint", "batch_size", "methods", "mechanism", "datasets",
-                "classifier", "timeout"):
+    for key in (k for k in CONFIG_KEYS if k != "params"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
@@ -145,16 +160,26 @@ def print_table(result, out=None) -> None:
     out = sys.stdout if out is None else out
     p = result.probe
     print(f"probe       {p['name']} ({p['threat_model']}): {p['description']}", file=out)
-    print(f"trials      {result.trials} per world"
-          + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
-          + f", seed {result.seed}, {result.executor} x{result.workers}, {result.elapsed_seconds:.1f} s"
-          + (f", {result.batches_resumed}/{result.batches_total} batches resumed" if result.batches_resumed
-             else ""), file=out)
-    print(f"true eps    {_fmt(result.true_epsilon)} at delta {result.delta:.4g} (tight, described mechanism)",
-          file=out)
+    print(
+        f"trials      {result.trials} per world"
+        + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
+        + f", seed {result.seed}, {result.executor} x{result.workers}, {result.elapsed_seconds:.1f} s"
+        + (f", {result.batches_resumed}/{result.batches_total} batches resumed" if result.batches_resumed else ""),
+        file=out,
+    )
+    print(f"true eps    {_fmt(result.true_epsilon)} at delta {result.delta:.4g} (tight, described mechanism)", file=out)
     if result.claim_epsilon is not None:
-        print(f"claim       epsilon {_fmt(result.claim_epsilon)} at delta {result.claim_delta:.4g} "
-              f"({result.claim_source})", file=out)
+        print(
+            f"claim       epsilon {_fmt(result.claim_epsilon)} at delta {result.claim_delta:.4g} "
+            f"({result.claim_source})",
+            file=out,
+        )
+    reduction = result.reduction + (
+        f" (+{result.pilot_trials} pilot trials per world fixed the thresholds)" if result.pilot_trials else ""
+    )
+    print(f"scores      {reduction}; backend {result.backend}", file=out)
+    if result.batches_recomputed:
+        print(f"checkpoint  {len(result.batches_recomputed)} damaged batch file(s) recomputed", file=out)
     print(f"AUC         {result.roc['auc']:.4f}", file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result.bounds:
@@ -162,14 +187,15 @@ def print_table(result, out=None) -> None:
         print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
     if result.verdict is not None:
         v = result.verdict
-        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}",
-              file=out)
+        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}", file=out)
     else:
         print("\nverdict     none (no claim and no known tight epsilon; give --claim-epsilon)", file=out)
 
 
 def run(args) -> int:
-    from attacks.attack import run_attack
+    from attacks.attack import AttackOptions, run_attack
+    from attacks.executors import BatchFailed
+    from attacks.files import dumps_json
     from attacks.probes import PROBES, probe_class
 
     if args.list:
@@ -182,21 +208,37 @@ def run(args) -> int:
         return 0
     settings = _settings(args)
     probe = build_probe(settings)
-    trials = settings["trials"]
-    if isinstance(trials, float) and trials.is_integer():
-        trials = int(trials)
+    from attacks.run_plan import check_trial_count
+
+    trials = check_trial_count(settings["trials"])
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
-    result = run_attack(probe, trials, seed=settings.get("seed"), executor=settings["executor"],
-                        workers=settings["workers"], scheduler=settings.get("scheduler"),
-                        checkpoint_dir=settings.get("checkpoint"), delta=settings.get("delta"),
-                        confidence=settings["confidence"], claim_epsilon=settings.get("claim_epsilon"),
-                        claim_delta=settings.get("claim_delta"), methods=methods,
-                        progress=not args.no_progress and sys.stderr.isatty(),
-                        batch_size=settings.get("batch_size"))
+    options = AttackOptions(
+        executor=settings["executor"],
+        workers=settings["workers"],
+        scheduler=settings.get("scheduler"),
+        checkpoint_dir=settings.get("checkpoint"),
+        fresh=args.fresh,
+        delta=settings.get("delta"),
+        confidence=settings["confidence"],
+        claim_epsilon=settings.get("claim_epsilon"),
+        claim_delta=settings.get("claim_delta"),
+        methods=methods,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        batch_size=settings.get("batch_size"),
+        reduction=settings.get("reduction", "auto"),
+        backend=settings.get("backend", "numpy"),
+        device=settings.get("device", "cpu"),
+        log=lambda message: print(message, file=sys.stderr),
+    )
+    try:
+        result = run_attack(probe, trials, seed=settings.get("seed"), options=options)
+    except BatchFailed as exc:
+        print(f"dpaudit attack: probe failed: {exc}", file=sys.stderr)
+        return EXIT_PROBE_FAILED
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
+        print(dumps_json(result.to_dict(), indent=2))
     else:
         print_table(result)
     return result.exit_code

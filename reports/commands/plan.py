@@ -20,8 +20,25 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
     parser.add_argument("--delta", type=float, required=True, help="delta of the claim to certify against")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
+    parser.add_argument(
+        "--probe",
+        help="also print how `dpaudit attack PROBE --trials N` would run (reduction, "
+        "batches, pilot, memory), or why it cannot",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="parallel batches for --probe (default 1)")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.set_defaults(func=run, _parser=parser)
+
+
+def attack_plan(probe_name: str, trials, workers: int) -> dict:
+    """The run plan of an attack (``attacks.run_plan``) as a dict; ConfigurationError if it cannot run."""
+    import dataclasses
+
+    from attacks.probes import get_probe
+    from attacks.run_plan import check_trial_count, plan_run
+
+    plan = plan_run(get_probe(probe_name), check_trial_count(trials), workers=workers)
+    return {**dataclasses.asdict(plan), "summary": plan.describe()}
 
 
 def run(args) -> int:
@@ -34,6 +51,10 @@ def run(args) -> int:
         result["trials"] = args.trials
         result["max_certifiable_epsilon"] = max_certifiable_epsilon(args.trials, args.delta, args.confidence)
         result["default_estimator_ceiling"] = bonferroni_ceiling(args.trials, args.delta, args.confidence)
+    if args.probe is not None:
+        if args.trials is None:
+            args._parser.error("--probe needs --trials")
+        result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers)
     if args.target_epsilon is not None:
         result["target_epsilon"] = args.target_epsilon
         result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
@@ -50,6 +71,8 @@ def run(args) -> int:
             "The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
             f"at most {result['default_estimator_ceiling']:.4f}."
         )
+    if "attack_plan" in result:
+        print(f"{args.probe}: {result['attack_plan']['summary']}")
     if "trials_needed" in result:
         print(
             f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "

@@ -41,8 +41,10 @@ def test_same_seed_same_scores_on_every_executor():
 
     probe = _probe()
     reference = collect_scores(probe, 3000, 42, executor="inprocess")
-    results = [collect_scores(probe, 3000, 42, executor="processes", workers=2),
-               collect_scores(probe, 3000, 42, executor="processes", workers=1)]
+    results = [
+        collect_scores(probe, 3000, 42, executor="processes", workers=2),
+        collect_scores(probe, 3000, 42, executor="processes", workers=1),
+    ]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
         results.append(collect_scores(probe, 3000, 42, executor="dask", scheduler=cluster.scheduler_address))
     for out, inn, _info in results:

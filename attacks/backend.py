@@ -1,0 +1,109 @@
+"""Array backends for probes: NumPy (the default) or PyTorch on a CPU or a CUDA device.
+
+The mechanism module's release and the probes' scoring are written once against the array API
+(``array_api_compat`` serves NumPy and PyTorch alike); what differs is the random generator. A batch's
+generator is built from the batch's own ``SeedSequence`` (``attacks.executors.base``): a NumPy
+``Generator``, or a ``TorchRandom`` whose ``torch.Generator`` is seeded from that sequence, so one seed
+gives the same scores on every executor within a backend (the two backends draw different numbers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+
+BACKENDS = ("numpy", "torch")
+
+
+class TorchRandom:
+    """The drawing methods of ``numpy.random.Generator`` that the mechanisms use, on PyTorch tensors
+    (float64) of one device, from a ``torch.Generator`` seeded by a NumPy ``SeedSequence``."""
+
+    def __init__(self, seed: np.random.SeedSequence, device: str = "cpu"):
+        import array_api_compat.torch as xp
+        import torch
+
+        self.xp, self.device, self._torch = xp, torch.device(device), torch
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(int(seed.generate_state(1, np.uint64)[0]) & (2**63 - 1))
+
+    def _shape(self, size) -> tuple:
+        return () if size is None else (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
+
+    def random(self, size=None):
+        return self._torch.rand(
+            self._shape(size), generator=self.generator, device=self.device, dtype=self._torch.float64
+        )
+
+    def standard_normal(self, size=None):
+        return self._torch.randn(
+            self._shape(size), generator=self.generator, device=self.device, dtype=self._torch.float64
+        )
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        return loc + scale * self.standard_normal(size)
+
+    def laplace(self, loc=0.0, scale=1.0, size=None):
+        u = self.random(size) - 0.5  # inverse CDF of the Laplace law
+        return loc - scale * self._torch.sign(u) * self._torch.log1p(-2.0 * self._torch.abs(u))
+
+    def integers(self, low, high=None, size=None):
+        low, high = (0, low) if high is None else (low, high)
+        return self._torch.randint(int(low), int(high), self._shape(size), generator=self.generator, device=self.device)
+
+
+def check_backend(backend: str, device: str) -> None:
+    """ConfigurationError unless ``backend`` on ``device`` can run here."""
+    if backend not in BACKENDS:
+        raise ConfigurationError("backend", f"choose one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "numpy":
+        if device != "cpu":
+            raise ConfigurationError("device", "the numpy backend runs on the cpu; use --backend torch")
+        return
+    import torch
+
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError):
+        raise ConfigurationError("device", f"not a torch device: {device!r} (cpu or cuda)") from None
+    if kind not in ("cpu", "cuda"):
+        raise ConfigurationError("device", f"choose cpu or cuda, got {device!r}")
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise ConfigurationError("device", "no CUDA device is available here; use --device cpu")
+
+
+def on_backend(probe, backend: str, device: str = "cpu"):
+    """``probe`` set to draw and score on ``backend``/``device`` (ConfigurationError if it cannot)."""
+    check_backend(backend, device)
+    supported = getattr(probe, "backends", ("numpy",))
+    if backend not in supported:
+        raise ConfigurationError("backend", f"probe {probe.name!r} runs on {', '.join(supported)} only")
+    if backend != "numpy" and getattr(probe, "bug", None) not in (None, "none"):
+        raise ConfigurationError("backend", "planted-bug mechanisms run on the numpy backend only")
+    probe.array_backend, probe.device = backend, device
+    return probe
+
+
+def batch_generator(probe, seed: np.random.SeedSequence):
+    """The random generator of one batch on the probe's backend."""
+    if getattr(probe, "array_backend", "numpy") == "torch":
+        return TorchRandom(seed, getattr(probe, "device", "cpu"))
+    return np.random.default_rng(seed)
+
+
+def free_device_memory(device: str) -> int | None:
+    """Free bytes on a CUDA device (None for the cpu, where ``psutil`` answers)."""
+    import torch
+
+    if torch.device(device).type != "cuda":
+        return None
+    free, _total = torch.cuda.mem_get_info(torch.device(device))
+    return int(free)
+
+
+def to_numpy(scores) -> np.ndarray:
+    """Scores of any backend as a NumPy float64 array (copied from the device if needed)."""
+    if type(scores).__module__.split(".")[0] == "torch":
+        return scores.detach().to("cpu").double().numpy()
+    return np.asarray(scores, dtype=float)

@@ -1,0 +1,115 @@
+"""The PyTorch backend: the same mechanisms and scores on torch tensors (CPU here; GPU tests marked).
+
+Law comparisons use two-sample Kolmogorov-Smirnov tests at level 0.001 with fixed seeds (false-failure
+probability at most 0.001 each).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from accounting.errors import ConfigurationError
+from attacks.attack import collect_scores, run_attack
+from attacks.backend import TorchRandom, on_backend, to_numpy
+from attacks.estimators.grid import pilot_grid
+from attacks.probes import get_probe
+from reports.cli import main
+
+LEVEL = 1e-3
+
+
+def _torch_probe(name, **params):
+    return on_backend(get_probe(name, **params), "torch", "cpu")
+
+
+@pytest.mark.parametrize(
+    "name, params",
+    [("gaussian", {}), ("laplace", {}), ("subsampled-gaussian", {"rounds": 3}), ("fts-server", {"rounds": 5})],
+)
+def test_torch_scores_have_the_numpy_law(name, params):
+    numpy_probe, torch_probe = get_probe(name, **params), _torch_probe(name, **params)
+    for world in (0, 1):
+        reference = numpy_probe.scores(world, 4000, np.random.default_rng(10 + world))
+        scores = torch_probe.scores(world, 4000, TorchRandom(np.random.SeedSequence(20 + world)))
+        assert isinstance(scores, torch.Tensor) and scores.dtype == torch.float64
+        assert stats.ks_2samp(reference, to_numpy(scores)).pvalue > LEVEL
+
+
+def test_torch_streams_are_per_batch_and_reproducible():
+    draw = [TorchRandom(np.random.SeedSequence(s)).standard_normal(5) for s in (1, 1, 2)]
+    assert torch.equal(draw[0], draw[1]) and not torch.equal(draw[0], draw[2])
+
+
+def test_same_seed_same_torch_scores_on_every_executor():
+    from distributed import LocalCluster
+
+    from attacks.executors import InProcessExecutor
+
+    probe = _torch_probe("subsampled-gaussian", rounds=2)
+    probe.batch_size = 1500
+    reference = collect_scores(probe, 3000, 42)
+
+    class Backwards(InProcessExecutor):
+        def run(self, probe, tasks, reduce=None):
+            yield from super().run(probe, list(tasks)[::-1], reduce)
+
+    others = [collect_scores(probe, 3000, 42, executor=Backwards())]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        others.append(collect_scores(probe, 3000, 42, executor="dask", scheduler=cluster.scheduler_address))
+    for other in others:
+        assert np.array_equal(reference[0], other[0]) and np.array_equal(reference[1], other[1])
+    numpy_scores = collect_scores(get_probe("subsampled-gaussian", rounds=2), 3000, 42, batch_size=1500)
+    assert not np.array_equal(reference[0], numpy_scores[0])  # the backends draw different numbers
+
+
+def test_counting_torch_scores_matches_counting_numpy_scores():
+    rng = np.random.default_rng(3)
+    grid = pilot_grid(rng.normal(size=2000), rng.normal(1.0, 1.0, 2000), 10_000, 10_000, 1e-3, 0.95)
+    values = rng.normal(size=10_000)
+    on_torch, on_numpy = grid.count(torch.from_numpy(values)), grid.count(values)
+    bins = grid.edges.size + 1
+    assert np.array_equal(on_torch[:bins], on_numpy[:bins])  # the histogram exactly
+    assert on_torch[bins:] == pytest.approx(on_numpy[bins:], rel=1e-12)  # sums up to summation order
+
+
+def test_torch_attack_gives_valid_bounds_through_counts():
+    result = run_attack("gaussian", 50_000, seed=4, reduction="counts", backend="torch")
+    # true epsilon 2: a valid 95% bound exceeds it with probability at most 0.05
+    assert 0.5 < result.best_rigorous() <= 2.0 and result.backend == "torch"
+
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["gaussian", "--backend", "torch", "--device", "tpu"], "device"),
+        (["bug-weak-noise", "--backend", "torch"], "backend"),
+        (["empty-sample", "--backend", "torch"], "backend"),
+        (["gaussian", "--device", "cuda"], "device"),
+    ],
+)
+def test_backend_errors_are_one_line_exit_2(capsys, argv, field):
+    assert main(["attack", *argv, "--trials", "1000", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and field in err
+
+
+def test_cuda_without_a_gpu_is_refused():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ConfigurationError, match="CUDA"):
+        on_backend(get_probe("gaussian"), "torch", "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_gaussian_probe_on_the_gpu():
+    probe = on_backend(get_probe("gaussian"), "torch", "cuda")
+    scores = probe.scores(1, 100_000, TorchRandom(np.random.SeedSequence(5), "cuda"))
+    assert scores.device.type == "cuda"
+    reference = get_probe("gaussian").scores(1, 100_000, np.random.default_rng(5))
+    assert stats.ks_2samp(reference, to_numpy(scores)).pvalue > LEVEL
+    result = run_attack("gaussian", 10**7, seed=6, reduction="counts", backend="torch", device="cuda")
+    assert 1.5 < result.best_rigorous() <= 2.0

@@ -1,0 +1,230 @@
+"""Saved work that could give a wrong verdict (issue 9, section 3) and attack failures (section 4):
+stale checkpoints, damaged batches, directories without a manifest, killed workers, impossible budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accounting.errors import ConfigurationError
+from attacks.attack import run_attack
+from attacks.probes import get_probe
+from reports.cli import main
+
+DATASETS = str(Path(__file__).resolve().parents[2] / "configs" / "attack_user_example_datasets.toml")
+MECHANISM = """
+import numpy as np
+
+def noisy_sum(dataset, rng, size):
+    return float(np.clip(np.asarray(dataset, dtype=float), 0, 1).sum()) + rng.normal(0.0, {std}, size)
+
+noisy_sum.batched = True
+"""
+
+
+def _user_module(tmp_path, monkeypatch, std: float) -> str:
+    """Write (or rewrite) a user mechanism module and make a fresh import see it, as a new process would."""
+    (tmp_path / "stale_mech.py").write_text(MECHANISM.format(std=std))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("stale_mech", None)
+    return "stale_mech:noisy_sum"
+
+
+def _attack(mechanism, checkpoint, *extra):
+    return main(
+        [
+            "attack",
+            "--mechanism",
+            mechanism,
+            "--datasets",
+            DATASETS,
+            "--trials",
+            "4000",
+            "--seed",
+            "3",
+            "--claim-epsilon",
+            "1",
+            "--delta",
+            "1e-3",
+            "--checkpoint",
+            str(checkpoint),
+            "--no-progress",
+            *extra,
+        ]
+    )
+
+
+def test_an_edited_mechanism_is_not_resumed_from_a_stale_checkpoint(tmp_path, monkeypatch, capsys):
+    checkpoint = tmp_path / "ck"
+    mechanism = _user_module(tmp_path, monkeypatch, std=2.0)  # (about 0.86, 1e-3)-DP: passes a claim of 1
+    assert _attack(mechanism, checkpoint) == 0
+    capsys.readouterr()
+    mechanism = _user_module(tmp_path, monkeypatch, std=0.2)  # ten times less noise
+    assert _attack(mechanism, checkpoint) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "code" in err and "--fresh" in err and "Traceback" not in err
+    assert _attack(mechanism, checkpoint, "--fresh") == 1  # started afresh: the violation shows
+    assert "VIOLATION" in capsys.readouterr().out
+
+
+def test_a_changed_datasets_file_is_not_resumed(tmp_path, monkeypatch, capsys):
+    checkpoint, datasets = tmp_path / "ck", tmp_path / "d.toml"
+    datasets.write_text("without = [0.2]\nwith = [0.2, 1.0]\n")
+    mechanism = _user_module(tmp_path, monkeypatch, std=2.0)
+    args = [
+        "attack",
+        "--mechanism",
+        mechanism,
+        "--datasets",
+        str(datasets),
+        "--trials",
+        "2000",
+        "--seed",
+        "3",
+        "--checkpoint",
+        str(checkpoint),
+        "--no-progress",
+        "--claim-epsilon",
+        "1",
+    ]
+    assert main(args) == 0
+    datasets.write_text("without = [0.2]\nwith = [0.2, 0.3]\n")
+    assert main(args) == 2 and "code differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reduction, trials", [("sorted", 3000), ("counts", 3000)])
+@pytest.mark.parametrize("damage", ["flip", "empty", "truncate"])
+def test_a_damaged_batch_is_detected_and_recomputed(tmp_path, reduction, trials, damage):
+    probe = get_probe("gaussian")
+    probe.batch_size = 1000
+    first = run_attack(probe, trials, seed=5, checkpoint_dir=tmp_path, reduction=reduction)
+    batch = sorted(tmp_path.glob("world1-batch000001-*.npy"))[0]
+    data = bytearray(batch.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x10
+    batch.write_bytes(b"" if damage == "empty" else bytes(data[: len(data) // 2] if damage == "truncate" else data))
+    again = run_attack(probe, trials, seed=5, checkpoint_dir=tmp_path, reduction=reduction)
+    assert again.batches_recomputed == ["world1-batch000001"]
+    assert again.batches_resumed == again.batches_total - 1
+    assert [b.to_dict() for b in again.bounds] == [b.to_dict() for b in first.bounds]
+    clean = run_attack(probe, trials, seed=5, checkpoint_dir=tmp_path, reduction=reduction)
+    assert clean.batches_recomputed == [] and clean.batches_resumed == clean.batches_total
+
+
+def test_the_cli_says_when_batches_were_recomputed(tmp_path, capsys):
+    args = [
+        "attack",
+        "gaussian",
+        "--trials",
+        "3000",
+        "--batch-size",
+        "1000",
+        "--seed",
+        "1",
+        "--checkpoint",
+        str(tmp_path),
+        "--no-progress",
+        "--format",
+        "json",
+    ]
+    assert main(args) == 0
+    capsys.readouterr()
+    (tmp_path / "world0-batch000000-n1000.npy").write_bytes(b"")
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "1 damaged batch file(s) recomputed" in captured.err
+    assert json.loads(captured.out)["batches"]["recomputed_after_damage"] == ["world0-batch000000"]
+
+
+def test_a_directory_without_manifest_is_refused_not_adopted(tmp_path):
+    (tmp_path / "world0-batch000000-n1000.npy").write_bytes(b"someone else's work")
+    with pytest.raises(ConfigurationError, match="no manifest.json"):
+        run_attack("gaussian", 2000, seed=1, checkpoint_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["world0-batch000000-n1000.npy"]
+
+
+def test_json_output_never_holds_nan_or_infinity(capsys, monkeypatch):
+    # a probe whose tight epsilon is infinite (no noise at all): strict JSON all the same
+    from attacks.probes.mechanisms import GaussianProbe
+
+    monkeypatch.setattr(GaussianProbe, "true_epsilon", lambda self, delta: float("inf"))
+    assert main(["attack", "gaussian", "--trials", "2000", "--seed", "1", "--format", "json", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    out = json.loads(text, parse_constant=lambda token: pytest.fail(f"bare {token} token in JSON output"))
+    assert out["true_epsilon"] == "inf" and out["verdict"] is None
+
+
+def killing_mechanism(dataset, rng, size):
+    """Kills (SIGKILL) the executor's worker process, the parent of the user-code child that calls this;
+    answers normally when the test process itself started the child (training)."""
+    if os.getppid() != int(os.environ["DPAUDIT_TEST_PARENT"]):
+        os.kill(os.getppid(), signal.SIGKILL)
+    return float(len(dataset)) + rng.normal(0.0, 1.0, size)
+
+
+killing_mechanism.batched = True
+
+
+def test_a_worker_killed_mid_run_is_a_clear_failure(monkeypatch, capsys):
+    monkeypatch.setenv("DPAUDIT_TEST_PARENT", str(os.getpid()))
+    code = main(
+        [
+            "attack",
+            "--mechanism",
+            "tests.attacks.test_saved_work:killing_mechanism",
+            "--datasets",
+            DATASETS,
+            "--trials",
+            "2000",
+            "--executor",
+            "processes",
+            "--workers",
+            "1",
+            "--no-progress",
+            "--claim-epsilon",
+            "1",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code not in (0, 1) and code == 3
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "worker process died" in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--batch-size", "0"], "batch_size"),
+        (["--trials", "1e15"], "trials"),
+        (["--trials", "1e400"], "trials"),
+        (["--trials", "ten"], "trials"),
+        (["--trials", "-5"], "trials"),
+        (["--reduction", "sorted", "--trials", "1e12"], "trials"),
+    ],
+)
+def test_impossible_budgets_are_one_line_exit_2_before_any_work(tmp_path, capsys, argv, field):
+    checkpoint = tmp_path / "ck"
+    code = main(["attack", "gaussian", "--checkpoint", str(checkpoint), "--no-progress", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and field in err and "Traceback" not in err
+    assert not checkpoint.exists()  # refused before any work
+
+
+def test_trials_parse_like_numbers_people_write(capsys):
+    assert main(["attack", "gaussian", "--trials", "2e3", "--seed", "1", "--format", "json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["trials_per_world"] == 2000
+    assert np.isclose(2e3, 2000)
+
+
+def test_plan_prints_how_an_attack_would_run(capsys):
+    assert main(["plan", "--trials", "1e12", "--delta", "1e-5", "--probe", "gaussian", "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["attack_plan"]
+    assert plan["reduction"] == "counts" and plan["batches"] * plan["batch_size"] >= 10**12
+    assert main(["plan", "--trials", "1e15", "--delta", "1e-5", "--probe", "gaussian"]) == 2
+    assert "at most" in capsys.readouterr().err
