@@ -50,8 +50,10 @@ def _split_size(method_name, args, size):
 def _trial_shape(streams, size) -> tuple[int, ...]:
     shape = (size,) if np.ndim(size) == 0 and size is not None else tuple(size or ())
     if not shape or shape[0] != len(streams.generators):
-        raise ValueError(f"a draw from {len(streams.generators)} trial streams needs size[0] = "
-                         f"{len(streams.generators)}, got size {size!r}")
+        raise ValueError(
+            f"a draw from {len(streams.generators)} trial streams needs size[0] = "
+            f"{len(streams.generators)}, got size {size!r}"
+        )
     return tuple(int(s) for s in shape)
 
 

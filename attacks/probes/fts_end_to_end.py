@@ -51,8 +51,10 @@ class FtsEndToEndProbe(Probe):
 
     name = "fts-end-to-end"
     threat_model = "broadcast view"
-    description = ("DP-FTS-DE end to end: the real algorithm with a malicious canary agent among the real "
-                   "agents; score on the broadcasts")
+    description = (
+        "DP-FTS-DE end to end: the real algorithm with a malicious canary agent among the real "
+        "agents; score on the broadcasts"
+    )
     batch_size = 100
 
     def __post_init__(self):
@@ -61,9 +63,13 @@ class FtsEndToEndProbe(Probe):
         if self.score not in SCORES:
             raise ConfigurationError("score", f"choose one of {', '.join(SCORES)}, got {self.score!r}")
         require_number("canary_norm", self.canary_norm, low=0)
-        changes = {"rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
-                   "candidates": self.candidates, "refine_steps": self.refine_steps,
-                   "planted_bug": self.planted_bug, "empty_sample_fallback": self.empty_sample_fallback}
+        changes = {
+            "rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
+            "candidates": self.candidates,
+            "refine_steps": self.refine_steps,
+            "planted_bug": self.planted_bug,
+            "empty_sample_fallback": self.empty_sample_fallback,
+        }
         if self.rate is not None:
             changes["rate"] = self.rate
         if self.noise_multiplier is not None:
@@ -81,8 +87,9 @@ class FtsEndToEndProbe(Probe):
 
         c = self._config
         p = c.effective_subregions
-        server = Server(assignment(c.declared_population, p), p, c.mechanism(), c.weight_gap, c.weight_hold,
-                        c.weight_decay)
+        server = Server(
+            assignment(c.declared_population, p), p, c.mechanism(), c.weight_gap, c.weight_hold, c.weight_decay
+        )
         return np.stack([server.weights(t) for t in range(c.rounds)])
 
     def mechanism(self):
@@ -92,8 +99,9 @@ class FtsEndToEndProbe(Probe):
         c = self._config
         z = np.round([effective_noise_multiplier(c.noise_multiplier, w) for w in self._weights], 12)
         values, counts = np.unique(z, return_counts=True)
-        return Composition(tuple((SubsampledGaussian(c.rate, float(v), 1.0), int(k))
-                                 for v, k in zip(values, counts, strict=True)))
+        return Composition(
+            tuple((SubsampledGaussian(c.rate, float(v), 1.0), int(k)) for v, k in zip(values, counts, strict=True))
+        )
 
     def true_epsilon(self, delta: float) -> float | None:
         from attacks.probes.fts import _pld_epsilon
@@ -123,8 +131,13 @@ class FtsEndToEndProbe(Probe):
         seeds = rng.spawn(int(trials))
         out = []
         for start in range(0, len(seeds), RUNS_PER_CALL):
-            batch = run_fts_batch(c, seeds[start:start + RUNS_PER_CALL], objective=self.objective(),
-                                  canary_vector=canary, record_uploads=False)
+            batch = run_fts_batch(
+                c,
+                seeds[start : start + RUNS_PER_CALL],
+                objective=self.objective(),
+                canary_vector=canary,
+                record_uploads=False,
+            )
             out.append(self._score(batch))
         return np.concatenate(out)
 

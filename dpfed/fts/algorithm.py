@@ -78,8 +78,9 @@ def run_fts_batch(
     called per run. ``record_uploads=False`` keeps only the broadcasts (memory: K T slots M floats).
     """
     with _single_threaded_blas():
-        state = _BatchedRun(config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook,
-                            record_uploads)
+        state = _BatchedRun(
+            config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook, record_uploads
+        )
         for j in range(1, config.rounds + 1):
             state.round(j)
         return state.result()
@@ -148,9 +149,13 @@ class _BatchedRun:
 
     def _draw_features(self, feature_streams) -> None:
         c, d = self.config, self.config.dim
-        pairs = [(RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, g, c.kernel_variance),
-                  RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, g))
-                 for g in feature_streams.generators]
+        pairs = [
+            (
+                RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, g, c.kernel_variance),
+                RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, g),
+            )
+            for g in feature_streams.generators
+        ]
         self.shared = RandomFourierFeatures.stack(p[0] for p in pairs)
         self.local = RandomFourierFeatures.stack(p[1] for p in pairs)
         batch, capacity = (self.trials, c.num_agents), c.init_points + c.rounds
@@ -163,8 +168,16 @@ class _BatchedRun:
         self.mechanism = (mechanism or c.mechanism()) if c.private else None
         self.server = None
         if self.federated:
-            self.server = Server(self.regions, c.effective_subregions, self.mechanism, c.weight_gap,
-                                 c.weight_hold, c.weight_decay, c.empty_sample_fallback, c.planted_bug)
+            self.server = Server(
+                self.regions,
+                c.effective_subregions,
+                self.mechanism,
+                c.weight_gap,
+                c.weight_hold,
+                c.weight_decay,
+                c.empty_sample_fallback,
+                c.planted_bug,
+            )
         self.present = np.arange(c.declared_population) < c.num_agents
         if self.canary is not None:
             self.present[c.num_agents] = True
@@ -198,8 +211,7 @@ class _BatchedRun:
         if self.canary is not None:
             uploads[:, n] = self.canary
         if self.hook is not None:
-            uploads = np.stack([np.asarray(self.hook(j, u.copy(), self.present.copy()), dtype=float)
-                                for u in uploads])
+            uploads = np.stack([np.asarray(self.hook(j, u.copy(), self.present.copy()), dtype=float) for u in uploads])
         blocks, mask = self.server.aggregate(uploads, self.present, j - 1, self.server_rng)
         self.released.append(blocks)
         self.sampled.append(mask)
@@ -214,8 +226,11 @@ class _BatchedRun:
         acq = dict(candidates=c.candidates, refine_steps=c.refine_steps, refine_samples=c.refine_samples)
         explore = self.federated or c.explore_uniform
         go_local = self.agents.random((self.trials, c.num_agents)) < mixing_probability(
-            j, c.mixing if explore else "local")
-        x, _ = maximise(LinearFunctions(self.local, self.theta, self.local_post.offsets, SCORING_DTYPE), d, self.agents, **acq)
+            j, c.mixing if explore else "local"
+        )
+        x, _ = maximise(
+            LinearFunctions(self.local, self.theta, self.local_post.offsets, SCORING_DTYPE), d, self.agents, **acq
+        )
         if blocks is not None:
             boxes = box_partition(d, c.effective_subregions)
             xg, _ = maximise(PiecewiseFunction(self.shared, blocks, boxes, SCORING_DTYPE), d, self.agents, **acq)
@@ -246,7 +261,8 @@ class _BatchedRun:
             releases=self.server.releases if self.server else 0,
             mechanism=self.mechanism,
             block_noise_std=np.stack([self.server.block_noise_std(t) for t in range(self.config.rounds)])
-            if private else None,
+            if private
+            else None,
             final_release=final,
             utility_name=self.objective.utility_name,
         )

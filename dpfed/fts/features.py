@@ -55,8 +55,12 @@ class RandomFourierFeatures:
     def stack(cls, draws) -> RandomFourierFeatures:
         """One feature set per trial along a leading axis (all draws must share M, d and the variance)."""
         draws = list(draws)
-        return cls(np.stack([f.frequencies for f in draws]), np.stack([f.phases for f in draws]),
-                   draws[0].variance, draws[0].normalise)
+        return cls(
+            np.stack([f.frequencies for f in draws]),
+            np.stack([f.phases for f in draws]),
+            draws[0].variance,
+            draws[0].normalise,
+        )
 
     def __call__(self, x, dtype=np.float64) -> np.ndarray:
         """Feature vectors of points ``x`` of shape (..., d): returns (..., M).

@@ -99,9 +99,7 @@ class Server:
         if self.mechanism is None:
             return w @ uploads, np.broadcast_to(present, uploads.shape[:-1]).copy()
         rng = as_generator(rng)
-        noisy, mask = self.mechanism.release(
-            uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True
-        )
+        noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True)
         mask = mask & present
         if self.empty_sample_fallback == "uniform":
             noisy = _uniform_when_empty(noisy, ~mask.any(axis=-1), rng)
