@@ -30,6 +30,20 @@ PROBES: dict[str, tuple[str, dict]] = {
     "pne-end-to-end": ("attacks.probes.pne:PneEndToEndProbe", {}),
     "pne-unclipped-canary": ("attacks.probes.pne:PneRewardProbe", {"canary_value": 10.0}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
+    # planted bugs at the algorithm level (outside the mechanism module), caught end to end; the correct
+    # versions are the same probes with planted_bug="none"
+    "bug-fts-renormalise-sampled": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe",
+                                    {"planted_bug": "renormalise-sampled", "score": "sampled-weight",
+                                     "noise_multiplier": 3.0}),
+    "bug-fts-unnoised-final-aggregate": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe",
+                                         {"planted_bug": "unnoised-final-aggregate", "score": "final-release",
+                                          "canary_norm": 100.0, "noise_multiplier": 3.0}),
+    "bug-pne-unnoised-final-upload": ("attacks.probes.pne:PneEndToEndProbe",
+                                      {"planted_bug": "unnoised-final-upload", "horizon": 5,
+                                       "final_upload": True}),
+    "bug-pne-noise-shared-across-nodes": ("attacks.probes.pne:PneEndToEndProbe",
+                                          {"planted_bug": "noise-shared-across-nodes",
+                                           "score": "node-difference"}),
 }
 
 

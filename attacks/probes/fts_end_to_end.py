@@ -9,9 +9,12 @@ implementation; each is strongest against a different failure):
 
 * ``canary`` (default): the crafted-canary log-likelihood ratio of the server-mechanism probe computed
   from the broadcasts, treating the real agents' (clipped, unknown) contributions as part of the noise;
-* ``sampled-weight``: minus the log of the canary block's norm over its configured noise scale, summed
-  over rounds: an estimate of how much weight was sampled (a correct server's broadcast scale does not
-  depend on the sample; one that renormalises over the sampled agents, flaw F2, reveals it);
+* ``sampled-weight``: the weight ``W`` sampled in the canary's sub-region, estimated per round from the
+  canary block's norm (``W ~ q sigma sqrt(M) / |b|``), turned into a count ``c = W / w_canary`` of
+  sampled members and scored by the binomial log-likelihood ratio ``log((1 - q) m / (m - c))``,
+  ``m = 1 / w_canary``, summed over rounds. A correct server's broadcast scale does not depend on the
+  sample (the estimate is then constant, c ~ q m); one that renormalises over the sampled agents
+  (flaw F2) reveals how many were sampled, the canary among them;
 * ``final-release``: the canary coordinate of anything the server publishes after the last round
   (the last broadcast when it publishes nothing more).
 
@@ -147,9 +150,7 @@ class FtsEndToEndProbe(Probe):
         slot, clip, q = c.num_agents, c.per_vector_clip, c.rate
         sigma = batch.block_noise_std  # (T, P)
         if self.score == "sampled-weight":
-            region = int(np.argmax(self._weights[0, :, slot]))
-            norms = np.linalg.norm(batch.broadcasts[:, :, region], axis=-1)  # (K, T)
-            return -np.log(norms / (sigma[:, region] * np.sqrt(c.num_features))).sum(axis=1)
+            return self._sampled_weight_score(batch.broadcasts, sigma)
         if self.score == "final-release":
             final = batch.final_release if batch.final_release is not None else batch.broadcasts[:, -1]
             region = int(np.argmax(self._weights[-1, :, slot]))
@@ -157,3 +158,13 @@ class FtsEndToEndProbe(Probe):
         y = batch.broadcasts[..., 0] / sigma  # (K, T, P)
         mu = self._weights[:, :, slot] * clip / q / sigma
         return log_mixture_ratio((y * mu).sum(axis=2), (mu * mu).sum(axis=1), q).sum(axis=1)
+
+    def _sampled_weight_score(self, broadcasts, sigma) -> np.ndarray:
+        c = self._config
+        region = int(np.argmax(self._weights[0, :, c.num_agents]))
+        weight = self._weights[:, region, c.num_agents]  # (T,) the canary's weight in its block
+        norms = np.linalg.norm(broadcasts[:, :, region], axis=-1)  # (K, T)
+        sampled = c.rate * sigma[:, region] * np.sqrt(c.num_features) / np.maximum(norms, 1e-300)
+        members = 1.0 / weight
+        count = np.clip(sampled / weight, 0.0, members - 0.5)
+        return np.log((1.0 - c.rate) * members / (members - count)).sum(axis=1)

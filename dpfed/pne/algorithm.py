@@ -188,7 +188,8 @@ def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horiz
                                                                        (m_clients, num_nodes, pulls))
             forced += _apply_override(rewards, keys, reward_override, pulled)
             if privatizer is not None:
-                rewards = privatizer(rewards, streams.privacy)
+                privatise = privatizer if completed else getattr(privatizer, "final", privatizer)
+                rewards = privatise(rewards, streams.privacy)
             counts = pulled.sum(axis=1)
             sent = counts > 0
             means = (rewards * pulled).sum(axis=2)[:, sent] / counts[sent]
