@@ -34,7 +34,7 @@ PROBES: dict[str, tuple[str, dict]] = {
     # versions are the same probes with planted_bug="none"
     "bug-fts-renormalise-sampled": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe",
                                     {"planted_bug": "renormalise-sampled", "score": "sampled-weight",
-                                     "noise_multiplier": 3.0}),
+                                     "noise_multiplier": 8.0}),
     "bug-fts-unnoised-final-aggregate": ("attacks.probes.fts_end_to_end:FtsEndToEndProbe",
                                          {"planted_bug": "unnoised-final-aggregate", "score": "final-release",
                                           "canary_norm": 100.0, "noise_multiplier": 3.0}),

@@ -4,8 +4,10 @@ with a malicious canary agent among the real agents, broadcast view.
 Both worlds declare one extra slot for the canary (same weights and 1/q); in world 1 the canary uploads
 ``canary_norm * (S / sqrt(P)) e_1`` every round, in world 0 its slot stays empty. The other agents'
 data (the objective) are fixed: one objective drawn from ``data_seed`` is shared by every trial and
-both worlds, as neighbouring datasets must be. Scores (all valid test statistics for any
-implementation; each is strongest against a different failure):
+both worlds, as neighbouring datasets must be. The probe's defaults make a run cheap without touching
+what is private (N, q, z, S, P, T and the weights are the preset's): 20 random features instead of
+100, a 64-basis synthetic objective, 50 acquisition candidates without refinement. Scores (all valid
+test statistics for any implementation; each is strongest against a different failure):
 
 * ``canary`` (default): the crafted-canary log-likelihood ratio of the server-mechanism probe computed
   from the broadcasts, treating the real agents' (clipped, unknown) contributions as part of the noise;
@@ -44,8 +46,10 @@ class FtsEndToEndProbe(Probe):
     rounds: int = 60
     rate: float | None = None
     noise_multiplier: float | None = None
-    candidates: int = 100
+    candidates: int = 50
     refine_steps: int = 0
+    num_features: int = 20
+    objective_basis: int = 64
     canary_norm: float = 1.0
     score: str = "canary"
     planted_bug: str = "none"
@@ -114,9 +118,18 @@ class FtsEndToEndProbe(Probe):
     def objective(self):
         """The fixed data of the real agents (built once per process, shared by all trials)."""
         if self._objective is None:
-            from dpfed.objectives import make_objective
+            c = self._config
+            if c.objective != "synthetic":
+                from dpfed.objectives import make_objective
 
-            self._objective = make_objective(self._config, np.random.default_rng(self.data_seed))
+                self._objective = make_objective(c, np.random.default_rng(self.data_seed))
+            else:
+                from dpfed.objectives.synthetic import SyntheticGP
+
+                basis = int(require_number("objective_basis", self.objective_basis, low=1, integer=True))
+                self._objective = SyntheticGP(c.num_agents, c.dim, np.random.default_rng(self.data_seed),
+                                              lengthscale=c.gp_lengthscale, heterogeneity=c.heterogeneity,
+                                              noise_var=c.objective_noise_var, num_basis=basis)
         return self._objective
 
     def __getstate__(self):  # ship the probe without its (rebuildable) objective

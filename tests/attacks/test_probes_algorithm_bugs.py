@@ -18,8 +18,8 @@ from dpfed.fts.server import Server
 from dpfed.pne.private import RewardPrivatizer
 from dpfed.trials import TrialStreams
 
-# Small FTS runs: 10 rounds, z = 5 (claim 0.05 at delta = 29^-1.1), 100 trials per world.
-FTS_SMALL = {"rounds": 10, "noise_multiplier": 5.0}
+# Small FTS runs: 20 rounds, z = 10 (claim 0.015 at delta = 29^-1.1); 100 or 60 trials per world.
+FTS_SMALL = {"rounds": 20, "noise_multiplier": 10.0}
 
 
 @pytest.mark.parametrize(
