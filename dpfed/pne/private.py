@@ -30,7 +30,6 @@ import numpy as np
 from accounting.calibration import calibrate_gaussian
 from accounting.errors import ConfigurationError
 from accounting.mechanisms import Composition, Gaussian
-from dpfed.pne.algorithm import RewardOverride, run_fed_pne
 from dpfed.pne.objectives import Objective
 from dpfed.pne.results import BanditRun
 
@@ -93,28 +92,40 @@ def noise_aware_c(c: float, mechanism: Gaussian) -> float:
 
 
 def run_dp_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
-                   epsilon: float = 1.0, dp_delta: float = 1e-5, calibration: str = "analytic",
-                   seed=None, c: float = 0.1, scale_c_for_noise: bool = True,
-                   reward_override: RewardOverride | None = None, planted_bug: str = "none",
-                   **kwargs) -> BanditRun:
-    """Run DP-Fed-PNE; ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is
-    unrelated to the confidence level ``conf_delta``). Other keyword arguments go to ``run_fed_pne``.
-    ``planted_bug`` selects a deliberate privatisation bug (``PLANTED_BUGS``), only for audits.
+                   seed=None, **settings) -> BanditRun:
+    """Run DP-Fed-PNE once; ``settings`` as for ``run_dp_fed_pne_batch``.
 
     The returned run has ``mechanism`` set and ``composition()`` equal to one Gaussian release.
     """
+    return run_dp_fed_pne_batch(objective, clients, horizon, [seed], **settings)[0]
+
+
+def run_dp_fed_pne_batch(objective: str | Objective, clients: int, horizon: int, seeds, *,
+                         epsilon: float = 1.0, dp_delta: float = 1e-5, calibration: str = "analytic",
+                         c: float = 0.1, scale_c_for_noise: bool = True, planted_bug: str = "none",
+                         **settings) -> list[BanditRun]:
+    """Independent DP-Fed-PNE runs, one per seed, vectorised together (``dpfed.pne.engine``).
+
+    ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is unrelated to the
+    confidence level ``conf_delta``); ``planted_bug`` selects a deliberate privatisation bug
+    (``PLANTED_BUGS``), only for audits. Other settings go to ``run_fed_pne_batch`` (Fed-PNE constants,
+    ``config``, ``reward_override``, ``record_transcript``, ...).
+    """
+    from dpfed.pne.algorithm import run_fed_pne_batch
+
     mechanism = dp_mechanism(epsilon, dp_delta, calibration)
     c_used = noise_aware_c(c, mechanism) if scale_c_for_noise else c
-    config = kwargs.pop("config", None)
+    config = settings.pop("config", None)
     if config is not None:
         config = dataclasses.replace(config, c=c_used)
     else:
-        kwargs["c"] = c_used
-    run = run_fed_pne(objective, clients, horizon, seed=seed, config=config,
-                      privatizer=RewardPrivatizer(mechanism, planted_bug), reward_override=reward_override,
-                      algorithm="dp-fed-pne", **kwargs)
-    run.mechanism = mechanism
-    run.parameters.update({"epsilon": float(epsilon), "dp_delta": float(dp_delta),
-                           "calibration": calibration, "noise_std": mechanism.noise_std, "c_base": c,
-                           "scale_c_for_noise": scale_c_for_noise, "planted_bug": planted_bug})
-    return run
+        settings["c"] = c_used
+    runs = run_fed_pne_batch(objective, clients, horizon, seeds, config=config,
+                             privatizer=RewardPrivatizer(mechanism, planted_bug), algorithm="dp-fed-pne",
+                             **settings)
+    for run in runs:
+        run.mechanism = mechanism
+        run.parameters.update({"epsilon": float(epsilon), "dp_delta": float(dp_delta),
+                               "calibration": calibration, "noise_std": mechanism.noise_std, "c_base": c,
+                               "scale_c_for_noise": scale_c_for_noise, "planted_bug": planted_bug})
+    return runs

@@ -58,6 +58,7 @@ class BanditRun:
     transcript: Transcript = field(default_factory=Transcript)
     mechanism: Gaussian | None = None
     parameters: dict = field(default_factory=dict)
+    uploads: list = field(default_factory=list)  # (phase, node keys, local means (M, L)) per upload round
 
     @property
     def regret(self) -> np.ndarray:
@@ -87,10 +88,11 @@ class BanditRun:
     def upload(self, client: int, depth: int, index: int) -> float | None:
         """The local mean client ``client`` uploaded for node (depth, index), or None if it never did
         (the scalar a server-view canary probe scores)."""
-        for message in self.transcript.filter(name="local_means", sender=f"agent{int(client)}"):
-            nodes = [tuple(key) for key in message.payload["nodes"]]
-            if (int(depth), int(index)) in nodes:
-                return float(message.payload["means"][nodes.index((int(depth), int(index)))])
+        node = (int(depth), int(index))
+        for _, keys, means in self.uploads:
+            nodes = [tuple(key) for key in keys]
+            if node in nodes:
+                return float(means[int(client), nodes.index(node)])
         return None
 
     def canary_slots(self, max_pulls: int = 1) -> list[tuple[int, int, int, int]]:
