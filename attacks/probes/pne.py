@@ -99,7 +99,7 @@ class PneEndToEndProbe(Probe):
     threat_model = "server view"
     description = ("DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
                    "view is the canary client's uploaded local mean of the canary node")
-    batch_size = 200
+    batch_size = 20_000
 
     def __post_init__(self):
         if self.score not in ("upload", "node-difference"):
@@ -127,26 +127,29 @@ class PneEndToEndProbe(Probe):
         return gaussian_epsilon(shift / self._mechanism.noise_std, delta) if shift else 0.0
 
     def _run(self, world, rng, override=True):
+        return self._runs(world, [rng], override)[0]
+
+    def _runs(self, world, seeds, override=True):
+        """Runs of ``world``, one per seed, vectorised together (``run_dp_fed_pne_batch``)."""
         from dpfed.pne.algorithm import RewardOverride
-        from dpfed.pne.private import run_dp_fed_pne
+        from dpfed.pne.private import run_dp_fed_pne_batch
 
         forced = None
         if override:
             value = self.canary_value if world else 0.0
             forced = RewardOverride(self.client, self._node[0], self._node[1], value, pull=0)
-        return run_dp_fed_pne(self.objective, self.clients, self.horizon, epsilon=self.epsilon,
-                              dp_delta=self.delta, calibration=self.calibration, seed=rng, c=self.c,
-                              scale_c_for_noise=False, reward_override=forced, final_upload=self.final_upload,
-                              planted_bug=self.planted_bug)
+        return run_dp_fed_pne_batch(self.objective, self.clients, self.horizon, seeds, epsilon=self.epsilon,
+                                    dp_delta=self.delta, calibration=self.calibration, c=self.c,
+                                    scale_c_for_noise=False, reward_override=forced,
+                                    final_upload=self.final_upload, planted_bug=self.planted_bug,
+                                    record_transcript=False)
 
     def _upload(self, run, node) -> float:
-        from dpfed.transcript import SERVER, agent_name
-
-        for message in run.transcript.filter(name="local_means", sender=agent_name(self.client),
-                                             receiver=SERVER, round=self._phase):
-            nodes = [tuple(n) for n in message.payload["nodes"]]
-            if node in nodes:
-                return float(np.asarray(message.payload["means"])[nodes.index(node)])
+        """The canary client's upload of ``node`` in the canary phase (0.5 if it was not uploaded)."""
+        for phase, keys, means in run.uploads:
+            nodes = [tuple(n) for n in keys]
+            if phase == self._phase and node in nodes:
+                return float(means[self.client, nodes.index(node)])
         return 0.5
 
     def _score(self, run) -> float:
@@ -154,5 +157,6 @@ class PneEndToEndProbe(Probe):
         return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
 
     def scores(self, world, trials, rng):
-        world = check_world(world)
-        return np.array([self._score(self._run(world, rng)) for _ in range(int(trials))])
+        """Scores of ``trials`` runs drawn one after another from ``rng`` (as one-at-a-time runs would)."""
+        runs = self._runs(check_world(world), [rng] * int(trials))
+        return np.array([self._score(run) for run in runs])

@@ -44,11 +44,28 @@ class FedPNEOptions:
     record_transcript: bool = True
 
 
+class _SharedChildren:
+    """``Partition.children`` memoised across the runs of a batch, for partitions whose cells do not
+    depend on the seed (midpoint splits along a cyclic dimension, or in one dimension)."""
+
+    def __init__(self):
+        self.cache: dict = {}
+
+    def __call__(self, partition: Partition, nodes):
+        if partition.split != "midpoint" or not (partition.dimension == "cyclic" or partition.dim == 1):
+            return partition.children(nodes)
+        key = (partition.k, partition.domain.tobytes(), nodes.depth.tobytes(), nodes.index.tobytes())
+        if key not in self.cache:
+            self.cache[key] = partition.children(nodes)
+        return self.cache[key]
+
+
 class _RunState:
     """One run between phases."""
 
-    def __init__(self, objective: Objective, config, options: FedPNEOptions, seed):
+    def __init__(self, objective: Objective, config, options: FedPNEOptions, seed, children: _SharedChildren):
         self.streams = RunStreams.from_seed(seed)
+        self.children = children
         self.partition = options.partition or Partition(objective.domain, k=config.k,
                                                         seed=self.streams.partition_seed)
         self.local = LocalObjectives(objective, config.num_clients, options.heterogeneity,
@@ -68,7 +85,7 @@ class _RunState:
         self.phase += 1
         depth = int(self.active.depth[0])
         while config.needs_expansion(len(self.active), depth):
-            self.active = self.partition.children(self.active)
+            self.active = self.children(self.partition, self.active)
             depth += 1
         self.depth, self.tau = depth, config.tau(depth)
         self.pulls = math.ceil(self.tau / config.num_clients)
@@ -89,7 +106,8 @@ class _RunState:
 
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
     """K = ``len(seeds)`` independent Fed-PNE runs (see module docstring); one ``BanditRun`` per seed."""
-    runs = [_RunState(objective, config, options, seed) for seed in seeds]
+    children = _SharedChildren()
+    runs = [_RunState(objective, config, options, seed, children) for seed in seeds]
     while True:
         active = [run for run in runs if not run.finished]
         if not active:
@@ -156,7 +174,7 @@ def _eliminate(group, mu, config) -> None:
         run.phases.append(run.log(radius=radius, best=run.keys[b],
                                   eliminated=[key for key, e in zip(run.keys, elim, strict=True) if e]))
         run.used += len(run.keys) * run.pulls
-        run.active = run.partition.children(run.active.take(~elim))
+        run.active = run.children(run.partition, run.active.take(~elim))
 
 
 def _transcript(run, num_clients: int) -> Transcript:
