@@ -22,8 +22,12 @@ from attacks.attack import run_attack  # noqa: E402
 from attacks.probes import get_probe  # noqa: E402
 
 BUDGETS = {"fts": 2000, "pne": 10000}
-BUGS = ["bug-fts-renormalise-sampled", "bug-fts-unnoised-final-aggregate", "bug-pne-unnoised-final-upload",
-        "bug-pne-noise-shared-across-nodes"]
+BUGS = [
+    "bug-fts-renormalise-sampled",
+    "bug-fts-unnoised-final-aggregate",
+    "bug-pne-unnoised-final-upload",
+    "bug-pne-noise-shared-across-nodes",
+]
 
 
 def main() -> None:
@@ -42,8 +46,11 @@ def main() -> None:
             start = time.perf_counter()
             result = run_attack(probe, BUDGETS[family], seed=2026, executor=args.executor, workers=args.workers)
             wall = time.perf_counter() - start
-            print(f"{name:38s} {'yes' if planted else 'no':5s} {BUDGETS[family]:7d} {result.claim_epsilon:6.2f} "
-                  f"{result.best_rigorous():8.2f} {result.status:>10s} {wall:7.1f}", flush=True)
+            print(
+                f"{name:38s} {'yes' if planted else 'no':5s} {BUDGETS[family]:7d} {result.claim_epsilon:6.2f} "
+                f"{result.best_rigorous():8.2f} {result.status:>10s} {wall:7.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
