@@ -20,16 +20,20 @@ import sys
 import time
 
 import numpy as np
-from baseline_checkout import run_at_commit
 from threadpoolctl import threadpool_limits
 
-from dpfed.fts import FTSConfig, run_fts
-from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise
-from dpfed.fts.features import RandomFourierFeatures
-from dpfed.fts.partition import assignment, box_partition
-from dpfed.fts.schedules import mixing_probability
-from dpfed.fts.server import Server
-from dpfed.objectives import make_objective
+# benchmarks/accounting.py and attacks.py would shadow the packages while this folder leads sys.path:
+# move it to the end (its helper modules stay importable)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HERE]
+
+from dpfed.fts import FTSConfig, run_fts  # noqa: E402
+from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise  # noqa: E402
+from dpfed.fts.features import RandomFourierFeatures  # noqa: E402
+from dpfed.fts.partition import assignment, box_partition  # noqa: E402
+from dpfed.fts.schedules import mixing_probability  # noqa: E402
+from dpfed.fts.server import Server  # noqa: E402
+from dpfed.objectives import make_objective  # noqa: E402
 
 
 def posterior_sample_one(phi, y, lam, rng, centre=False):
@@ -120,9 +124,8 @@ print(json.dumps(out))
 
 def trial_axis(runs: int, probe_trials: int) -> None:
     """Seconds per full run: previous implementation, run_fts and run_fts_batch (see module docstring)."""
-    # benchmarks/attacks.py would shadow the ``attacks`` package while this directory leads sys.path
-    here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    from baseline_checkout import run_at_commit
+
     from attacks.attack import run_attack
     from attacks.probes import get_probe
     from attacks.probes.fts_end_to_end import RUNS_PER_CALL
