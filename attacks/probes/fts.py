@@ -43,8 +43,9 @@ def _pld_epsilon(composition: Composition, delta: float) -> float | None:
         return accountant_epsilon(composition, delta, names=("rdp",))
 
 
-def schedule_weights(schedule: str, round_index: int, agents: int, subregions: int, gap: float = 15.0,
-                     hold: int = 10, decay: int = 30) -> np.ndarray:
+def schedule_weights(
+    schedule: str, round_index: int, agents: int, subregions: int, gap: float = 15.0, hold: int = 10, decay: int = 30
+) -> np.ndarray:
     """Weights varphi_t of shape (P, N) for the public assignment i_n = n mod P."""
     if schedule == "uniform":
         return np.full((subregions, agents), 1.0 / agents)
@@ -81,13 +82,14 @@ class FtsServerProbe(Probe):
 
     name = "fts-server"
     threat_model = "broadcast view"
-    description = ("DP-FTS-DE server mechanism; malicious canary agent sends a max-norm vector in a fixed "
-                   "direction every round, log-likelihood-ratio score over all rounds and blocks")
+    description = (
+        "DP-FTS-DE server mechanism; malicious canary agent sends a max-norm vector in a fixed "
+        "direction every round, log-likelihood-ratio score over all rounds and blocks"
+    )
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
-            raise ConfigurationError("schedule",
-                                     f"choose one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+            raise ConfigurationError("schedule", f"choose one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         self.rounds = int(require_number("rounds", self.rounds, low=1, integer=True))
         self.agents = int(require_number("agents", self.agents, low=1, integer=True))
         self.subregions = int(require_number("subregions", self.subregions, low=1, integer=True))
@@ -96,8 +98,12 @@ class FtsServerProbe(Probe):
         clip = require_number("clip_total", self.clip_total, low=0, low_open=True) / np.sqrt(self.subregions)
         self._mechanism = SubsampledGaussian(self.rate, self.noise_multiplier, clip)
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
-        self._weights = np.stack([schedule_weights(self.schedule, t, self.agents, self.subregions, self.gap,
-                                                   self.hold, self.decay) for t in range(self.rounds)])
+        self._weights = np.stack(
+            [
+                schedule_weights(self.schedule, t, self.agents, self.subregions, self.gap, self.hold, self.decay)
+                for t in range(self.rounds)
+            ]
+        )
         self.default_delta = self.delta
         self.batch_size = max(1, 300_000 // self.agents)
 
@@ -108,8 +114,9 @@ class FtsServerProbe(Probe):
         """Per-round subsampled Gaussians at the effective noise multipliers (equal rounds grouped)."""
         z_eff = np.round(self.effective_noise_multipliers(), 12)
         values, counts = np.unique(z_eff, return_counts=True)
-        return Composition(tuple((SubsampledGaussian(self.rate, float(z), 1.0), int(c))
-                                 for z, c in zip(values, counts, strict=True)))
+        return Composition(
+            tuple((SubsampledGaussian(self.rate, float(z), 1.0), int(c)) for z, c in zip(values, counts, strict=True))
+        )
 
     def charged_mechanism(self):
         """What the DP-FTS-DE accountant charges: every round at z."""
@@ -121,8 +128,10 @@ class FtsServerProbe(Probe):
 
     def metadata(self, delta=None) -> dict:
         info = super().metadata(delta)
-        info["notes"] = ("tight epsilon of the per-round effective noise multipliers; the accountant charges "
-                         "every round at z, which is larger when the schedule concentrates the weights")
+        info["notes"] = (
+            "tight epsilon of the per-round effective noise multipliers; the accountant charges "
+            "every round at z, which is larger when the schedule concentrates the weights"
+        )
         return info
 
     def scores(self, world, trials, rng):

@@ -74,6 +74,8 @@ class FtsEndToEndProbe(Probe):
             "rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
             "candidates": self.candidates,
             "refine_steps": self.refine_steps,
+            "num_features": self.num_features,
+            "local_num_features": self.num_features,
             "planted_bug": self.planted_bug,
             "empty_sample_fallback": self.empty_sample_fallback,
         }
@@ -127,9 +129,15 @@ class FtsEndToEndProbe(Probe):
                 from dpfed.objectives.synthetic import SyntheticGP
 
                 basis = int(require_number("objective_basis", self.objective_basis, low=1, integer=True))
-                self._objective = SyntheticGP(c.num_agents, c.dim, np.random.default_rng(self.data_seed),
-                                              lengthscale=c.gp_lengthscale, heterogeneity=c.heterogeneity,
-                                              noise_var=c.objective_noise_var, num_basis=basis)
+                self._objective = SyntheticGP(
+                    c.num_agents,
+                    c.dim,
+                    np.random.default_rng(self.data_seed),
+                    lengthscale=c.gp_lengthscale,
+                    heterogeneity=c.heterogeneity,
+                    noise_var=c.objective_noise_var,
+                    num_basis=basis,
+                )
         return self._objective
 
     def __getstate__(self):  # ship the probe without its (rebuildable) objective

@@ -46,10 +46,10 @@ class GaussianProbe(Probe):
     def __post_init__(self):
         self.delta = _check_delta(self.delta)
         if self.noise_multiplier is None:
-            self._mechanism = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity,
-                                                 method=self.calibration)
+            self._mechanism = calibrate_gaussian(self.epsilon, self.delta, self.sensitivity, method=self.calibration)
         else:
             from accounting.mechanisms import Gaussian
+
             self._mechanism = Gaussian(self.noise_multiplier, self.sensitivity)
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
         self.default_delta = self.delta
@@ -133,8 +133,9 @@ class SubsampledGaussianProbe(Probe):
 
     name = "subsampled-gaussian"
     threat_model = "server view"
-    description = ("composed subsampled Gaussian; malicious canary sends a max-norm vector every round, "
-                   "likelihood-ratio score")
+    description = (
+        "composed subsampled Gaussian; malicious canary sends a max-norm vector every round, likelihood-ratio score"
+    )
     batch_size = 100_000
 
     def __post_init__(self):
@@ -145,8 +146,9 @@ class SubsampledGaussianProbe(Probe):
         if self.canary_norm is not None:
             require_number("canary_norm", self.canary_norm, low=0, low_open=True)
         population = self.others + 1 if Sampling.parse(self.sampling) is Sampling.FIXED_SIZE else None
-        self._mechanism = SubsampledGaussian(self.rate, self.noise_multiplier, self.clip,
-                                             sampling=self.sampling, population=population)
+        self._mechanism = SubsampledGaussian(
+            self.rate, self.noise_multiplier, self.clip, sampling=self.sampling, population=population
+        )
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
         self.default_delta = self.delta
         self.batch_size = max(1, 400_000 // (self.rounds * (self.others + 1) * self.dim))
@@ -199,12 +201,13 @@ class EmptySampleProbe(SubsampledGaussianProbe):
     others: int = 0
 
     name = "empty-sample"
-    description = ("tiny population; distinguishes pure-noise from uniform-vector releases on an empty "
-                   "sample (DP-FTS-DE reference-code fallback)")
+    description = (
+        "tiny population; distinguishes pure-noise from uniform-vector releases on an empty "
+        "sample (DP-FTS-DE reference-code fallback)"
+    )
 
     def scores(self, world, trials, rng):
         views = self.views(world, trials, rng)
         outside = (~np.all((views >= 0.0) & (views < 1.0), axis=-1)).sum(axis=-1)
         llr = self.round_log_ratios(views).sum(axis=-1)
         return outside + 0.5 / (1.0 + np.exp(-np.clip(llr, -50, 50)))
-

@@ -39,8 +39,10 @@ class PneRewardProbe(Probe):
 
     name = "pne-reward"
     threat_model = "server view"
-    description = ("DP-Fed-PNE: one client's reward is 0 (world 0) or the canary value (world 1) in a node "
-                   "it pulls `pulls` times; the server sees the client's noisy local mean")
+    description = (
+        "DP-Fed-PNE: one client's reward is 0 (world 0) or the canary value (world 1) in a node "
+        "it pulls `pulls` times; the server sees the client's noisy local mean"
+    )
     batch_size = 1_000_000
 
     def __post_init__(self):
@@ -97,8 +99,10 @@ class PneEndToEndProbe(Probe):
 
     name = "pne-end-to-end"
     threat_model = "server view"
-    description = ("DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
-                   "view is the canary client's uploaded local mean of the canary node")
+    description = (
+        "DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
+        "view is the canary client's uploaded local mean of the canary node"
+    )
     batch_size = 20_000
 
     def __post_init__(self):
@@ -111,8 +115,9 @@ class PneEndToEndProbe(Probe):
         run = self._run(0, np.random.default_rng(0), override=False)
         phase = next((p for p in run.phases if p.pulls == 1 and (p.completed or self.final_upload)), None)
         if phase is None:
-            raise ConfigurationError("c", "no phase pulls its nodes once per client with these settings; "
-                                          "lower c or raise clients")
+            raise ConfigurationError(
+                "c", "no phase pulls its nodes once per client with these settings; lower c or raise clients"
+            )
         if self.score == "node-difference" and len(phase.nodes) < 2:
             raise ConfigurationError("score", "node-difference needs a phase with two nodes")
         self._phase = phase.phase
@@ -138,11 +143,21 @@ class PneEndToEndProbe(Probe):
         if override:
             value = self.canary_value if world else 0.0
             forced = RewardOverride(self.client, self._node[0], self._node[1], value, pull=0)
-        return run_dp_fed_pne_batch(self.objective, self.clients, self.horizon, seeds, epsilon=self.epsilon,
-                                    dp_delta=self.delta, calibration=self.calibration, c=self.c,
-                                    scale_c_for_noise=False, reward_override=forced,
-                                    final_upload=self.final_upload, planted_bug=self.planted_bug,
-                                    record_transcript=False)
+        return run_dp_fed_pne_batch(
+            self.objective,
+            self.clients,
+            self.horizon,
+            seeds,
+            epsilon=self.epsilon,
+            dp_delta=self.delta,
+            calibration=self.calibration,
+            c=self.c,
+            scale_c_for_noise=False,
+            reward_override=forced,
+            final_upload=self.final_upload,
+            planted_bug=self.planted_bug,
+            record_transcript=False,
+        )
 
     def _upload(self, run, node) -> float:
         """The canary client's upload of ``node`` in the canary phase (0.5 if it was not uploaded)."""

@@ -34,8 +34,9 @@ def load_callable(spec: str):
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
-        raise ConfigurationError("mechanism", f"cannot import module {module_name!r} "
-                                              f"({type(exc).__name__}: {exc})") from None
+        raise ConfigurationError(
+            "mechanism", f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from None
     function = getattr(module, attr, None)
     if not callable(function):
         raise ConfigurationError("mechanism", f"{module_name!r} has no callable {attr!r}")
@@ -59,8 +60,7 @@ def load_datasets(path: str) -> tuple:
     data = data.get("datasets", data)
     missing = [k for k in ("without", "with") if k not in data]
     if missing:
-        raise ConfigurationError("datasets", f"{path!r} lacks the key {missing[0]!r} "
-                                             "(need 'without' and 'with')")
+        raise ConfigurationError("datasets", f"{path!r} lacks the key {missing[0]!r} (need 'without' and 'with')")
     return _convert(data["without"]), _convert(data["with"])
 
 
@@ -86,8 +86,7 @@ class UserMechanismProbe(Probe):
 
     name = "user"
     threat_model = "output only"
-    description = ("user mechanism f(dataset, rng); classifier score learned on held-out runs "
-                   "(DP-Sniper style)")
+    description = "user mechanism f(dataset, rng); classifier score learned on held-out runs (DP-Sniper style)"
     batch_size = 10_000
     needs_training = True
 
@@ -120,8 +119,7 @@ class UserMechanismProbe(Probe):
         except ConfigurationError:
             raise
         except Exception as exc:  # noqa: BLE001 - a crash in user code is reported in one line
-            raise ConfigurationError("mechanism",
-                                     f"{self.function} raised {type(exc).__name__}: {exc}") from None
+            raise ConfigurationError("mechanism", f"{self.function} raised {type(exc).__name__}: {exc}") from None
         if len({r.shape for r in rows}) > 1:
             raise ConfigurationError("mechanism", "returned outputs of different sizes")
         return np.concatenate(rows)
@@ -161,5 +159,9 @@ class UserMechanismProbe(Probe):
         return np.log(np.clip(proba, 1e-300, None)) - np.log(np.clip(1.0 - proba, 1e-300, None))
 
     def params(self) -> dict:
-        return {"function": self.function, "datasets": self.datasets, "classifier": self.classifier,
-                "delta": self.delta}
+        return {
+            "function": self.function,
+            "datasets": self.datasets,
+            "classifier": self.classifier,
+            "delta": self.delta,
+        }

@@ -19,6 +19,16 @@ from accounting.errors import require_number
 from accounting.mechanisms import as_generator
 
 
+def feature_posteriors(batch, features, noise_var: float, centre: bool = False, capacity: int = 16):
+    """The cheaper exact representation for ``capacity`` observations: Matheron's rule (this module)
+    while observations stay fewer than features, else weight space (``weight_space``)."""
+    if features.num_features <= int(capacity):
+        from dpfed.fts.weight_space import WeightSpacePosteriors
+
+        return WeightSpacePosteriors(batch, features, noise_var, centre)
+    return FeaturePosteriors(batch, features, noise_var, centre, capacity)
+
+
 class FeaturePosteriors:
     """Posteriors of the feature weights of independent regressions on shared features.
 

@@ -25,7 +25,7 @@ import numpy as np
 from accounting.errors import ConfigurationError
 from accounting.mechanisms import SubsampledGaussian
 from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise
-from dpfed.fts.agents import FeaturePosteriors
+from dpfed.fts.agents import feature_posteriors
 from dpfed.fts.config import FTSConfig
 from dpfed.fts.features import RandomFourierFeatures
 from dpfed.fts.objectives import TrialObjectives
@@ -159,8 +159,8 @@ class _BatchedRun:
         self.shared = RandomFourierFeatures.stack(p[0] for p in pairs)
         self.local = RandomFourierFeatures.stack(p[1] for p in pairs)
         batch, capacity = (self.trials, c.num_agents), c.init_points + c.rounds
-        self.shared_post = FeaturePosteriors(batch, self.shared, c.obs_noise_var, capacity=capacity)
-        self.local_post = FeaturePosteriors(batch, self.local, c.local_noise_var, centre=True, capacity=capacity)
+        self.shared_post = feature_posteriors(batch, self.shared, c.obs_noise_var, capacity=capacity)
+        self.local_post = feature_posteriors(batch, self.local, c.local_noise_var, centre=True, capacity=capacity)
 
     def _build_server(self, mechanism) -> None:
         c = self.config

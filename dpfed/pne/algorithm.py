@@ -54,8 +54,7 @@ class PNEConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "horizon", int(require_number("horizon", self.horizon, low=1, integer=True)))
-        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1,
-                                                                   integer=True)))
+        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1, integer=True)))
         require_number("k", self.k, low=2, integer=True)
         require_number("nu1", self.nu1, low=0, low_open=True)
         require_number("rho", self.rho, low=0, high=1, low_open=True, high_open=True)
@@ -65,8 +64,7 @@ class PNEConfig:
             object.__setattr__(self, "conf_delta", 1.0 / self.num_clients)
         require_number("conf_delta", self.conf_delta, low=0, high=1, low_open=True)
         if self.expansion not in ("pseudocode", "prose"):
-            raise ConfigurationError("expansion",
-                                     f"unknown rule {self.expansion!r}; choose pseudocode or prose")
+            raise ConfigurationError("expansion", f"unknown rule {self.expansion!r}; choose pseudocode or prose")
         if self.log_term <= 0:
             raise ConfigurationError("c1", "log(c1 T / conf_delta) must be positive")
 
@@ -109,8 +107,9 @@ class RewardOverride:
     pull: int | None = 0
 
 
-def _apply_override(rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None,
-                    pulled: np.ndarray) -> int:
+def _apply_override(
+    rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None, pulled: np.ndarray
+) -> int:
     """Force the override's rewards in place; returns how many raw rewards were replaced."""
     if override is None:
         return 0
@@ -128,8 +127,16 @@ def resolve_objective(objective: str | Objective) -> Objective:
     return objective if isinstance(objective, Objective) else get_objective(objective)
 
 
-def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
-                seed=None, config: PNEConfig | None = None, options=None, **settings) -> BanditRun:
+def run_fed_pne(
+    objective: str | Objective = "garland",
+    clients: int = 10,
+    horizon: int = 1000,
+    *,
+    seed=None,
+    config: PNEConfig | None = None,
+    options=None,
+    **settings,
+) -> BanditRun:
     """Run Fed-PNE on ``objective`` with ``clients`` clients for ``horizon`` pulls per client.
 
     ``seed`` (int or Generator) determines everything: partition, local perturbations, observation
@@ -138,12 +145,19 @@ def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horiz
     errors) unless ``config`` is given, and ``FedPNEOptions`` fields (heterogeneity, noise, partition,
     privatizer, reward_override, ...) unless ``options`` is given. Returns a ``BanditRun``.
     """
-    return run_fed_pne_batch(objective, clients, horizon, [seed], config=config, options=options,
-                             **settings)[0]
+    return run_fed_pne_batch(objective, clients, horizon, [seed], config=config, options=options, **settings)[0]
 
 
-def run_fed_pne_batch(objective: str | Objective, clients: int, horizon: int, seeds, *,
-                      config: PNEConfig | None = None, options=None, **settings) -> list[BanditRun]:
+def run_fed_pne_batch(
+    objective: str | Objective,
+    clients: int,
+    horizon: int,
+    seeds,
+    *,
+    config: PNEConfig | None = None,
+    options=None,
+    **settings,
+) -> list[BanditRun]:
     """``len(seeds)`` independent runs at once (``dpfed.pne.engine``); run k equals
     ``run_fed_pne(..., seed=seeds[k])`` (a Generator passed several times is consumed in order)."""
     from dpfed.pne.engine import FedPNEOptions

@@ -66,10 +66,10 @@ class _RunState:
     def __init__(self, objective: Objective, config, options: FedPNEOptions, seed, children: _SharedChildren):
         self.streams = RunStreams.from_seed(seed)
         self.children = children
-        self.partition = options.partition or Partition(objective.domain, k=config.k,
-                                                        seed=self.streams.partition_seed)
-        self.local = LocalObjectives(objective, config.num_clients, options.heterogeneity,
-                                     options.heterogeneity_kind, rng=self.streams.objective)
+        self.partition = options.partition or Partition(objective.domain, k=config.k, seed=self.streams.partition_seed)
+        self.local = LocalObjectives(
+            objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, rng=self.streams.objective
+        )
         self.active = self.partition.root()
         self.used = self.phase = self.rounds = self.uplink = self.downlink = self.forced = 0
         self.recommendation = objective.domain.mean(axis=1)
@@ -100,8 +100,16 @@ class _RunState:
         self.points[played] = np.repeat(self.centres, self.pulls, axis=0)[: self.done]
 
     def log(self, **extra) -> PhaseLog:
-        return PhaseLog(phase=self.phase, depth=self.depth, nodes=self.keys, tau=self.tau, pulls=self.pulls,
-                        start=self.used, completed=self.completed, **extra)
+        return PhaseLog(
+            phase=self.phase,
+            depth=self.depth,
+            nodes=self.keys,
+            tau=self.tau,
+            pulls=self.pulls,
+            start=self.used,
+            completed=self.completed,
+            **extra,
+        )
 
 
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
@@ -144,8 +152,7 @@ def _play_group(group, config, options: FedPNEOptions) -> None:
     for run, table in zip(group, rewards, strict=True):
         run.forced += _apply_override(table, run.keys, options.reward_override, pulled)
     if options.privatizer is not None:
-        privatise = options.privatizer if first.completed else getattr(options.privatizer, "final",
-                                                                        options.privatizer)
+        privatise = options.privatizer if first.completed else getattr(options.privatizer, "final", options.privatizer)
         rewards = privatise(rewards, TrialStreams([run.streams.privacy for run in group]))
     counts = pulled.sum(axis=1)
     sent = counts > 0
@@ -168,11 +175,14 @@ def _eliminate(group, mu, config) -> None:
     radius = config.radius(config.num_clients * first.pulls)
     best = np.argmax(mu, axis=1)
     best_mu = np.take_along_axis(mu, best[:, None], axis=1)
-    eliminated = mu + radius + config.nu1 * config.rho ** first.depth < best_mu - radius
+    eliminated = mu + radius + config.nu1 * config.rho**first.depth < best_mu - radius
     for run, b, elim in zip(group, best, eliminated, strict=True):
         run.recommendation = run.centres[b]
-        run.phases.append(run.log(radius=radius, best=run.keys[b],
-                                  eliminated=[key for key, e in zip(run.keys, elim, strict=True) if e]))
+        run.phases.append(
+            run.log(
+                radius=radius, best=run.keys[b], eliminated=[key for key, e in zip(run.keys, elim, strict=True) if e]
+            )
+        )
         run.used += len(run.keys) * run.pulls
         run.active = run.children(run.partition, run.active.take(~elim))
 
@@ -190,13 +200,35 @@ def _transcript(run, num_clients: int) -> Transcript:
 
 
 def _result(run, objective, config, options: FedPNEOptions) -> BanditRun:
-    params = {"k": config.k, "nu1": config.nu1, "rho": config.rho, "c": config.c, "c1": config.c1,
-              "conf_delta": config.conf_delta, "expansion": config.expansion, "final_upload": config.final_upload,
-              "heterogeneity": options.heterogeneity, "heterogeneity_kind": options.heterogeneity_kind,
-              "noise": {"kind": options.noise.kind, "width": options.noise.width},
-              "partition": run.partition.describe(), "override_applied": run.forced}
+    params = {
+        "k": config.k,
+        "nu1": config.nu1,
+        "rho": config.rho,
+        "c": config.c,
+        "c1": config.c1,
+        "conf_delta": config.conf_delta,
+        "expansion": config.expansion,
+        "final_upload": config.final_upload,
+        "heterogeneity": options.heterogeneity,
+        "heterogeneity_kind": options.heterogeneity_kind,
+        "noise": {"kind": options.noise.kind, "width": options.noise.width},
+        "partition": run.partition.describe(),
+        "override_applied": run.forced,
+    }
     transcript = _transcript(run, config.num_clients) if options.record_transcript else Transcript()
-    return BanditRun(options.algorithm, objective.name, config.num_clients, config.horizon, run.instant, run.points,
-                     np.asarray(run.recommendation), communication_rounds=run.rounds, uplink_floats=run.uplink,
-                     downlink_values=run.downlink, phases=run.phases, transcript=transcript, parameters=params,
-                     uploads=run.uploads)
+    return BanditRun(
+        options.algorithm,
+        objective.name,
+        config.num_clients,
+        config.horizon,
+        run.instant,
+        run.points,
+        np.asarray(run.recommendation),
+        communication_rounds=run.rounds,
+        uplink_floats=run.uplink,
+        downlink_values=run.downlink,
+        phases=run.phases,
+        transcript=transcript,
+        parameters=params,
+        uploads=run.uploads,
+    )

@@ -91,8 +91,9 @@ def noise_aware_c(c: float, mechanism: Gaussian) -> float:
     return c * math.sqrt(1.0 + 4.0 * mechanism.noise_std**2)
 
 
-def run_dp_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
-                   seed=None, **settings) -> BanditRun:
+def run_dp_fed_pne(
+    objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *, seed=None, **settings
+) -> BanditRun:
     """Run DP-Fed-PNE once; ``settings`` as for ``run_dp_fed_pne_batch``.
 
     The returned run has ``mechanism`` set and ``composition()`` equal to one Gaussian release.
@@ -100,10 +101,20 @@ def run_dp_fed_pne(objective: str | Objective = "garland", clients: int = 10, ho
     return run_dp_fed_pne_batch(objective, clients, horizon, [seed], **settings)[0]
 
 
-def run_dp_fed_pne_batch(objective: str | Objective, clients: int, horizon: int, seeds, *,
-                         epsilon: float = 1.0, dp_delta: float = 1e-5, calibration: str = "analytic",
-                         c: float = 0.1, scale_c_for_noise: bool = True, planted_bug: str = "none",
-                         **settings) -> list[BanditRun]:
+def run_dp_fed_pne_batch(
+    objective: str | Objective,
+    clients: int,
+    horizon: int,
+    seeds,
+    *,
+    epsilon: float = 1.0,
+    dp_delta: float = 1e-5,
+    calibration: str = "analytic",
+    c: float = 0.1,
+    scale_c_for_noise: bool = True,
+    planted_bug: str = "none",
+    **settings,
+) -> list[BanditRun]:
     """Independent DP-Fed-PNE runs, one per seed, vectorised together (``dpfed.pne.engine``).
 
     ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is unrelated to the
@@ -120,12 +131,27 @@ def run_dp_fed_pne_batch(objective: str | Objective, clients: int, horizon: int,
         config = dataclasses.replace(config, c=c_used)
     else:
         settings["c"] = c_used
-    runs = run_fed_pne_batch(objective, clients, horizon, seeds, config=config,
-                             privatizer=RewardPrivatizer(mechanism, planted_bug), algorithm="dp-fed-pne",
-                             **settings)
+    runs = run_fed_pne_batch(
+        objective,
+        clients,
+        horizon,
+        seeds,
+        config=config,
+        privatizer=RewardPrivatizer(mechanism, planted_bug),
+        algorithm="dp-fed-pne",
+        **settings,
+    )
     for run in runs:
         run.mechanism = mechanism
-        run.parameters.update({"epsilon": float(epsilon), "dp_delta": float(dp_delta),
-                               "calibration": calibration, "noise_std": mechanism.noise_std, "c_base": c,
-                               "scale_c_for_noise": scale_c_for_noise, "planted_bug": planted_bug})
+        run.parameters.update(
+            {
+                "epsilon": float(epsilon),
+                "dp_delta": float(dp_delta),
+                "calibration": calibration,
+                "noise_std": mechanism.noise_std,
+                "c_base": c,
+                "scale_c_for_noise": scale_c_for_noise,
+                "planted_bug": planted_bug,
+            }
+        )
     return runs

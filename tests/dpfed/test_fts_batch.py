@@ -131,3 +131,18 @@ def test_pne_batch_reproduces_one_at_a_time_runs():
             assert (a.round, a.sender, a.name) == (b.round, b.sender, b.name)
             np.testing.assert_array_equal(np.asarray(a.payload.get("means", 0)), np.asarray(b.payload.get("means", 0)))
     assert len({tuple(tuple(k) for k in r.phases[-1].nodes) for r in batch}) > 1  # the runs did diverge
+
+
+def test_weight_space_and_matheron_posteriors_agree():
+    # Two exact representations of one posterior: same mean (closed form) whatever the representation.
+    from dpfed.fts.weight_space import WeightSpacePosteriors
+
+    feats = RandomFourierFeatures.draw(1, 6, 0.3, rng=2)
+    rng = np.random.default_rng(8)
+    x, y = rng.random((4, 9, 1)), rng.standard_normal((4, 9))
+    for centre in (False, True):
+        matheron, weights = FeaturePosteriors(4, feats, 0.05, centre), WeightSpacePosteriors(4, feats, 0.05, centre)
+        matheron.add(x, y)
+        weights.add(x, y)
+        np.testing.assert_allclose(weights.posterior_mean(), matheron.posterior_mean(), rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(weights.offsets, matheron.offsets)
