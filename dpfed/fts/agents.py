@@ -29,7 +29,27 @@ def feature_posteriors(batch, features, noise_var: float, centre: bool = False, 
     return FeaturePosteriors(batch, features, noise_var, centre, capacity)
 
 
-class FeaturePosteriors:
+class PosteriorOffsets:
+    """What both posterior representations share: the batch and the centring offsets."""
+
+    batch_shape: tuple[int, ...]
+    centre: bool
+    count: int
+    _y_sum: np.ndarray
+
+    @property
+    def num_agents(self) -> int:
+        return self.batch_shape[-1]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Per-regression constant added to the sampled function (mean of y when centring, else 0)."""
+        if not self.centre or self.count == 0:
+            return np.zeros(self.batch_shape)
+        return self._y_sum / self.count
+
+
+class FeaturePosteriors(PosteriorOffsets):
     """Posteriors of the feature weights of independent regressions on shared features.
 
     ``batch`` is the number of regressions (agents) or a batch shape such as (trials, agents); the
@@ -46,10 +66,6 @@ class FeaturePosteriors:
         self.count = 0
         self._allocate(max(int(capacity), 1))
         self._y_sum = np.zeros(self.batch_shape)
-
-    @property
-    def num_agents(self) -> int:
-        return self.batch_shape[-1]
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the state for ``capacity`` observations, keeping the first ``count``."""
@@ -119,13 +135,6 @@ class FeaturePosteriors:
         self._y_sum = self._y_sum + y
         self.count = n + 1
         return diag
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Per-regression constant added to the sampled function (mean of y when centring, else 0)."""
-        if not self.centre or self.count == 0:
-            return np.zeros(self.batch_shape)
-        return self._y_sum / self.count
 
     def _whitened_targets(self) -> np.ndarray:
         """``L^-1 (y - offsets)``, shape batch + (n,)."""

@@ -16,9 +16,10 @@ import numpy as np
 
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
+from dpfed.fts.agents import PosteriorOffsets
 
 
-class WeightSpacePosteriors:
+class WeightSpacePosteriors(PosteriorOffsets):
     """Drop-in for ``FeaturePosteriors`` (same ``add``/``sample``/``offsets``/``posterior_mean``)."""
 
     def __init__(self, batch, features, noise_var: float, centre: bool = False):
@@ -32,10 +33,6 @@ class WeightSpacePosteriors:
         self._phi_y = np.zeros(self.batch_shape + (m,))
         self._phi_1 = np.zeros(self.batch_shape + (m,))
         self._y_sum = np.zeros(self.batch_shape)
-
-    @property
-    def num_agents(self) -> int:
-        return self.batch_shape[-1]
 
     def add(self, x, y, rng=None) -> np.ndarray | None:
         """Add observations (shapes as ``FeaturePosteriors.add``); with ``rng`` return a draw after it."""
@@ -58,13 +55,6 @@ class WeightSpacePosteriors:
         self._phi_1 += phi
         self._y_sum = self._y_sum + y
         self.count += 1
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Per-regression constant added to the sampled function (mean of y when centring, else 0)."""
-        if not self.centre or self.count == 0:
-            return np.zeros(self.batch_shape)
-        return self._y_sum / self.count
 
     def _targets(self) -> np.ndarray:
         """``Phi^T (y - offsets)``, shape batch + (M,)."""
