@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 warnings.filterwarnings("ignore")
 
 CONFIGS = [  # (label, q, z, steps, delta)
-    ("DP-FTS-DE landmine", 0.35, 1.0, 60, 29 ** -1.1),
+    ("DP-FTS-DE landmine", 0.35, 1.0, 60, 29**-1.1),
     ("Abadi et al. MNIST-like", 0.01, 1.0, 10_000, 1e-5),
     ("DP-SGD 60 epochs", 256 / 60_000, 1.1, 14_100, 1e-5),
 ]
@@ -66,7 +66,8 @@ def _event(q, z, steps):
     import dp_accounting
 
     return dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps)
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps
+    )
 
 
 def dpa_rdp(q, z, steps, delta):
@@ -120,14 +121,24 @@ def dpa_rdp_curve(q, z, steps, delta):
 def pointwise(function):
     def curve(q, z, steps, delta):
         return np.array([function(q, z, int(t), delta) for t in steps])
+
     return curve
 
 
-SINGLE = [("ours rdp", ours_rdp), ("opacus RDP", opacus_rdp), ("dp-accounting RDP", dpa_rdp),
-          ("dp-accounting PLD", dpa_pld), ("opacus PRV", opacus_prv)]
-CURVES = [("ours rdp", ours_curve, False), ("opacus RDP", opacus_rdp_curve, False),
-          ("dp-accounting RDP", dpa_rdp_curve, False), ("dp-accounting PLD", pointwise(dpa_pld), True),
-          ("opacus PRV", pointwise(opacus_prv), True)]
+SINGLE = [
+    ("ours rdp", ours_rdp),
+    ("opacus RDP", opacus_rdp),
+    ("dp-accounting RDP", dpa_rdp),
+    ("dp-accounting PLD", dpa_pld),
+    ("opacus PRV", opacus_prv),
+]
+CURVES = [
+    ("ours rdp", ours_curve, False),
+    ("opacus RDP", opacus_rdp_curve, False),
+    ("dp-accounting RDP", dpa_rdp_curve, False),
+    ("dp-accounting PLD", pointwise(dpa_pld), True),
+    ("opacus PRV", pointwise(opacus_prv), True),
+]
 
 
 def timed(function, *args):
@@ -170,8 +181,10 @@ def bench_curve(repeats: int, tight_points: int) -> None:
     fastest_peer = min(r[1] for r in rows[1:])
     for name, seconds, last, gap, extrapolate in rows:
         note = " (extrapolated)" if extrapolate else ""
-        print(f"   {name:18s} eps(T=1e5)={last:8.4f}  max(peer - ours)={gap:+.4f}  "
-              f"{seconds:9.3f} s{note}  ratio {seconds / ours:9.1f}x")
+        print(
+            f"   {name:18s} eps(T=1e5)={last:8.4f}  max(peer - ours)={gap:+.4f}  "
+            f"{seconds:9.3f} s{note}  ratio {seconds / ours:9.1f}x"
+        )
     print(f"   fastest peer / ours on the curve: {fastest_peer / ours:.1f}x")
 
 

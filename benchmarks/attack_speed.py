@@ -37,8 +37,10 @@ def gaussian_speed(trials: int) -> None:
     started = time.perf_counter()
     result = run_attack("gaussian", trials, seed=1)
     warm = time.perf_counter() - started
-    print(f"[gaussian] {trials:.0e} trials/world: {warm:.2f} s (imports/warm-up {cold:.2f} s); "
-          f"true eps {result.true_epsilon:.3f}; {_bounds(result)}; {result.status}")
+    print(
+        f"[gaussian] {trials:.0e} trials/world: {warm:.2f} s (imports/warm-up {cold:.2f} s); "
+        f"true eps {result.true_epsilon:.3f}; {_bounds(result)}; {result.status}"
+    )
 
 
 def fts_speed(trials: int) -> None:
@@ -48,15 +50,25 @@ def fts_speed(trials: int) -> None:
         started = time.perf_counter()
         result = run_attack(name, trials, seed=2026, executor="processes", workers=2)
         elapsed = time.perf_counter() - started
-        print(f"[{name}] {trials:.0e} trials/world, 2 processes: {elapsed:.1f} s; tight eps "
-              f"{result.true_epsilon:.3f} at delta {result.delta:.4g}; {_bounds(result)}; {result.status}")
+        print(
+            f"[{name}] {trials:.0e} trials/world, 2 processes: {elapsed:.1f} s; tight eps "
+            f"{result.true_epsilon:.3f} at delta {result.delta:.4g}; {_bounds(result)}; {result.status}"
+        )
 
 
 def planted_bugs(trials: int) -> None:
     from attacks.attack import run_attack
 
-    for name in ("bug-weak-noise", "gaussian", "bug-no-clip", "subsampled-gaussian", "bug-uniform-fallback",
-                 "empty-sample", "pne-unclipped-canary", "pne-reward"):
+    for name in (
+        "bug-weak-noise",
+        "gaussian",
+        "bug-no-clip",
+        "subsampled-gaussian",
+        "bug-uniform-fallback",
+        "empty-sample",
+        "pne-unclipped-canary",
+        "pne-reward",
+    ):
         result = run_attack(name, trials, seed=7)
         print(f"[{name}] claim eps {result.claim_epsilon:.3f}: {result.status}; {_bounds(result)}")
 
@@ -72,8 +84,7 @@ def executors_agree(trials: int) -> None:
     reference = collect_scores(probe, trials, 99)
     runs = {"processes x2": collect_scores(probe, trials, 99, executor="processes", workers=2)}
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
-        runs["dask x2"] = collect_scores(probe, trials, 99, executor="dask",
-                                         scheduler=cluster.scheduler_address)
+        runs["dask x2"] = collect_scores(probe, trials, 99, executor="dask", scheduler=cluster.scheduler_address)
     for name, (out, inn, _) in runs.items():
         same = np.array_equal(out, reference[0]) and np.array_equal(inn, reference[1])
         print(f"[executors] {name} identical to in-process: {same}")

@@ -73,24 +73,38 @@ def oracle_cp(out, inn, z, delta, mean_in=1.0):
 def compare_scores(label, out, inn, delta, true_eps, z=None):
     rows = []
     ours_cp, t_ours_cp = timed(clopper_pearson_lower_bound, out, inn, delta, 1 - SIGNIFICANCE)
-    ours_split, t_ours_split = timed(clopper_pearson_lower_bound, out, inn, delta, 1 - SIGNIFICANCE,
-                                     threshold_selection="split", rng=0)
+    ours_split, t_ours_split = timed(
+        clopper_pearson_lower_bound, out, inn, delta, 1 - SIGNIFICANCE, threshold_selection="split", rng=0
+    )
     ours_gdp, t_ours_gdp = timed(gdp_lower_bound, out, inn, delta, 1 - SIGNIFICANCE)
     (_, _, ours_auc), t_ours_auc = timed(empirical_roc, out, inn)
     if peer is not None:
         auditor, t_init = timed(peer.CanaryScoreAuditor, inn, out)
         their_cp, t_cp = timed(auditor.epsilon_clopper_pearson, SIGNIFICANCE, delta, one_sided=False)
-        their_split, t_split = timed(auditor.epsilon_clopper_pearson, SIGNIFICANCE, delta, one_sided=False,
-                                     threshold_strategy=peer.Split(0.5, seed=0))
+        their_split, t_split = timed(
+            auditor.epsilon_clopper_pearson,
+            SIGNIFICANCE,
+            delta,
+            one_sided=False,
+            threshold_strategy=peer.Split(0.5, seed=0),
+        )
         their_gdp, t_gdp = timed(auditor.epsilon_from_gdp, SIGNIFICANCE, delta)
         their_auc, t_auc = timed(auditor.attack_auroc)
         # Their constructor sorts and builds the threshold table once; charge it to every method.
-        theirs = [(their_cp, t_cp + t_init), (their_split, t_split + t_init), (their_gdp, t_gdp + t_init),
-                  (their_auc, t_auc + t_init)]
+        theirs = [
+            (their_cp, t_cp + t_init),
+            (their_split, t_split + t_init),
+            (their_gdp, t_gdp + t_init),
+            (their_auc, t_auc + t_init),
+        ]
     else:
         theirs = [(None, None)] * 4
-    ours = [(ours_cp.epsilon, t_ours_cp), (ours_split.epsilon, t_ours_split), (ours_gdp.epsilon, t_ours_gdp),
-            (ours_auc, t_ours_auc)]
+    ours = [
+        (ours_cp.epsilon, t_ours_cp),
+        (ours_split.epsilon, t_ours_split),
+        (ours_gdp.epsilon, t_ours_gdp),
+        (ours_auc, t_ours_auc),
+    ]
     names = ["CP bonferroni", "CP split 50%", "GDP (model-based)", "AUC"]
     for name, (ov, ot), (tv, tt) in zip(names, ours, theirs, strict=True):
         rows.append((label, name, ov, tv, ot, tt))
@@ -113,8 +127,14 @@ def print_rows(rows, oracle, true_eps):
 def one_run_table():
     print("\nOne-run (Steinke, Nasr, Jagielski 2023), bounds from counts (m canaries, r guesses, v correct):")
     print(f"{'m':>7} {'r':>6} {'v':>6} {'delta':>7} {'ours':>8} {'jax':>8}")
-    for m, r, v, delta in [(1000, 100, 100, 1e-5), (10_000, 1000, 1000, 1e-5), (10_000, 10_000, 10_000, 1e-5),
-                           (100_000, 10_000, 10_000, 1e-5), (1000, 1000, 900, 1e-5), (1000, 1000, 750, 1e-5)]:
+    for m, r, v, delta in [
+        (1000, 100, 100, 1e-5),
+        (10_000, 1000, 1000, 1e-5),
+        (10_000, 10_000, 10_000, 1e-5),
+        (100_000, 10_000, 10_000, 1e-5),
+        (1000, 1000, 900, 1e-5),
+        (1000, 1000, 750, 1e-5),
+    ]:
         ours = one_run_lower_bound(m, r, v, delta, 1 - SIGNIFICANCE).epsilon
         theirs = peer._epsilon_one_run(0.0, m, r, v, SIGNIFICANCE, delta) if peer is not None else None
         print(f"{m:>7} {r:>6} {v:>6} {delta:>7.0e} {ours:>8.3f} {fmt(theirs):>8}")
@@ -132,10 +152,12 @@ def speed(trials):
     estimated = time.perf_counter()
     empirical_roc(out, inn)
     done = time.perf_counter()
-    print(f"\nSpeed, {trials:.0e} trials per world (eps = 2, delta = 1e-5): draws {drawn - start:.2f} s, "
-          f"estimators {estimated - drawn:.2f} s, ROC/AUC {done - estimated:.2f} s, "
-          f"total {done - start:.2f} s wall, {time.process_time() - cpu:.2f} s CPU; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"\nSpeed, {trials:.0e} trials per world (eps = 2, delta = 1e-5): draws {drawn - start:.2f} s, "
+        f"estimators {estimated - drawn:.2f} s, ROC/AUC {done - estimated:.2f} s, "
+        f"total {done - start:.2f} s wall, {time.process_time() - cpu:.2f} s CPU; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     for b in bounds:
         print(f"  {b.method:<20} {b.epsilon:.3f}{'' if b.rigorous else '  (not rigorous)'}")
 
@@ -146,8 +168,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(f"peer: {'jax_privacy.auditing' if peer is not None else 'NOT AVAILABLE - ' + PEER_ERROR}")
     print(f"confidence {1 - SIGNIFICANCE:.0%}; times in ms; ratio = peer time / our time\n")
-    print(f"{'scenario':<28} {'method':<18} {'ours':>8} {'jax':>8}   {'ours ms':>9} {'jax ms':>9}  "
-          f"{'ratio':>8}")
+    print(f"{'scenario':<28} {'method':<18} {'ours':>8} {'jax':>8}   {'ours ms':>9} {'jax ms':>9}  {'ratio':>8}")
     sizes = [10**4, 10**5] if args.quick else [10**4, 10**5, 10**6]
     for eps, delta in [(2.0, 1e-5), (1.0, 1e-5), (1.0, 0.1)]:
         z = analytic_gaussian_noise_multiplier(eps, delta)

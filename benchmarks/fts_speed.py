@@ -5,23 +5,35 @@ the same algorithm agent by agent (per-agent Cholesky of the M x M posterior pre
 candidate sets and refinement), as the reference code does. The objective is the synthetic GP (cheap),
 so the timing is the algorithm's, not the SVM fits'. Also times the default SVM preset, cold and warm
 cache. Prints seconds per run and the ratio.  Usage: python benchmarks/fts_speed.py [--repeats 3]
+
+``--trial-axis`` instead times the DP-FTS-DE end-to-end probe's full 60-round runs three ways, side by
+side: the previous implementation one run at a time (``baseline_checkout``; as the old probe ran them,
+and on the new probe's configuration), ``run_fts`` one run at a time, and ``run_fts_batch``; then the
+probe itself at 2000 trials per world (``--probe-trials``) with the ``processes`` executor.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from dpfed.fts import FTSConfig, run_fts
-from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise
-from dpfed.fts.features import RandomFourierFeatures
-from dpfed.fts.partition import assignment, box_partition
-from dpfed.fts.schedules import mixing_probability
-from dpfed.fts.server import Server
-from dpfed.objectives import make_objective
+# benchmarks/accounting.py and attacks.py would shadow the packages while this folder leads sys.path:
+# move it to the end (its helper modules stay importable)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HERE]
+
+from dpfed.fts import FTSConfig, run_fts  # noqa: E402
+from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise  # noqa: E402
+from dpfed.fts.features import RandomFourierFeatures  # noqa: E402
+from dpfed.fts.partition import assignment, box_partition  # noqa: E402
+from dpfed.fts.schedules import mixing_probability  # noqa: E402
+from dpfed.fts.server import Server  # noqa: E402
+from dpfed.objectives import make_objective  # noqa: E402
 
 
 def posterior_sample_one(phi, y, lam, rng, centre=False):
@@ -88,10 +100,77 @@ def timed(fn, repeats):
     return float(np.median(times)), float(np.min(times))
 
 
+OLD_RUNS = """
+import json, time, numpy as np
+from dpfed.fts.config import FTSConfig
+from dpfed.fts.algorithm import run_fts
+from dpfed.objectives.synthetic import SyntheticGP
+out = {}
+old = FTSConfig.from_preset("synthetic", rounds=60, candidates=100, refine_steps=1).with_canary_slot()
+new = FTSConfig.from_preset("synthetic", rounds=60, candidates=50, refine_steps=0, num_features=20,
+                            local_num_features=20).with_canary_slot()
+objective = SyntheticGP(new.num_agents, 1, np.random.default_rng(0), lengthscale=new.gp_lengthscale,
+                        heterogeneity=new.heterogeneity, noise_var=new.objective_noise_var, num_basis=64)
+for name, config, shared in (("old probe", old, None), ("new probe config", new, objective)):
+    canary = np.zeros(config.num_features)
+    canary[0] = config.per_vector_clip
+    wall, cpu = time.perf_counter(), time.process_time()
+    for seed in range(RUNS):
+        run_fts(config, seed, canary_vector=canary, objective=shared)
+    out[name] = [(time.perf_counter() - wall) / RUNS, (time.process_time() - cpu) / RUNS]
+print(json.dumps(out))
+"""
+
+
+def trial_axis(runs: int, probe_trials: int) -> None:
+    """Seconds per full run: previous implementation, run_fts and run_fts_batch (see module docstring)."""
+    from baseline_checkout import run_at_commit
+
+    from attacks.attack import run_attack
+    from attacks.probes import get_probe
+    from attacks.probes.fts_end_to_end import RUNS_PER_CALL
+    from dpfed.fts.algorithm import run_fts_batch
+
+    probe = get_probe("fts-end-to-end")
+    config, objective = probe._config, probe.objective()
+    canary = np.zeros(config.num_features)
+    canary[0] = config.per_vector_clip
+    rows = {f"previous implementation, {k}": v for k, v in run_at_commit(OLD_RUNS.replace("RUNS", str(runs))).items()}
+    rows["run_fts, one at a time"] = per_run(
+        lambda seeds: [run_fts(config, s, canary_vector=canary, objective=objective) for s in seeds], runs
+    )
+    rows[f"run_fts_batch, {RUNS_PER_CALL} runs per call"] = per_run(
+        lambda seeds: run_fts_batch(config, seeds, canary_vector=canary, objective=objective, record_uploads=False),
+        RUNS_PER_CALL * max(1, runs // RUNS_PER_CALL),
+    )
+    batched = rows[f"run_fts_batch, {RUNS_PER_CALL} runs per call"]
+    print(f"{'DP-FTS-DE full 60-round run (one core)':48s} {'wall ms':>8s} {'cpu ms':>8s} {'speed-up (cpu)':>14s}")
+    for name, (wall, cpu) in rows.items():
+        print(f"{name:48s} {1e3 * wall:8.1f} {1e3 * cpu:8.1f} {cpu / batched[1]:13.1f}x")
+    start = time.perf_counter()
+    result = run_attack(probe, probe_trials, seed=1, executor="processes", workers=2)
+    print(
+        f"fts-end-to-end probe, {probe_trials} trials per world, processes x2: {time.perf_counter() - start:.0f} s "
+        f"wall; CP lower bound {result.best_rigorous():.2f} (claim {result.claim_epsilon:.2f}, {result.status})"
+    )
+
+
+def per_run(run_many, runs: int) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    run_many(list(range(runs)))
+    return (time.perf_counter() - wall) / runs, (time.process_time() - cpu) / runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--trial-axis", action="store_true", help="time the end-to-end probe's runs")
+    parser.add_argument("--runs", type=int, default=20, help="runs per way with --trial-axis")
+    parser.add_argument("--probe-trials", type=int, default=2000)
     args = parser.parse_args()
+    if args.trial_axis:
+        trial_axis(args.runs, args.probe_trials)
+        return
     cfg = FTSConfig(
         objective="synthetic",
         dim=2,

@@ -35,9 +35,7 @@ Q_GRID = (0.10, 0.15, 0.20, 0.25)
 
 
 def curves(cfg: FTSConfig, runs: int, objective=None) -> np.ndarray:
-    return np.array(
-        [run_fts(cfg, np.random.default_rng([2026, r]), objective=objective).utility for r in range(runs)]
-    )
+    return np.array([run_fts(cfg, np.random.default_rng([2026, r]), objective=objective).utility for r in range(runs)])
 
 
 def summary(u: np.ndarray, rounds) -> dict:
@@ -78,12 +76,8 @@ def comparison(preset: str, runs: int, results: dict, shared_objective: bool, ab
         area = u[:, 1:].mean(axis=1)
         results[f"{preset}/{alg}/mean_regret"] = (float(area.mean()), float(area.std(ddof=1) / np.sqrt(runs)))
         show(alg + (" (z=1)" if alg.startswith("dp") else ""), s)
-        print(
-            f"  {'':<22}mean over iterations 1..T: {area.mean():.4f}±{area.std(ddof=1) / np.sqrt(runs):.4f}"
-        )
-    final = {
-        k: v[base.rounds] for k, v in results.items() if k.startswith(preset + "/") and k.count("/") == 1
-    }
+        print(f"  {'':<22}mean over iterations 1..T: {area.mean():.4f}±{area.std(ddof=1) / np.sqrt(runs):.4f}")
+    final = {k: v[base.rounds] for k, v in results.items() if k.startswith(preset + "/") and k.count("/") == 1}
     ts_m, ts_e = final[f"{preset}/ts"]
     de_m, de_e = final[f"{preset}/fts-de"]
     print(f"  final FTS-DE - TS = {de_m - ts_m:+.4f} (combined SE {np.hypot(ts_e, de_e):.4f})")
@@ -111,9 +105,7 @@ def main() -> None:
         area = u[:, 1:].mean(axis=1)  # mean simple regret over iterations 1..T
         m, e = float(area.mean()), float(area.std(ddof=1) / np.sqrt(len(area)))
         eps = epsilons(cfg)
-        scatter.append(
-            {"q": q, "z": z, "regret": m, "se": e, "at": s, **{f"eps_{k}": v for k, v in eps.items()}}
-        )
+        scatter.append({"q": q, "z": z, "regret": m, "se": e, "at": s, **{f"eps_{k}": v for k, v in eps.items()}})
     for row in scatter:
         if row is scatter[len(Z_GRID)]:
             print("  z = 1, varying q:")

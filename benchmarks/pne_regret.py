@@ -78,8 +78,11 @@ def main() -> None:
     curves: dict = {}
 
     print(f"average per-client cumulative regret at T (mean ± standard error over {args.seeds} seeds)")
-    print(f"{'objective':11s} {'T':>6s}  " + "  ".join(f"{'Fed-PNE M=' + str(m):>17s}" for m in CLIENTS)
-          + f"  {'HCT':>17s}")
+    print(
+        f"{'objective':11s} {'T':>6s}  "
+        + "  ".join(f"{'Fed-PNE M=' + str(m):>17s}" for m in CLIENTS)
+        + f"  {'HCT':>17s}"
+    )
     for name in OBJECTIVES:
         hct = np.array([run_hct(name, max(HORIZONS), seed=s).regret for s in seeds])
         for horizon in HORIZONS:
@@ -110,8 +113,11 @@ def main() -> None:
             print(f"  {name:11s} T={horizon:<6d} " + ", ".join(verdicts))
 
     print("\nDP-Fed-PNE, M = 10, analytic calibration, dp_delta = 1e-5 (event level), T = 10^4")
-    print(f"{'objective':11s}  " + "  ".join(f"{'eps=' + format(e, 'g'):>17s}" for e in EPSILONS)
-          + f"  {'non-private':>17s}")
+    print(
+        f"{'objective':11s}  "
+        + "  ".join(f"{'eps=' + format(e, 'g'):>17s}" for e in EPSILONS)
+        + f"  {'non-private':>17s}"
+    )
     for name in OBJECTIVES:
         row = []
         for eps in EPSILONS:
@@ -129,7 +135,8 @@ def main() -> None:
     for m in CLIENTS:
         results["rounds"][f"M={m}"] = [
             float(np.mean([run_fed_pne("garland", m, int(t), seed=s).communication_rounds for s in seeds]))
-            for t in horizons]
+            for t in horizons
+        ]
     for j, t in enumerate(horizons):
         print(f"{t:8d}  " + "  ".join(f"{results['rounds'][f'M={m}'][j]:7.2f}" for m in CLIENTS))
     results["rounds"]["T"] = horizons.tolist()
@@ -170,8 +177,10 @@ def main() -> None:
 
     results["seconds"] = time.perf_counter() - start
     write_atomic(HERE / "pne_regret_results.json", json.dumps(results, indent=2).encode())
-    print(f"\nwrote benchmarks/pne_regret_*.png, pne_communication.png, pne_regret_results.json "
-          f"({results['seconds']:.1f} s)")
+    print(
+        f"\nwrote benchmarks/pne_regret_*.png, pne_communication.png, pne_regret_results.json "
+        f"({results['seconds']:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

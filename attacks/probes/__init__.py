@@ -20,8 +20,7 @@ PROBES: dict[str, tuple[str, dict]] = {
     "empty-sample": ("attacks.probes.mechanisms:EmptySampleProbe", {}),
     # planted bugs: the correct versions are the probes above with bug=None
     "bug-weak-noise": ("attacks.probes.mechanisms:GaussianProbe", {"bug": "weak-noise"}),
-    "bug-no-clip": ("attacks.probes.mechanisms:SubsampledGaussianProbe",
-                    {"bug": "no-clip", "canary_norm": 10.0}),
+    "bug-no-clip": ("attacks.probes.mechanisms:SubsampledGaussianProbe", {"bug": "no-clip", "canary_norm": 10.0}),
     "bug-uniform-fallback": ("attacks.probes.mechanisms:EmptySampleProbe", {"bug": "uniform-fallback"}),
     "fts-server": ("attacks.probes.fts:FtsServerProbe", {}),
     "fts-server-reference": ("attacks.probes.fts:FtsServerProbe", {"schedule": "reference"}),
@@ -30,6 +29,29 @@ PROBES: dict[str, tuple[str, dict]] = {
     "pne-end-to-end": ("attacks.probes.pne:PneEndToEndProbe", {}),
     "pne-unclipped-canary": ("attacks.probes.pne:PneRewardProbe", {"canary_value": 10.0}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
+    # planted bugs at the algorithm level (outside the mechanism module), caught end to end; the correct
+    # versions are the same probes with planted_bug="none"
+    "bug-fts-renormalise-sampled": (
+        "attacks.probes.fts_end_to_end:FtsEndToEndProbe",
+        {"planted_bug": "renormalise-sampled", "score": "sampled-weight", "noise_multiplier": 8.0},
+    ),
+    "bug-fts-unnoised-final-aggregate": (
+        "attacks.probes.fts_end_to_end:FtsEndToEndProbe",
+        {
+            "planted_bug": "unnoised-final-aggregate",
+            "score": "final-release",
+            "canary_norm": 100.0,
+            "noise_multiplier": 3.0,
+        },
+    ),
+    "bug-pne-unnoised-final-upload": (
+        "attacks.probes.pne:PneEndToEndProbe",
+        {"planted_bug": "unnoised-final-upload", "horizon": 5, "final_upload": True},
+    ),
+    "bug-pne-noise-shared-across-nodes": (
+        "attacks.probes.pne:PneEndToEndProbe",
+        {"planted_bug": "noise-shared-across-nodes", "score": "node-difference"},
+    ),
 }
 
 
@@ -57,8 +79,7 @@ def get_probe(name: str, **params) -> Probe:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(merged) - known)
     if unknown:
-        raise ConfigurationError(unknown[0], f"not a parameter of probe {name!r}; "
-                                             f"known: {', '.join(sorted(known))}")
+        raise ConfigurationError(unknown[0], f"not a parameter of probe {name!r}; known: {', '.join(sorted(known))}")
     try:
         probe = cls(**merged)
     except TypeError as exc:
@@ -67,5 +88,4 @@ def get_probe(name: str, **params) -> Probe:
     return probe
 
 
-__all__ = ["PROBES", "THREAT_MODELS", "Probe", "check_trials", "check_world", "get_probe", "probe_class",
-           "probe_names"]
+__all__ = ["PROBES", "THREAT_MODELS", "Probe", "check_trials", "check_world", "get_probe", "probe_class", "probe_names"]

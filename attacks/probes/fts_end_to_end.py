@@ -1,12 +1,27 @@
-"""DP-FTS-DE end to end: the real algorithm (``dpfed.fts.run_fts``) with a malicious canary agent among
-the real agents, broadcast view.
+"""DP-FTS-DE end to end: the real algorithm (``dpfed.fts.run_fts_batch``, a batch of full runs at once)
+with a malicious canary agent among the real agents, broadcast view.
 
 Both worlds declare one extra slot for the canary (same weights and 1/q); in world 1 the canary uploads
-``(S / sqrt(P)) e_1`` every round, in world 0 its slot stays empty. The score is the crafted-canary
-log-likelihood ratio of the server-mechanism probe computed from the broadcasts in the transcript,
-treating the real agents' (clipped, unknown) contributions as part of the noise; it is a valid score,
-just weaker than against known agents. Runs are expensive (a full BO run per trial), so use hundreds of
-trials, not 10^5.
+``canary_norm * (S / sqrt(P)) e_1`` every round, in world 0 its slot stays empty. The other agents'
+data (the objective) are fixed: one objective drawn from ``data_seed`` is shared by every trial and
+both worlds, as neighbouring datasets must be. The probe's defaults make a run cheap without touching
+what is private (N, q, z, S, P, T and the weights are the preset's): 20 random features instead of
+100, a 64-basis synthetic objective, 50 acquisition candidates without refinement. Scores (all valid
+test statistics for any implementation; each is strongest against a different failure):
+
+* ``canary`` (default): the crafted-canary log-likelihood ratio of the server-mechanism probe computed
+  from the broadcasts, treating the real agents' (clipped, unknown) contributions as part of the noise;
+* ``sampled-weight``: the weight ``W`` sampled in the canary's sub-region, estimated per round from the
+  canary block's norm (``W ~ q sigma sqrt(M) / |b|``), turned into a count ``c = W / w_canary`` of
+  sampled members and scored by the binomial log-likelihood ratio ``log((1 - q) m / (m - c))``,
+  ``m = 1 / w_canary``, summed over rounds. A correct server's broadcast scale does not depend on the
+  sample (the estimate is then constant, c ~ q m); one that renormalises over the sampled agents
+  (flaw F2) reveals how many were sampled, the canary among them;
+* ``final-release``: the canary coordinate of anything the server publishes after the last round
+  (the last broadcast when it publishes nothing more).
+
+``planted_bug`` runs the server with one of its deliberate bugs (``dpfed.fts.server.PLANTED_BUGS``);
+the claim stays the correct mechanism's epsilon, so a bug that leaks is a VIOLATION.
 """
 
 from __future__ import annotations
@@ -19,29 +34,51 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.probes.base import Probe, check_world, log_mixture_ratio
 from attacks.probes.fts import effective_noise_multiplier
 
+SCORES = ("canary", "sampled-weight", "final-release")
+RUNS_PER_CALL = 25  # runs vectorised together (memory ~ 30 MB per run of the synthetic preset)
+
 
 @dataclass
 class FtsEndToEndProbe(Probe):
-    """Crafted canary in a full DP-FTS-DE run; overrides are applied to the preset configuration."""
+    """Crafted canary in full DP-FTS-DE runs; overrides are applied to the preset configuration."""
 
     preset: str = "synthetic"
-    rounds: int = 10
+    rounds: int = 60
     rate: float | None = None
     noise_multiplier: float | None = None
-    candidates: int = 100
-    refine_steps: int = 1
+    candidates: int = 50
+    refine_steps: int = 0
+    num_features: int = 20
+    objective_basis: int = 64
+    canary_norm: float = 1.0
+    score: str = "canary"
+    planted_bug: str = "none"
+    empty_sample_fallback: str = "noise"
+    data_seed: int = 0
 
     name = "fts-end-to-end"
     threat_model = "broadcast view"
-    description = ("DP-FTS-DE end to end: the real algorithm with a malicious canary agent among the real "
-                   "agents; log-likelihood-ratio score on the broadcasts")
-    batch_size = 20
+    description = (
+        "DP-FTS-DE end to end: the real algorithm with a malicious canary agent among the real "
+        "agents; score on the broadcasts"
+    )
+    batch_size = 100
 
     def __post_init__(self):
         from dpfed.fts.config import FTSConfig
 
-        changes = {"rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
-                   "candidates": self.candidates, "refine_steps": self.refine_steps}
+        if self.score not in SCORES:
+            raise ConfigurationError("score", f"choose one of {', '.join(SCORES)}, got {self.score!r}")
+        require_number("canary_norm", self.canary_norm, low=0)
+        changes = {
+            "rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
+            "candidates": self.candidates,
+            "refine_steps": self.refine_steps,
+            "num_features": self.num_features,
+            "local_num_features": self.num_features,
+            "planted_bug": self.planted_bug,
+            "empty_sample_fallback": self.empty_sample_fallback,
+        }
         if self.rate is not None:
             changes["rate"] = self.rate
         if self.noise_multiplier is not None:
@@ -51,6 +88,7 @@ class FtsEndToEndProbe(Probe):
             raise ConfigurationError("preset", f"{self.preset!r} runs a non-private algorithm")
         self.default_delta = self._config.dp_delta
         self._weights = self._schedule()
+        self._objective = None
 
     def _schedule(self) -> np.ndarray:
         from dpfed.fts.partition import assignment
@@ -58,8 +96,9 @@ class FtsEndToEndProbe(Probe):
 
         c = self._config
         p = c.effective_subregions
-        server = Server(assignment(c.declared_population, p), p, c.mechanism(), c.weight_gap, c.weight_hold,
-                        c.weight_decay, c.empty_sample_fallback)
+        server = Server(
+            assignment(c.declared_population, p), p, c.mechanism(), c.weight_gap, c.weight_hold, c.weight_decay
+        )
         return np.stack([server.weights(t) for t in range(c.rounds)])
 
     def mechanism(self):
@@ -69,28 +108,84 @@ class FtsEndToEndProbe(Probe):
         c = self._config
         z = np.round([effective_noise_multiplier(c.noise_multiplier, w) for w in self._weights], 12)
         values, counts = np.unique(z, return_counts=True)
-        return Composition(tuple((SubsampledGaussian(c.rate, float(v), 1.0), int(k))
-                                 for v, k in zip(values, counts, strict=True)))
+        return Composition(
+            tuple((SubsampledGaussian(c.rate, float(v), 1.0), int(k)) for v, k in zip(values, counts, strict=True))
+        )
 
     def true_epsilon(self, delta: float) -> float | None:
         from attacks.probes.fts import _pld_epsilon
 
         return _pld_epsilon(self.mechanism(), float(delta))
 
+    def objective(self):
+        """The fixed data of the real agents (built once per process, shared by all trials)."""
+        if self._objective is None:
+            c = self._config
+            if c.objective != "synthetic":
+                from dpfed.objectives import make_objective
+
+                self._objective = make_objective(c, np.random.default_rng(self.data_seed))
+            else:
+                from dpfed.objectives.synthetic import SyntheticGP
+
+                basis = int(require_number("objective_basis", self.objective_basis, low=1, integer=True))
+                self._objective = SyntheticGP(
+                    c.num_agents,
+                    c.dim,
+                    np.random.default_rng(self.data_seed),
+                    lengthscale=c.gp_lengthscale,
+                    heterogeneity=c.heterogeneity,
+                    noise_var=c.objective_noise_var,
+                    num_basis=basis,
+                )
+        return self._objective
+
+    def __getstate__(self):  # ship the probe without its (rebuildable) objective
+        state = dict(self.__dict__)
+        state["_objective"] = None
+        return state
+
     def scores(self, world, trials, rng):
-        from dpfed.fts.algorithm import run_fts
+        from dpfed.fts.algorithm import run_fts_batch
 
         c = self._config
-        canary = c.num_agents
-        clip, q = c.per_vector_clip, c.rate
         vector = np.zeros(c.num_features)
-        vector[0] = clip
-        out = np.empty(int(trials))
-        for k in range(int(trials)):
-            result = run_fts(c, rng.spawn(1)[0], canary_vector=vector if check_world(world) else None)
-            broadcasts = np.stack([m.payload for m in result.transcript.filter(name="broadcast")])
-            sigma = result.block_noise_std  # (T, P)
-            y = broadcasts[..., 0] / sigma
-            mu = self._weights[:, :, canary] * clip / q / sigma
-            out[k] = log_mixture_ratio((y * mu).sum(axis=1), (mu * mu).sum(axis=1), q).sum()
-        return out
+        vector[0] = self.canary_norm * c.per_vector_clip
+        canary = vector if check_world(world) else None
+        seeds = rng.spawn(int(trials))
+        out = []
+        for start in range(0, len(seeds), RUNS_PER_CALL):
+            batch = run_fts_batch(
+                c,
+                seeds[start : start + RUNS_PER_CALL],
+                objective=self.objective(),
+                canary_vector=canary,
+                record_uploads=False,
+            )
+            out.append(self._score(batch))
+        return np.concatenate(out)
+
+    def _score(self, batch) -> np.ndarray:
+        """Scores (K,) of a batch of runs from its broadcasts (K, T, P, M)."""
+        c = self._config
+        slot, clip, q = c.num_agents, c.per_vector_clip, c.rate
+        sigma = batch.block_noise_std  # (T, P)
+        if self.score == "sampled-weight":
+            return self._sampled_weight_score(batch.broadcasts, sigma)
+        if self.score == "final-release":
+            final = batch.final_release if batch.final_release is not None else batch.broadcasts[:, -1]
+            region = int(np.argmax(self._weights[-1, :, slot]))
+            return final[:, region, 0]
+        y = batch.broadcasts[..., 0] / sigma  # (K, T, P)
+        mu = self._weights[:, :, slot] * clip / q / sigma
+        return log_mixture_ratio((y * mu).sum(axis=2), (mu * mu).sum(axis=1), q).sum(axis=1)
+
+    def _sampled_weight_score(self, broadcasts, sigma) -> np.ndarray:
+        c = self._config
+        region = int(np.argmax(self._weights[0, :, c.num_agents]))
+        weight = self._weights[:, region, c.num_agents]  # (T,) the canary's weight in its block
+        norms = np.linalg.norm(broadcasts[:, :, region], axis=-1)  # (K, T)
+        sampled = c.rate * sigma[:, region] * np.sqrt(c.num_features) / np.maximum(norms, 1e-300)
+        members = 1.0 / weight
+        count = np.clip(sampled / weight, 0.0, members - 0.5)
+        return np.log((1.0 - c.rate) * members / (members - count)).sum(axis=1)

@@ -94,12 +94,14 @@ def with_bug(mechanism, bug: str | None, noise_reduction: float = 10.0):
         return mechanism
     fields = {k: getattr(mechanism, k) for k in mechanism.__dataclass_fields__}
     if bug == "weak-noise":
-        cls = {Gaussian: WeakNoiseGaussian, Laplace: WeakNoiseLaplace,
-               SubsampledGaussian: WeakNoiseSubsampledGaussian}[type(mechanism)]
+        cls = {Gaussian: WeakNoiseGaussian, Laplace: WeakNoiseLaplace, SubsampledGaussian: WeakNoiseSubsampledGaussian}[
+            type(mechanism)
+        ]
         return cls(**fields, noise_reduction=noise_reduction)
     if bug == "no-clip" and isinstance(mechanism, SubsampledGaussian):
         return UnclippedSubsampledGaussian(**fields)
     if bug == "uniform-fallback" and isinstance(mechanism, SubsampledGaussian):
         return UniformFallbackSubsampledGaussian(**fields)
-    raise ConfigurationError("bug", f"{bug!r} is not a planted bug for {type(mechanism).__name__}; "
-                                    f"choose from {', '.join(BUGS)} or none")
+    raise ConfigurationError(
+        "bug", f"{bug!r} is not a planted bug for {type(mechanism).__name__}; choose from {', '.join(BUGS)} or none"
+    )

@@ -39,8 +39,10 @@ class PneRewardProbe(Probe):
 
     name = "pne-reward"
     threat_model = "server view"
-    description = ("DP-Fed-PNE: one client's reward is 0 (world 0) or the canary value (world 1) in a node "
-                   "it pulls `pulls` times; the server sees the client's noisy local mean")
+    description = (
+        "DP-Fed-PNE: one client's reward is 0 (world 0) or the canary value (world 1) in a node "
+        "it pulls `pulls` times; the server sees the client's noisy local mean"
+    )
     batch_size = 1_000_000
 
     def __post_init__(self):
@@ -73,8 +75,14 @@ class PneRewardProbe(Probe):
 @dataclass
 class PneEndToEndProbe(Probe):
     """The real DP-Fed-PNE run with the canary reward forced in (client ``client``, first node of the
-    first phase whose nodes are pulled once per client, found by a dry run); score: that client's
-    uploaded mean of the node (0.5, uninformative, if the node was never uploaded)."""
+    first phase whose nodes are pulled once per client, found by a dry run; with ``final_upload`` that
+    phase may be the one cut by the horizon).
+
+    Scores: ``upload`` (default), that client's uploaded mean of the canary node (0.5, uninformative, if
+    the node was never uploaded); ``node-difference``, that upload minus the same client's upload of the
+    next node of the phase (noise that a correct client draws independently per reward does not cancel;
+    noise shared across nodes does). ``planted_bug`` runs a deliberate privatisation bug
+    (``dpfed.pne.private.PLANTED_BUGS``); the claim stays the correct mechanism's epsilon."""
 
     epsilon: float = 1.0
     delta: float = 1e-5
@@ -85,25 +93,36 @@ class PneEndToEndProbe(Probe):
     c: float = 0.1
     client: int = 0
     canary_value: float = 1.0
+    final_upload: bool = False
+    score: str = "upload"
+    planted_bug: str = "none"
 
     name = "pne-end-to-end"
     threat_model = "server view"
-    description = ("DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
-                   "view is the canary client's uploaded local mean of the canary node")
-    batch_size = 200
+    description = (
+        "DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
+        "view is the canary client's uploaded local mean of the canary node"
+    )
+    batch_size = 20_000
 
     def __post_init__(self):
+        if self.score not in ("upload", "node-difference"):
+            raise ConfigurationError("score", f"choose upload or node-difference, got {self.score!r}")
         self.delta = require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
         self.client = int(require_number("client", self.client, low=0, high=self.clients - 1, integer=True))
         self._mechanism = _mechanism(self.epsilon, self.delta, self.calibration)
         self.default_delta = self.delta
         run = self._run(0, np.random.default_rng(0), override=False)
-        phase = next((p for p in run.phases if p.pulls == 1 and p.completed), None)
+        phase = next((p for p in run.phases if p.pulls == 1 and (p.completed or self.final_upload)), None)
         if phase is None:
-            raise ConfigurationError("c", "no phase pulls its nodes once per client with these settings; "
-                                          "lower c or raise clients")
+            raise ConfigurationError(
+                "c", "no phase pulls its nodes once per client with these settings; lower c or raise clients"
+            )
+        if self.score == "node-difference" and len(phase.nodes) < 2:
+            raise ConfigurationError("score", "node-difference needs a phase with two nodes")
         self._phase = phase.phase
         self._node = tuple(phase.nodes[0])
+        self._other = tuple(phase.nodes[1]) if len(phase.nodes) > 1 else None
 
     def mechanism(self):
         return self._mechanism
@@ -113,27 +132,46 @@ class PneEndToEndProbe(Probe):
         return gaussian_epsilon(shift / self._mechanism.noise_std, delta) if shift else 0.0
 
     def _run(self, world, rng, override=True):
+        return self._runs(world, [rng], override)[0]
+
+    def _runs(self, world, seeds, override=True):
+        """Runs of ``world``, one per seed, vectorised together (``run_dp_fed_pne_batch``)."""
         from dpfed.pne.algorithm import RewardOverride
-        from dpfed.pne.private import run_dp_fed_pne
+        from dpfed.pne.private import run_dp_fed_pne_batch
 
         forced = None
         if override:
             value = self.canary_value if world else 0.0
             forced = RewardOverride(self.client, self._node[0], self._node[1], value, pull=0)
-        return run_dp_fed_pne(self.objective, self.clients, self.horizon, epsilon=self.epsilon,
-                              dp_delta=self.delta, calibration=self.calibration, seed=rng, c=self.c,
-                              scale_c_for_noise=False, reward_override=forced)
+        return run_dp_fed_pne_batch(
+            self.objective,
+            self.clients,
+            self.horizon,
+            seeds,
+            epsilon=self.epsilon,
+            dp_delta=self.delta,
+            calibration=self.calibration,
+            c=self.c,
+            scale_c_for_noise=False,
+            reward_override=forced,
+            final_upload=self.final_upload,
+            planted_bug=self.planted_bug,
+            record_transcript=False,
+        )
 
-    def _upload(self, run) -> float:
-        from dpfed.transcript import SERVER, agent_name
-
-        for message in run.transcript.filter(name="local_means", sender=agent_name(self.client),
-                                             receiver=SERVER, round=self._phase):
-            nodes = [tuple(n) for n in message.payload["nodes"]]
-            if self._node in nodes:
-                return float(np.asarray(message.payload["means"])[nodes.index(self._node)])
+    def _upload(self, run, node) -> float:
+        """The canary client's upload of ``node`` in the canary phase (0.5 if it was not uploaded)."""
+        for phase, keys, means in run.uploads:
+            nodes = [tuple(n) for n in keys]
+            if phase == self._phase and node in nodes:
+                return float(means[self.client, nodes.index(node)])
         return 0.5
 
+    def _score(self, run) -> float:
+        upload = self._upload(run, self._node)
+        return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
+
     def scores(self, world, trials, rng):
-        world = check_world(world)
-        return np.array([self._upload(self._run(world, rng)) for _ in range(int(trials))])
+        """Scores of ``trials`` runs drawn one after another from ``rng`` (as one-at-a-time runs would)."""
+        runs = self._runs(check_world(world), [rng] * int(trials))
+        return np.array([self._score(run) for run in runs])

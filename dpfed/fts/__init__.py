@@ -8,7 +8,17 @@ Python API::
     result.utility, result.transcript, result.composition()
 """
 
-from dpfed.fts.algorithm import FTSResult, run_fts, run_fts_de
+from dpfed.fts.algorithm import run_fts, run_fts_batch, run_fts_de
 from dpfed.fts.config import ALGORITHMS, PRESETS, FTSConfig
+from dpfed.fts.results import FTSBatchResult, FTSResult
 
-__all__ = ["ALGORITHMS", "PRESETS", "FTSConfig", "FTSResult", "run_fts", "run_fts_de"]
+__all__ = [
+    "ALGORITHMS",
+    "PRESETS",
+    "FTSBatchResult",
+    "FTSConfig",
+    "FTSResult",
+    "run_fts",
+    "run_fts_batch",
+    "run_fts_de",
+]

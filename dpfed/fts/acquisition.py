@@ -18,43 +18,64 @@ REFINE_SCALES = (0.1, 0.03, 0.01, 0.003, 0.001)
 
 
 class LinearFunctions:
-    """Per-agent functions ``f_n(x) = features(x) @ weights[n] + offsets[n]``."""
+    """Functions ``f_n(x) = features(x) @ weights[..., n, :] + offsets[..., n]``.
 
-    def __init__(self, features, weights, offsets=None):
+    ``weights`` has shape batch + (n, M) (batch: an optional leading trial axis matching stacked
+    features); ``dtype`` float32 scores in single precision (the maximiser is a heuristic anyway).
+    """
+
+    def __init__(self, features, weights, offsets=None, dtype=np.float64):
         self.features = features
         self.weights = np.atleast_2d(np.asarray(weights, dtype=float))
-        self.offsets = np.zeros(self.weights.shape[0]) if offsets is None else np.asarray(offsets, float)
+        self.offsets = np.zeros(self.weights.shape[:-1]) if offsets is None else np.asarray(offsets, float)
+        self.dtype = dtype
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return self.weights.shape[:-2]
 
     def __len__(self) -> int:
-        return self.weights.shape[0]
+        return self.weights.shape[-2]
 
     def __call__(self, x) -> np.ndarray:
-        """``x`` shared (K, d) or per function (n, K, d); returns (n, K)."""
-        phi = self.features(x)
-        if phi.ndim == 2:
-            return self.weights @ phi.T + self.offsets[:, None]
-        return (phi @ self.weights[:, :, None])[..., 0] + self.offsets[:, None]
+        """``x`` shared by all functions, batch + (K, d), or per function, batch + (n, K, d); -> batch + (n, K)."""
+        x = np.asarray(x, dtype=float)
+        phi = self.features(x, dtype=self.dtype)
+        weights = self.weights.astype(self.dtype, copy=False)
+        offsets = self.offsets.astype(self.dtype, copy=False)[..., None]
+        if x.ndim == self.weights.ndim:
+            return weights @ np.swapaxes(phi, -1, -2) + offsets
+        return (phi @ weights[..., None])[..., 0] + offsets
 
 
 class PiecewiseFunction:
-    """The DE broadcast as a function: ``f(x) = features(x) @ blocks[i(x)]``, i(x) = sub-region of x."""
+    """The DE broadcast as a function: ``f(x) = features(x) @ blocks[..., i(x), :]``, i(x) = sub-region of x.
 
-    def __init__(self, features, blocks, boxes):
+    ``blocks`` has shape batch + (P, M); it is one function per batch element.
+    """
+
+    def __init__(self, features, blocks, boxes, dtype=np.float64):
         self.features = features
         self.blocks = np.atleast_2d(np.asarray(blocks, dtype=float))
         self.boxes = boxes
+        self.dtype = dtype
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return self.blocks.shape[:-2]
 
     def __len__(self) -> int:
         return 1
 
     def __call__(self, x) -> np.ndarray:
+        """``x`` batch + (K, d) or batch + (1, K, d); returns batch + (1, K)."""
         x = np.asarray(x, dtype=float)
-        shared = x.ndim == 2
-        if shared:
-            x = x[None]
-        phi = self.features(x)  # (n, K, M)
-        values = np.sum(phi * self.blocks[region_of(x, self.boxes)], axis=-1)
-        return values
+        if x.ndim == self.blocks.ndim:
+            x = x[..., None, :, :]
+        phi = self.features(x, dtype=self.dtype)  # batch + (1, K, M)
+        regions = region_of(x, self.boxes)[..., None]  # batch + (1, K, 1)
+        blocks = np.take_along_axis(self.blocks[..., None, :, :], regions, axis=-2)
+        return np.sum(phi * blocks.astype(self.dtype, copy=False), axis=-1)
 
 
 def maximise(
@@ -68,28 +89,30 @@ def maximise(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate maximiser and maximum of each of the ``len(functions)`` functions on [0, 1]^d.
 
-    ``start`` (n, d), optional: one extra candidate per function. Returns ``(x, value)``, shapes (n, d), (n,).
+    Candidates are drawn with shape ``functions.batch_shape + (candidates, d)`` (with a ``TrialStreams``
+    each trial draws its own). ``start`` batch + (n, d), optional: one extra candidate per function.
+    Returns ``(x, value)``, shapes batch + (n, d) and batch + (n,).
     """
     rng = as_generator(rng)
-    cand = rng.random((int(candidates), int(dim)))
-    values = functions(cand)  # (n, C)
-    best_idx = np.argmax(values, axis=1)
-    best_x = cand[best_idx]
-    best_v = values[np.arange(values.shape[0]), best_idx]
-    n = best_x.shape[0]
+    batch, dim = tuple(functions.batch_shape), int(dim)
+    cand = rng.random(batch + (int(candidates), dim))
+    values = functions(cand)  # batch + (n, C)
+    best_idx = np.argmax(values, axis=-1)[..., None]
+    best_x = np.take_along_axis(cand, best_idx, axis=-2)
+    best_v = np.take_along_axis(values, best_idx, axis=-1)[..., 0]
+    n = best_x.shape[-2]
     if start is not None:
         start = np.asarray(start, dtype=float)
-        v0 = functions(start[:, None, :])[:, 0]
-        best_x = np.where((v0 > best_v)[:, None], start, best_x)
+        v0 = functions(start[..., None, :])[..., 0]
+        best_x = np.where((v0 > best_v)[..., None], start, best_x)
         best_v = np.maximum(v0, best_v)
     for scale in REFINE_SCALES[: int(refine_steps)]:
-        prop = np.clip(
-            best_x[:, None, :] + scale * rng.standard_normal((n, int(refine_samples), int(dim))), 0.0, 1.0
-        )
+        noise = rng.standard_normal(batch + (n, int(refine_samples), dim))
+        prop = np.clip(best_x[..., None, :] + scale * noise, 0.0, 1.0)
         v = functions(prop)
-        j = np.argmax(v, axis=1)
-        vj = v[np.arange(n), j]
+        j = np.argmax(v, axis=-1)[..., None]
+        vj = np.take_along_axis(v, j, axis=-1)[..., 0]
         better = vj > best_v
-        best_x = np.where(better[:, None], prop[np.arange(n), j], best_x)
+        best_x = np.where(better[..., None], np.take_along_axis(prop, j[..., None], axis=-2)[..., 0, :], best_x)
         best_v = np.where(better, vj, best_v)
     return best_x, best_v

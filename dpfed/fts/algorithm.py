@@ -1,97 +1,48 @@
-"""One run of TS / FTS / FTS-DE / DP-FTS / DP-FTS-DE, vectorised across agents.
+"""TS / FTS / FTS-DE / DP-FTS / DP-FTS-DE, vectorised across agents and across independent runs.
 
 Round j = 1..T (after ``init_points`` initial queries per agent):
 1. every agent uploads a posterior sample ``omega_n`` of its shared-RFF weights (history so far);
 2. the server releases P broadcast blocks (``Server.aggregate``; private variants: one
    ``SubsampledGaussian.release`` per round);
+   (every agent draws its upload and its local sample at the end of the previous round);
 3. each agent plays local TS with probability p_j (own RFF model), else maximises the piecewise
    broadcast function ``phi(x)^T omega^{i(x)}``; it queries the point and records the value.
 The transcript holds every upload (agent -> server, name ``upload``) and broadcast (server -> ``*``,
-name ``broadcast``, payload (P, M)), by round. Randomness: the seed is split into independent streams
-(objective, features, agents, server, observations), so a seed reproduces a run bit for bit.
+name ``broadcast``, payload (P, M)), by round.
+
+Randomness: each run's seed is split into independent streams (objective, features, agents, server,
+observations, initial design), so a seed reproduces a run bit for bit. ``run_fts_batch`` runs K seeds
+at once along a leading trial axis (``dpfed.trials.TrialStreams``): run k of a batch is the run
+``run_fts`` makes with seed k. ``run_fts`` is a batch of one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 
 from accounting.errors import ConfigurationError
-from accounting.mechanisms import Composition, SubsampledGaussian, as_generator
+from accounting.mechanisms import SubsampledGaussian
 from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise
-from dpfed.fts.agents import FeaturePosteriors
+from dpfed.fts.agents import feature_posteriors
 from dpfed.fts.config import FTSConfig
 from dpfed.fts.features import RandomFourierFeatures
+from dpfed.fts.objectives import TrialObjectives
 from dpfed.fts.partition import assignment, box_partition
+from dpfed.fts.results import FTSBatchResult, FTSResult
 from dpfed.fts.schedules import mixing_probability
 from dpfed.fts.server import Server
-from dpfed.transcript import BROADCAST, SERVER, Transcript, agent_name
+from dpfed.trials import split_streams
+
+# Candidate points of the (heuristic) acquisition maximiser are scored in single precision, about ten
+# times cheaper than double-precision cosines; posteriors, uploads and releases stay in double.
+SCORING_DTYPE = np.float32
+STREAMS = ("objective", "features", "agents", "server", "observations", "initial design")
 
 
-@dataclass
-class FTSResult:
-    """Everything a run produced. ``utility`` is the agents' mean utility after init (index 0) and after
-    each of the T iterations (lower is better: simple regret or 1 - AUC)."""
-
-    config: FTSConfig
-    queries: np.ndarray  # (N, init + T, d)
-    observed: np.ndarray  # (N, init + T) noisy values
-    true_values: np.ndarray  # (N, init + T)
-    utility_per_agent: np.ndarray  # (N, T + 1)
-    transcript: Transcript
-    sampled: np.ndarray | None  # (T, slots) bool: who the mechanism sampled (present agents only)
-    used_broadcast: np.ndarray  # (T, N) bool: agent followed the broadcast in that iteration
-    releases: int
-    mechanism: SubsampledGaussian | None
-    block_noise_std: np.ndarray | None  # (T, P) configured noise std of each broadcast block
-    utility_name: str = "utility"
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def utility(self) -> np.ndarray:
-        return self.utility_per_agent.mean(axis=0)
-
-    def composition(self) -> Composition | None:
-        """What was released: the subsampled Gaussian, once per broadcast actually released (None if none)."""
-        if self.mechanism is None or self.releases == 0:
-            return None
-        return Composition.of(self.mechanism, self.releases)
-
-    def to_dict(self) -> dict:
-        return {
-            "config": self.config.to_dict(),
-            "utility_name": self.utility_name,
-            "utility": self.utility.tolist(),
-            "releases": self.releases,
-            "queries": self.queries.tolist(),
-            "observed": self.observed.tolist(),
-            "transcript": self.transcript.to_dict(),
-        }
-
-
-def _initial_points(config, rng):
-    """Initial design: uniform on [0, 1]^d, or in sub-region ``n mod subregions`` for agent n (DE)."""
-    n, k, d = config.num_agents, config.init_points, config.dim
-    u = rng.random((n, k, d))
-    if config.initial_design == "subregion" and config.subregions > 1:
-        b = box_partition(d, config.subregions)[assignment(n, config.subregions)]  # (N, 2, d)
-        return b[:, None, 0] + u * (b[:, None, 1] - b[:, None, 0])
-    return u
-
-
-def run_fts(
-    config: FTSConfig,
-    rng,
-    *,
-    mechanism: SubsampledGaussian | None = None,
-    objective=None,
-    canary_vector=None,
-    canary_subregion: int | None = None,
-    upload_hook=None,
-) -> FTSResult:
-    """Run the algorithm ``config.algorithm`` once (BLAS limited to one thread: the matrices are small
-    and multi-threaded BLAS only adds contention on them).
+def run_fts(config: FTSConfig, rng, **options) -> FTSResult:
+    """Run the algorithm ``config.algorithm`` once; ``options`` as for ``run_fts_batch``.
 
     Parameters
     ----------
@@ -106,8 +57,33 @@ def run_fts(
     upload_hook : optional ``f(round, uploads (slots, M), present (slots,)) -> uploads`` applied before
         the server sees the uploads (for custom malicious agents).
     """
+    return run_fts_batch(config, [rng], **options).trial(0)
+
+
+def run_fts_batch(
+    config: FTSConfig,
+    rngs: Sequence,
+    *,
+    mechanism: SubsampledGaussian | None = None,
+    objective=None,
+    canary_vector=None,
+    canary_subregion: int | None = None,
+    upload_hook=None,
+    record_uploads: bool = True,
+) -> FTSBatchResult:
+    """K = ``len(rngs)`` independent runs in one vectorised computation (BLAS limited to one thread).
+
+    Run k is identical to ``run_fts(config, rngs[k], ...)`` (same seed, same options). A shared
+    ``objective`` is used by every run (else each run draws its own from its seed); ``upload_hook`` is
+    called per run. ``record_uploads=False`` keeps only the broadcasts (memory: K T slots M floats).
+    """
     with _single_threaded_blas():
-        return _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upload_hook)
+        state = _BatchedRun(
+            config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook, record_uploads
+        )
+        for j in range(1, config.rounds + 1):
+            state.round(j)
+        return state.result()
 
 
 def _single_threaded_blas():
@@ -120,109 +96,176 @@ def _single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upload_hook) -> FTSResult:
-    root = as_generator(rng)
-    r_obj, r_feat, r_agent, r_server, r_obs, r_init = root.spawn(6)
-    c = config
-    if objective is None:
-        from dpfed.objectives import make_objective
+def _slot_regions(config: FTSConfig, canary_vector, canary_subregion) -> np.ndarray:
+    """Public sub-region of every declared slot, after checking the canary options."""
+    n, p, slots = config.num_agents, config.effective_subregions, config.declared_population
+    regions = assignment(slots, p)
+    if canary_vector is None:
+        return regions
+    if slots < n + 1:
+        raise ConfigurationError("population", "a canary needs a declared slot: use config.with_canary_slot()")
+    if np.shape(canary_vector) != (config.num_features,):
+        raise ConfigurationError(
+            "canary_vector", f"expected shape ({config.num_features},), got {np.shape(canary_vector)}"
+        )
+    if canary_subregion is not None:
+        if not 0 <= int(canary_subregion) < p:
+            raise ConfigurationError("canary_subregion", f"must be in 0..{p - 1}")
+        regions[n] = int(canary_subregion)
+    return regions
 
-        objective = make_objective(c, r_obj)
-    n, d, p = c.num_agents, c.dim, c.effective_subregions
-    boxes = box_partition(d, p)
-    slots = c.declared_population
-    slot_regions = assignment(slots, p)
-    if canary_vector is not None:
-        canary_vector = np.asarray(canary_vector, dtype=float)
-        if slots < n + 1:
-            raise ConfigurationError(
-                "population", "a canary needs a declared slot: use config.with_canary_slot()"
+
+def _initial_points(config, rng, trials: int):
+    """Initial design: uniform on [0, 1]^d, or in sub-region ``n mod subregions`` for agent n (DE)."""
+    n, k, d = config.num_agents, config.init_points, config.dim
+    u = rng.random((trials, n, k, d))
+    if config.initial_design == "subregion" and config.subregions > 1:
+        b = box_partition(d, config.subregions)[assignment(n, config.subregions)]  # (N, 2, d)
+        return b[:, None, 0] + u * (b[:, None, 1] - b[:, None, 0])
+    return u
+
+
+class _BatchedRun:
+    """State of K runs between rounds: posteriors, histories, the server and what was released."""
+
+    def __init__(self, config, rngs, mechanism, objective, canary_vector, canary_subregion, hook, record):
+        c = self.config = config
+        self.trials = len(rngs)
+        streams = dict(zip(STREAMS, split_streams(rngs, len(STREAMS)), strict=True))
+        self.agents, self.server_rng, self.obs = streams["agents"], streams["server"], streams["observations"]
+        self.objective = TrialObjectives(c, objective, streams["objective"])
+        self.regions = _slot_regions(c, canary_vector, canary_subregion)
+        self.canary = None if canary_vector is None else np.asarray(canary_vector, dtype=float)
+        self.hook, self.record = hook, bool(record)
+        self._draw_features(streams["features"])
+        self._build_server(mechanism)
+        x0 = _initial_points(c, streams["initial design"], self.trials)
+        self.queries = np.zeros(x0.shape[:2] + (c.init_points + c.rounds, c.dim))
+        self.observed = np.zeros(self.queries.shape[:-1])
+        self.true = np.zeros(self.queries.shape[:-1])
+        self.count = 0
+        self.utility = [self._observe(x0)]
+        self.released, self.sampled, self.used, self.uploads = [], [], [], []
+
+    def _draw_features(self, feature_streams) -> None:
+        c, d = self.config, self.config.dim
+        pairs = [
+            (
+                RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, g, c.kernel_variance),
+                RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, g),
             )
-        if canary_vector.shape != (c.num_features,):
-            raise ConfigurationError(
-                "canary_vector", f"expected shape ({c.num_features},), got {canary_vector.shape}"
+            for g in feature_streams.generators
+        ]
+        self.shared = RandomFourierFeatures.stack(p[0] for p in pairs)
+        self.local = RandomFourierFeatures.stack(p[1] for p in pairs)
+        batch, capacity = (self.trials, c.num_agents), c.init_points + c.rounds
+        self.shared_post = feature_posteriors(batch, self.shared, c.obs_noise_var, capacity=capacity)
+        self.local_post = feature_posteriors(batch, self.local, c.local_noise_var, centre=True, capacity=capacity)
+
+    def _build_server(self, mechanism) -> None:
+        c = self.config
+        self.federated = c.algorithm != "ts"
+        self.mechanism = (mechanism or c.mechanism()) if c.private else None
+        self.server = None
+        if self.federated:
+            self.server = Server(
+                self.regions,
+                c.effective_subregions,
+                self.mechanism,
+                c.weight_gap,
+                c.weight_hold,
+                c.weight_decay,
+                c.empty_sample_fallback,
+                c.planted_bug,
             )
-        if canary_subregion is not None:
-            if not 0 <= int(canary_subregion) < p:
-                raise ConfigurationError("canary_subregion", f"must be in 0..{p - 1}")
-            slot_regions[n] = int(canary_subregion)
-    shared = RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, r_feat, c.kernel_variance)
-    local = RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, r_feat)
-    shared_post = FeaturePosteriors(n, shared, c.obs_noise_var)
-    local_post = FeaturePosteriors(n, local, c.local_noise_var, centre=True)
+        self.present = np.arange(c.declared_population) < c.num_agents
+        if self.canary is not None:
+            self.present[c.num_agents] = True
 
-    x0 = _initial_points(c, r_init)
-    y0, t0 = objective.evaluate(x0, r_obs)
-    shared_post.add(x0, y0)
-    local_post.add(x0, y0)
-    queries, observed, true = [x0], [y0], [t0]
-    best = t0.max(axis=1)
-    utility = [objective.utility(best)]
+    def _observe(self, x, draw_next: bool = True) -> np.ndarray:
+        """Query ``x`` (K, N, k, d) for every agent and add it to the histories; with ``draw_next``, also
+        draw every agent's posterior samples for the next round (uploaded omega, local theta).
+        Returns the utility (K, N)."""
+        y, t = self.objective.evaluate(x, self.obs)
+        upload_rng = self.agents if draw_next and self.federated else None
+        self.omega = self.shared_post.add(x, y, upload_rng)
+        self.theta = self.local_post.add(x, y, self.agents if draw_next else None)
+        k = x.shape[2]
+        self.queries[:, :, self.count : self.count + k] = x
+        self.observed[:, :, self.count : self.count + k] = y
+        self.true[:, :, self.count : self.count + k] = t
+        self.count += k
+        return self.objective.utility(self.true[:, :, : self.count].max(axis=2))
 
-    federated = c.algorithm != "ts"
-    mech = (mechanism or c.mechanism()) if c.private else None
-    server = (
-        Server(slot_regions, p, mech, c.weight_gap, c.weight_hold, c.weight_decay, c.empty_sample_fallback)
-        if federated
-        else None
-    )
-    transcript = Transcript()
-    sampled, used, noise_std = [], [], []
-    present = np.arange(slots) < n
-    if canary_vector is not None:
-        present[n] = True
-    acq = dict(candidates=c.candidates, refine_steps=c.refine_steps, refine_samples=c.refine_samples)
-    for j in range(1, c.rounds + 1):
-        blocks = None
-        if federated:
-            omega = shared_post.sample(r_agent)
-            uploads = np.zeros((slots, c.num_features))
-            uploads[:n] = omega
-            if canary_vector is not None:
-                uploads[n] = canary_vector
-            if upload_hook is not None:
-                uploads = np.asarray(upload_hook(j, uploads.copy(), present.copy()), dtype=float)
-            for s in np.flatnonzero(present):
-                transcript.add(j, agent_name(s), SERVER, "upload", uploads[s].copy())
-            blocks, mask = server.aggregate(uploads, present, j - 1, r_server)
-            transcript.add(j, SERVER, BROADCAST, "broadcast", blocks.copy())
-            sampled.append(mask)
-            noise_std.append(server.block_noise_std(j - 1))
-        explore = federated or c.explore_uniform
-        go_local = r_agent.random(n) < mixing_probability(j, c.mixing if explore else "local")
-        theta = local_post.sample(r_agent)
-        x, _ = maximise(LinearFunctions(local, theta, local_post.offsets), d, r_agent, **acq)
-        if blocks is not None and not go_local.all():
-            xg, _ = maximise(PiecewiseFunction(shared, blocks, boxes), d, r_agent, **acq)
-            x = np.where(go_local[:, None], x, xg)
-        elif not federated and c.explore_uniform:  # ablation: random query instead of the broadcast
-            x = np.where(go_local[:, None], x, r_agent.random((n, d)))
-        history = np.concatenate(queries, axis=1)
-        repeat = np.min(np.abs(history - x[:, None, :]).max(axis=2), axis=1) < 1e-12
-        x = np.where(repeat[:, None], r_agent.random((n, d)), x)
-        y, t = objective.evaluate(x[:, None, :], r_obs)
-        shared_post.add(x, y[:, 0])
-        local_post.add(x, y[:, 0])
-        queries.append(x[:, None, :])
-        observed.append(y)
-        true.append(t)
-        best = np.maximum(best, t[:, 0])
-        utility.append(objective.utility(best))
-        used.append(~go_local if blocks is not None else np.zeros(n, bool))
-    return FTSResult(
-        config=c,
-        queries=np.concatenate(queries, axis=1),
-        observed=np.concatenate(observed, axis=1),
-        true_values=np.concatenate(true, axis=1),
-        utility_per_agent=np.stack(utility, axis=1),
-        transcript=transcript,
-        sampled=np.array(sampled) if mech is not None else None,
-        used_broadcast=np.array(used),
-        releases=server.releases if server else 0,
-        mechanism=mech,
-        block_noise_std=np.array(noise_std) if mech is not None else None,
-        utility_name=getattr(objective, "utility_name", "utility"),
-    )
+    def round(self, j: int) -> None:
+        """One BO iteration of every run: uploads and broadcast, then every agent's query."""
+        blocks = self._broadcast(j) if self.federated else None
+        x, go_local = self._choose(j, blocks)
+        self.utility.append(self._observe(x[:, :, None, :], draw_next=j < self.config.rounds))
+        self.used.append(~go_local if blocks is not None else np.zeros_like(go_local))
+
+    def _broadcast(self, j: int) -> np.ndarray:
+        c, n = self.config, self.config.num_agents
+        uploads = np.zeros((self.trials, c.declared_population, c.num_features))
+        uploads[:, :n] = self.omega
+        if self.canary is not None:
+            uploads[:, n] = self.canary
+        if self.hook is not None:
+            uploads = np.stack([np.asarray(self.hook(j, u.copy(), self.present.copy()), dtype=float) for u in uploads])
+        blocks, mask = self.server.aggregate(uploads, self.present, j - 1, self.server_rng)
+        self.released.append(blocks)
+        self.sampled.append(mask)
+        self._last_uploads = uploads
+        if self.record:
+            self.uploads.append(uploads)
+        return blocks
+
+    def _choose(self, j: int, blocks):
+        """Each agent's query (K, N, d): local TS w.p. p_j, else the broadcast's maximiser; no repeats."""
+        c, d = self.config, self.config.dim
+        acq = dict(candidates=c.candidates, refine_steps=c.refine_steps, refine_samples=c.refine_samples)
+        explore = self.federated or c.explore_uniform
+        go_local = self.agents.random((self.trials, c.num_agents)) < mixing_probability(
+            j, c.mixing if explore else "local"
+        )
+        x, _ = maximise(
+            LinearFunctions(self.local, self.theta, self.local_post.offsets, SCORING_DTYPE), d, self.agents, **acq
+        )
+        if blocks is not None:
+            boxes = box_partition(d, c.effective_subregions)
+            xg, _ = maximise(PiecewiseFunction(self.shared, blocks, boxes, SCORING_DTYPE), d, self.agents, **acq)
+            x = np.where(go_local[..., None], x, xg)
+        elif c.explore_uniform:  # ablation: a random query instead of the broadcast
+            x = np.where(go_local[..., None], x, self.agents.random((self.trials, c.num_agents, d)))
+        history = self.queries[:, :, : self.count]
+        repeat = np.min(np.abs(history - x[:, :, None, :]).max(axis=3), axis=2) < 1e-12
+        x = np.where(repeat[..., None], self.agents.random((self.trials, c.num_agents, c.dim)), x)
+        return x, go_local
+
+    def result(self) -> FTSBatchResult:
+        final = None
+        if self.server is not None:
+            final = self.server.final_release(self._last_uploads, self.present, self.config.rounds - 1)
+        private = self.mechanism is not None
+        return FTSBatchResult(
+            config=self.config,
+            queries=self.queries,
+            observed=self.observed,
+            true_values=self.true,
+            utility_per_agent=np.stack(self.utility, axis=2),
+            present=self.present,
+            uploads=np.stack(self.uploads, axis=1) if self.record and self.uploads else None,
+            broadcasts=np.stack(self.released, axis=1) if self.released else None,
+            sampled=np.stack(self.sampled, axis=1) if private else None,
+            used_broadcast=np.stack(self.used, axis=1),
+            releases=self.server.releases if self.server else 0,
+            mechanism=self.mechanism,
+            block_noise_std=np.stack([self.server.block_noise_std(t) for t in range(self.config.rounds)])
+            if private
+            else None,
+            final_release=final,
+            utility_name=self.objective.utility_name,
+        )
 
 
 run_fts_de = run_fts

@@ -16,6 +16,7 @@ from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
 from accounting.strict import dataclass_schema, read_strict_toml
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
+from dpfed.fts.server import PLANTED_BUGS
 
 ALGORITHMS = ("ts", "fts", "fts-de", "dp-fts", "dp-fts-de")
 OBJECTIVES = ("synthetic", "svm-breast-cancer", "svm-digits", "landmine")
@@ -55,6 +56,8 @@ class FTSConfig:
     # audits with a canary declare num_agents + 1 in both worlds (``with_canary_slot``)
     population: int | None = None
     empty_sample_fallback: str = "noise"
+    # a deliberate implementation bug of the server, only for audits (dpfed.fts.server.PLANTED_BUGS)
+    planted_bug: str = "none"
     mixing: str = "reciprocal"
     weight_gap: float = 15.0
     weight_hold: int = 10
@@ -120,6 +123,8 @@ class FTSConfig:
             raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
         if self.empty_sample_fallback not in ("noise", "uniform"):
             raise ConfigurationError("empty_sample_fallback", "choose 'noise' or 'uniform'")
+        if self.planted_bug not in PLANTED_BUGS:
+            raise ConfigurationError("planted_bug", f"choose one of {', '.join(PLANTED_BUGS)}")
         Sampling.parse(self.sampling)
         Neighbouring.parse(self.neighbouring)
         if self.objective != "synthetic" and self.dim != 2:

@@ -19,17 +19,29 @@ from accounting.mechanisms import SubsampledGaussian, as_generator
 from dpfed.fts.schedules import subregion_weights, weight_gap
 
 FALLBACKS = ("noise", "uniform")
+# Deliberate implementation bugs, each existing only to be audited (see ``Server``):
+PLANTED_BUGS = ("none", "renormalise-sampled", "unnoised-final-aggregate")
 
 
 class Server:
-    """Aggregates the uploads of one round into P broadcast blocks.
+    """Aggregates the uploads of one round into P broadcast blocks, for one run or a batch of runs.
 
     ``mechanism=None`` gives the non-private FTS / FTS-DE server (weighted sum over all present agents,
     no sampling, clipping or noise). Otherwise every sampling, clipping, weighting and noising step is
     ``mechanism.release(uploads, rng, weights=varphi, scale=1/q)``, whose block noise std is
     ``z * clip * sqrt(P) * max_n varphi[i, n] / q`` = ``z * max_n varphi[i, n] * S / q`` for clip = S/sqrt(P).
-    ``empty_sample_fallback='uniform'`` reproduces the reference code's bug (flaw F4): a round with no
-    sampled agent broadcasts U[0, 1)^M instead of pure noise. It exists only to be audited.
+
+    Planted bugs (they exist only to be audited; the accountants still analyse the correct mechanism):
+
+    * ``empty_sample_fallback='uniform'``: the reference code's bug (flaw F4): a round with no sampled
+      agent broadcasts U[0, 1)^M instead of pure noise;
+    * ``planted_bug='renormalise-sampled'`` (flaw F2): each block is rescaled by ``q / W_i`` with
+      ``W_i = sum_{n sampled} varphi[i, n]``, i.e. the weights are renormalised over the agents sampled
+      in the round (an average of the sampled vectors) instead of the declared population; the factor
+      depends on who was sampled, so the broadcast's scale reveals the sample;
+    * ``planted_bug='unnoised-final-aggregate'``: after the last round the server also publishes the
+      final model, the non-private weighted aggregate of the last uploads (no sampling, clipping or
+      noise), as if the run's output were not a release.
     """
 
     def __init__(
@@ -41,17 +53,21 @@ class Server:
         hold: int = 10,
         decay: int = 30,
         empty_sample_fallback: str = "noise",
+        planted_bug: str = "none",
     ):
         if empty_sample_fallback not in FALLBACKS:
             raise ConfigurationError(
                 "empty_sample_fallback",
                 f"choose one of {', '.join(FALLBACKS)}, got {empty_sample_fallback!r}",
             )
+        if planted_bug not in PLANTED_BUGS:
+            raise ConfigurationError("planted_bug", f"choose one of {', '.join(PLANTED_BUGS)}, got {planted_bug!r}")
         self.slot_regions = np.asarray(slot_regions)
         self.subregions = int(subregions)
         self.mechanism = mechanism
         self.gap, self.hold, self.decay = float(gap), int(hold), int(decay)
         self.empty_sample_fallback = empty_sample_fallback
+        self.planted_bug = planted_bug
         self.releases = 0
 
     @property
@@ -71,20 +87,46 @@ class Server:
         return np.asarray(self.mechanism.block_noise_std(w)) / self.mechanism.rate
 
     def aggregate(self, uploads, present, round_index: int, rng):
-        """Broadcast blocks (P, M) from ``uploads`` (slots, M) of which ``present`` (slots,) bool take part.
+        """Broadcast blocks (..., P, M) from ``uploads`` (..., slots, M) of which ``present`` (slots,) take part.
 
-        Returns ``(blocks, mask)``; ``mask`` (slots,) marks the sampled slots (all present slots when
-        non-private). Absent slots' rows are ignored (treated as zero vectors).
+        A leading batch axis holds independent runs (``rng`` a ``dpfed.trials.TrialStreams`` over it).
+        Returns ``(blocks, mask)``; ``mask`` (..., slots) marks the sampled present slots (all present
+        slots when non-private). Absent slots' rows are ignored (treated as zero vectors).
         """
-        uploads = np.where(np.asarray(present)[:, None], np.asarray(uploads, dtype=float), 0.0)
+        present = np.asarray(present, dtype=bool)
+        uploads = np.where(present[:, None], np.asarray(uploads, dtype=float), 0.0)
         w = self.weights(round_index)
         if self.mechanism is None:
-            return w @ uploads, np.asarray(present, dtype=bool).copy()
+            return w @ uploads, np.broadcast_to(present, uploads.shape[:-1]).copy()
         rng = as_generator(rng)
-        noisy, mask = self.mechanism.release(
-            uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True
-        )
-        if self.empty_sample_fallback == "uniform" and not np.any(mask & present):
-            noisy = rng.random(noisy.shape)
+        noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True)
+        mask = mask & present
+        if self.empty_sample_fallback == "uniform":
+            noisy = _uniform_when_empty(noisy, ~mask.any(axis=-1), rng)
+        if self.planted_bug == "renormalise-sampled":
+            sampled_weight = mask.astype(float) @ w.T  # (..., P)
+            factor = np.where(sampled_weight > 0, self.mechanism.rate / np.maximum(sampled_weight, 1e-300), 1.0)
+            noisy = noisy * factor[..., None]
         self.releases += 1
-        return noisy, mask & np.asarray(present, dtype=bool)
+        return noisy, mask
+
+    def final_release(self, uploads, present, round_index: int):
+        """What the server publishes after the last round: nothing (None), except under the planted bug
+        ``unnoised-final-aggregate`` (the non-private aggregate of ``uploads``, shape (..., P, M))."""
+        if self.planted_bug != "unnoised-final-aggregate":
+            return None
+        present = np.asarray(present, dtype=bool)
+        return self.weights(round_index) @ np.where(present[:, None], np.asarray(uploads, dtype=float), 0.0)
+
+
+def _uniform_when_empty(noisy, empty, rng):
+    """Replace the release of every run whose sample is empty by U[0, 1) draws of that run's stream."""
+    from dpfed.trials import TrialStreams
+
+    if not np.any(empty):
+        return noisy
+    if isinstance(rng, TrialStreams):
+        noisy = noisy.copy()
+        noisy[empty] = rng.subset(empty).random((int(np.sum(empty)),) + noisy.shape[1:])
+        return noisy
+    return rng.random(noisy.shape)

@@ -10,10 +10,12 @@ Plain Python API (all functions take ``seed``: an int or a ``numpy.random.Genera
 
 Canary probes: ``reward_override=RewardOverride(client, depth, index, value, pull=0)`` forces one raw
 reward of one client in node (depth, index) before clipping and noise; ``run.phases`` says in which
-phase each node was pulled and how often (``pulls``).
+phase each node was pulled and how often (``pulls``). ``run_dp_fed_pne_batch(..., seeds)`` runs many
+seeds at once (run k equals ``run_dp_fed_pne(..., seed=seeds[k])``).
 """
 
-from dpfed.pne.algorithm import PNEConfig, RewardOverride, run_fed_pne
+from dpfed.pne.algorithm import PNEConfig, RewardOverride, run_fed_pne, run_fed_pne_batch
+from dpfed.pne.engine import FedPNEOptions
 from dpfed.pne.hct import run_hct
 from dpfed.pne.objectives import (
     OBJECTIVES,
@@ -29,11 +31,30 @@ from dpfed.pne.private import (
     event_level_composition,
     noise_aware_c,
     run_dp_fed_pne,
+    run_dp_fed_pne_batch,
 )
 from dpfed.pne.results import BanditRun, PhaseLog
 
 __all__ = [
-    "OBJECTIVES", "BanditRun", "LocalObjectives", "Nodes", "Objective", "ObservationNoise", "PNEConfig",
-    "Partition", "PhaseLog", "RewardOverride", "RewardPrivatizer", "dp_mechanism", "event_level_composition",
-    "get_objective", "noise_aware_c", "run_dp_fed_pne", "run_fed_pne", "run_hct",
+    "OBJECTIVES",
+    "BanditRun",
+    "FedPNEOptions",
+    "LocalObjectives",
+    "Nodes",
+    "Objective",
+    "ObservationNoise",
+    "PNEConfig",
+    "Partition",
+    "PhaseLog",
+    "RewardOverride",
+    "RewardPrivatizer",
+    "dp_mechanism",
+    "event_level_composition",
+    "get_objective",
+    "noise_aware_c",
+    "run_dp_fed_pne",
+    "run_dp_fed_pne_batch",
+    "run_fed_pne",
+    "run_fed_pne_batch",
+    "run_hct",
 ]

@@ -29,11 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
-from dpfed.pne.objectives import LocalObjectives, Objective, ObservationNoise, get_objective
-from dpfed.pne.partition import Partition
-from dpfed.pne.results import BanditRun, PhaseLog
-from dpfed.pne.seeding import RunStreams
-from dpfed.transcript import BROADCAST, SERVER, Transcript, agent_name
+from dpfed.pne.objectives import Objective, get_objective
+from dpfed.pne.results import BanditRun
 
 
 @dataclass(frozen=True)
@@ -57,8 +54,7 @@ class PNEConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "horizon", int(require_number("horizon", self.horizon, low=1, integer=True)))
-        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1,
-                                                                   integer=True)))
+        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1, integer=True)))
         require_number("k", self.k, low=2, integer=True)
         require_number("nu1", self.nu1, low=0, low_open=True)
         require_number("rho", self.rho, low=0, high=1, low_open=True, high_open=True)
@@ -68,8 +64,7 @@ class PNEConfig:
             object.__setattr__(self, "conf_delta", 1.0 / self.num_clients)
         require_number("conf_delta", self.conf_delta, low=0, high=1, low_open=True)
         if self.expansion not in ("pseudocode", "prose"):
-            raise ConfigurationError("expansion",
-                                     f"unknown rule {self.expansion!r}; choose pseudocode or prose")
+            raise ConfigurationError("expansion", f"unknown rule {self.expansion!r}; choose pseudocode or prose")
         if self.log_term <= 0:
             raise ConfigurationError("c1", "log(c1 T / conf_delta) must be positive")
 
@@ -112,8 +107,9 @@ class RewardOverride:
     pull: int | None = 0
 
 
-def _apply_override(rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None,
-                    pulled: np.ndarray) -> int:
+def _apply_override(
+    rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None, pulled: np.ndarray
+) -> int:
     """Force the override's rewards in place; returns how many raw rewards were replaced."""
     if override is None:
         return 0
@@ -131,90 +127,54 @@ def resolve_objective(objective: str | Objective) -> Objective:
     return objective if isinstance(objective, Objective) else get_objective(objective)
 
 
-def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
-                seed=None, config: PNEConfig | None = None, heterogeneity: float = 0.1,
-                heterogeneity_kind: str = "bumps", noise: ObservationNoise | None = None,
-                partition: Partition | None = None, privatizer=None,
-                reward_override: RewardOverride | None = None,
-                algorithm: str = "fed-pne", **constants) -> BanditRun:
+def run_fed_pne(
+    objective: str | Objective = "garland",
+    clients: int = 10,
+    horizon: int = 1000,
+    *,
+    seed=None,
+    config: PNEConfig | None = None,
+    options=None,
+    **settings,
+) -> BanditRun:
     """Run Fed-PNE on ``objective`` with ``clients`` clients for ``horizon`` pulls per client.
 
     ``seed`` (int or Generator) determines everything: partition, local perturbations, observation
-    noise and (through ``privatizer``) the privacy noise, each from its own stream. ``constants``
-    (k, nu1, rho, c, c1, conf_delta, expansion, final_upload) build the ``PNEConfig`` unless
-    ``config`` is given. Returns a ``BanditRun``.
+    noise and (through the privatizer) the privacy noise, each from its own stream. ``settings`` are
+    ``PNEConfig`` constants (k, nu1, rho, c, c1, conf_delta, expansion, final_upload; ignored keys are
+    errors) unless ``config`` is given, and ``FedPNEOptions`` fields (heterogeneity, noise, partition,
+    privatizer, reward_override, ...) unless ``options`` is given. Returns a ``BanditRun``.
     """
-    cfg = config or PNEConfig(horizon=horizon, num_clients=clients, **constants)
-    obj = resolve_objective(objective)
-    streams = RunStreams.from_seed(seed)
-    part = partition or Partition(obj.domain, k=cfg.k, seed=streams.partition_seed)
-    local = LocalObjectives(obj, cfg.num_clients, heterogeneity, heterogeneity_kind, rng=streams.objective)
-    noise = noise or ObservationNoise()
-    m_clients, horizon = cfg.num_clients, cfg.horizon
-    if reward_override is not None:
-        require_number("override client", reward_override.client, low=0, high=m_clients - 1, integer=True)
-        require_number("override value", reward_override.value)
-    forced = 0
+    return run_fed_pne_batch(objective, clients, horizon, [seed], config=config, options=options, **settings)[0]
 
-    instant = np.empty(horizon)
-    points = np.empty((horizon, obj.domain.shape[0]))
-    transcript = Transcript()
-    phases: list[PhaseLog] = []
-    active = part.root()
-    used, phase, rounds, uplink, downlink = 0, 0, 0, 0, 0
-    recommendation = obj.domain.mean(axis=1)
-    while used < horizon:
-        phase += 1
-        depth = int(active.depth[0])
-        while cfg.needs_expansion(len(active), depth):
-            active = part.children(active)
-            depth += 1
-        tau = cfg.tau(depth)
-        pulls = math.ceil(tau / m_clients)
-        num_nodes, length = len(active), len(active) * pulls
-        keys = active.keys()
-        transcript.add(phase, SERVER, BROADCAST, "schedule", {"nodes": keys, "pulls": pulls})
-        downlink += 2 * num_nodes + 1
-        done = min(length, horizon - used)
-        centres = active.centre
-        instant[used:used + done] = np.repeat(obj.regret(centres), pulls)[:done]
-        points[used:used + done] = np.repeat(centres, pulls, axis=0)[:done]
-        completed = done == length
-        log = dict(phase=phase, depth=depth, nodes=keys, tau=tau, pulls=pulls, start=used,
-                   completed=completed)
-        if completed or cfg.final_upload:
-            pulled = (np.arange(length) < done).reshape(num_nodes, pulls)
-            rewards = local.values(centres)[:, :, None] + noise.sample(streams.observation,
-                                                                       (m_clients, num_nodes, pulls))
-            forced += _apply_override(rewards, keys, reward_override, pulled)
-            if privatizer is not None:
-                rewards = privatizer(rewards, streams.privacy)
-            counts = pulled.sum(axis=1)
-            sent = counts > 0
-            means = (rewards * pulled).sum(axis=2)[:, sent] / counts[sent]
-            sent_keys = [key for key, s in zip(keys, sent, strict=True) if s]
-            for m in range(m_clients):
-                transcript.add(phase, agent_name(m), SERVER, "local_means",
-                               {"nodes": sent_keys, "means": means[m]})
-            rounds += 1
-            uplink += m_clients * len(sent_keys)
-        if not completed:
-            phases.append(PhaseLog(**log))
-            break
-        used += length
-        mu = means.mean(axis=0)
-        radius = cfg.radius(m_clients * pulls)
-        best = int(np.argmax(mu))
-        eliminated = mu + radius + cfg.nu1 * cfg.rho**depth < mu[best] - radius
-        recommendation = centres[best]
-        phases.append(PhaseLog(**log, radius=radius, best=keys[best],
-                               eliminated=[key for key, e in zip(keys, eliminated, strict=True) if e]))
-        active = part.children(active.take(~eliminated))
-    params = {"k": cfg.k, "nu1": cfg.nu1, "rho": cfg.rho, "c": cfg.c, "c1": cfg.c1,
-              "conf_delta": cfg.conf_delta, "expansion": cfg.expansion, "final_upload": cfg.final_upload,
-              "heterogeneity": heterogeneity, "heterogeneity_kind": heterogeneity_kind,
-              "noise": {"kind": noise.kind, "width": noise.width}, "partition": part.describe(),
-              "override_applied": forced}
-    return BanditRun(algorithm, obj.name, m_clients, horizon, instant, points, np.asarray(recommendation),
-                     communication_rounds=rounds, uplink_floats=uplink, downlink_values=downlink,
-                     phases=phases, transcript=transcript, parameters=params)
+
+def run_fed_pne_batch(
+    objective: str | Objective,
+    clients: int,
+    horizon: int,
+    seeds,
+    *,
+    config: PNEConfig | None = None,
+    options=None,
+    **settings,
+) -> list[BanditRun]:
+    """``len(seeds)`` independent runs at once (``dpfed.pne.engine``); run k equals
+    ``run_fed_pne(..., seed=seeds[k])`` (a Generator passed several times is consumed in order)."""
+    from dpfed.pne.engine import FedPNEOptions
+    from dpfed.pne.engine import run_fed_pne_batch as run_engine
+
+    option_names = {f for f in FedPNEOptions.__dataclass_fields__}
+    option_values = {k: settings.pop(k) for k in list(settings) if k in option_names}
+    if options is None:
+        option_values = {k: v for k, v in option_values.items() if v is not None}
+        options = FedPNEOptions(**option_values)
+    elif option_values:
+        raise ConfigurationError(next(iter(option_values)), "give either options or option keywords")
+    if config is not None and settings:
+        raise ConfigurationError(next(iter(settings)), "give either config or Fed-PNE constants")
+    cfg = config or PNEConfig(horizon=horizon, num_clients=clients, **settings)
+    override = options.reward_override
+    if override is not None:
+        require_number("override client", override.client, low=0, high=cfg.num_clients - 1, integer=True)
+        require_number("override value", override.value)
+    return run_engine(resolve_objective(objective), cfg, list(seeds), options)

@@ -28,24 +28,52 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.calibration import calibrate_gaussian
+from accounting.errors import ConfigurationError
 from accounting.mechanisms import Composition, Gaussian
-from dpfed.pne.algorithm import RewardOverride, run_fed_pne
 from dpfed.pne.objectives import Objective
 from dpfed.pne.results import BanditRun
 
 REWARD_LOW, REWARD_HIGH = 0.0, 1.0
 
 
+# Deliberate implementation bugs, each existing only to be audited (see ``RewardPrivatizer``):
+PLANTED_BUGS = ("none", "unnoised-final-upload", "noise-shared-across-nodes")
+
+
 @dataclass(frozen=True)
 class RewardPrivatizer:
     """Clip raw rewards to [0, 1], then release each one through ``mechanism`` (independent noise per
-    reward, per client, per node, per phase: one call draws fresh noise for the whole array)."""
+    reward, per client, per node, per phase: one call draws fresh noise for the whole array).
+
+    ``final`` privatises the partial rewards of a phase cut by the horizon (uploaded only with
+    ``final_upload=True``) exactly the same way. Planted bugs (only to be audited; the accountants
+    still analyse the correct mechanism):
+
+    * ``unnoised-final-upload``: ``final`` clips but adds no noise, so a client uploads the un-noised
+      local means of its final phase;
+    * ``noise-shared-across-nodes``: one noise draw per client and phase is broadcast over all of that
+      client's nodes and pulls (a shape slip), so differences of a client's uploads are noise-free.
+    """
 
     mechanism: Gaussian
+    planted_bug: str = "none"
+
+    def __post_init__(self):
+        if self.planted_bug not in PLANTED_BUGS:
+            raise ConfigurationError("planted_bug", f"choose one of {', '.join(PLANTED_BUGS)}")
 
     def __call__(self, rewards: np.ndarray, rng) -> np.ndarray:
+        """Rewards of shape (..., clients, nodes, pulls), clipped and noised."""
         clipped = np.clip(rewards, REWARD_LOW, REWARD_HIGH)
+        if self.planted_bug == "noise-shared-across-nodes":
+            return clipped + self.mechanism.release(np.zeros(clipped.shape[:-2] + (1, 1)), rng)
         return self.mechanism.release(clipped, rng)
+
+    def final(self, rewards: np.ndarray, rng) -> np.ndarray:
+        """The partial rewards of the phase cut by the horizon (the client's final upload)."""
+        if self.planted_bug == "unnoised-final-upload":
+            return np.clip(rewards, REWARD_LOW, REWARD_HIGH)
+        return self(rewards, rng)
 
 
 def dp_mechanism(epsilon: float, dp_delta: float, calibration: str = "analytic") -> Gaussian:
@@ -63,27 +91,67 @@ def noise_aware_c(c: float, mechanism: Gaussian) -> float:
     return c * math.sqrt(1.0 + 4.0 * mechanism.noise_std**2)
 
 
-def run_dp_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
-                   epsilon: float = 1.0, dp_delta: float = 1e-5, calibration: str = "analytic",
-                   seed=None, c: float = 0.1, scale_c_for_noise: bool = True,
-                   reward_override: RewardOverride | None = None, **kwargs) -> BanditRun:
-    """Run DP-Fed-PNE; ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is
-    unrelated to the confidence level ``conf_delta``). Other keyword arguments go to ``run_fed_pne``.
+def run_dp_fed_pne(
+    objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *, seed=None, **settings
+) -> BanditRun:
+    """Run DP-Fed-PNE once; ``settings`` as for ``run_dp_fed_pne_batch``.
 
     The returned run has ``mechanism`` set and ``composition()`` equal to one Gaussian release.
     """
+    return run_dp_fed_pne_batch(objective, clients, horizon, [seed], **settings)[0]
+
+
+def run_dp_fed_pne_batch(
+    objective: str | Objective,
+    clients: int,
+    horizon: int,
+    seeds,
+    *,
+    epsilon: float = 1.0,
+    dp_delta: float = 1e-5,
+    calibration: str = "analytic",
+    c: float = 0.1,
+    scale_c_for_noise: bool = True,
+    planted_bug: str = "none",
+    **settings,
+) -> list[BanditRun]:
+    """Independent DP-Fed-PNE runs, one per seed, vectorised together (``dpfed.pne.engine``).
+
+    ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is unrelated to the
+    confidence level ``conf_delta``); ``planted_bug`` selects a deliberate privatisation bug
+    (``PLANTED_BUGS``), only for audits. Other settings go to ``run_fed_pne_batch`` (Fed-PNE constants,
+    ``config``, ``reward_override``, ``record_transcript``, ...).
+    """
+    from dpfed.pne.algorithm import run_fed_pne_batch
+
     mechanism = dp_mechanism(epsilon, dp_delta, calibration)
     c_used = noise_aware_c(c, mechanism) if scale_c_for_noise else c
-    config = kwargs.pop("config", None)
+    config = settings.pop("config", None)
     if config is not None:
         config = dataclasses.replace(config, c=c_used)
     else:
-        kwargs["c"] = c_used
-    run = run_fed_pne(objective, clients, horizon, seed=seed, config=config,
-                      privatizer=RewardPrivatizer(mechanism), reward_override=reward_override,
-                      algorithm="dp-fed-pne", **kwargs)
-    run.mechanism = mechanism
-    run.parameters.update({"epsilon": float(epsilon), "dp_delta": float(dp_delta),
-                           "calibration": calibration, "noise_std": mechanism.noise_std, "c_base": c,
-                           "scale_c_for_noise": scale_c_for_noise})
-    return run
+        settings["c"] = c_used
+    runs = run_fed_pne_batch(
+        objective,
+        clients,
+        horizon,
+        seeds,
+        config=config,
+        privatizer=RewardPrivatizer(mechanism, planted_bug),
+        algorithm="dp-fed-pne",
+        **settings,
+    )
+    for run in runs:
+        run.mechanism = mechanism
+        run.parameters.update(
+            {
+                "epsilon": float(epsilon),
+                "dp_delta": float(dp_delta),
+                "calibration": calibration,
+                "noise_std": mechanism.noise_std,
+                "c_base": c,
+                "scale_c_for_noise": scale_c_for_noise,
+                "planted_bug": planted_bug,
+            }
+        )
+    return runs

@@ -28,10 +28,18 @@ class PhaseLog:
     eliminated: list[tuple[int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"phase": self.phase, "depth": self.depth, "num_nodes": len(self.nodes), "tau": self.tau,
-                "pulls": self.pulls, "start": self.start, "completed": self.completed,
-                "radius": self.radius, "best": list(self.best) if self.best else None,
-                "num_eliminated": len(self.eliminated)}
+        return {
+            "phase": self.phase,
+            "depth": self.depth,
+            "num_nodes": len(self.nodes),
+            "tau": self.tau,
+            "pulls": self.pulls,
+            "start": self.start,
+            "completed": self.completed,
+            "radius": self.radius,
+            "best": list(self.best) if self.best else None,
+            "num_eliminated": len(self.eliminated),
+        }
 
 
 @dataclass
@@ -58,6 +66,7 @@ class BanditRun:
     transcript: Transcript = field(default_factory=Transcript)
     mechanism: Gaussian | None = None
     parameters: dict = field(default_factory=dict)
+    uploads: list = field(default_factory=list)  # (phase, node keys, local means (M, L)) per upload round
 
     @property
     def regret(self) -> np.ndarray:
@@ -87,21 +96,31 @@ class BanditRun:
     def upload(self, client: int, depth: int, index: int) -> float | None:
         """The local mean client ``client`` uploaded for node (depth, index), or None if it never did
         (the scalar a server-view canary probe scores)."""
-        for message in self.transcript.filter(name="local_means", sender=f"agent{int(client)}"):
-            nodes = [tuple(key) for key in message.payload["nodes"]]
-            if (int(depth), int(index)) in nodes:
-                return float(message.payload["means"][nodes.index((int(depth), int(index)))])
+        node = (int(depth), int(index))
+        for _, keys, means in self.uploads:
+            nodes = [tuple(key) for key in keys]
+            if node in nodes:
+                return float(means[int(client), nodes.index(node)])
         return None
 
     def canary_slots(self, max_pulls: int = 1) -> list[tuple[int, int, int, int]]:
         """(phase, depth, index, pulls) of every node of a completed phase pulled at most ``max_pulls``
         times per client: where one forced reward moves an upload the most (mu = 1/(sigma sqrt(t)))."""
-        return [(p.phase, d, i, p.pulls) for p in self.phases if p.completed and p.pulls <= max_pulls
-                for d, i in p.nodes]
+        return [
+            (p.phase, d, i, p.pulls) for p in self.phases if p.completed and p.pulls <= max_pulls for d, i in p.nodes
+        ]
 
     def summary(self) -> dict:
-        return {"algorithm": self.algorithm, "objective": self.objective, "clients": self.num_clients,
-                "horizon": self.horizon, "final_regret": self.final_regret,
-                "communication_rounds": self.communication_rounds, "uplink_floats": self.uplink_floats,
-                "downlink_values": self.downlink_values, "recommendation": self.recommendation.tolist(),
-                "phases": [p.to_dict() for p in self.phases], "parameters": self.parameters}
+        return {
+            "algorithm": self.algorithm,
+            "objective": self.objective,
+            "clients": self.num_clients,
+            "horizon": self.horizon,
+            "final_regret": self.final_regret,
+            "communication_rounds": self.communication_rounds,
+            "uplink_floats": self.uplink_floats,
+            "downlink_values": self.downlink_values,
+            "recommendation": self.recommendation.tolist(),
+            "phases": [p.to_dict() for p in self.phases],
+            "parameters": self.parameters,
+        }

@@ -9,6 +9,7 @@ from dpfed.fts.agents import FeaturePosteriors
 from dpfed.fts.features import RandomFourierFeatures
 from dpfed.fts.partition import assignment, box_partition, region_of
 from dpfed.fts.schedules import mixing_probability, subregion_weights, weight_gap
+from dpfed.fts.weight_space import WeightSpacePosteriors
 
 
 def test_features_have_norm_sqrt_variance():
@@ -65,12 +66,17 @@ def test_weight_schedule_matches_reference_numbers():
 
 
 def test_posterior_sampling_is_exact_in_both_regimes():
-    # The mean of many Matheron draws (n <= M) and of many weight-space draws (n > M) must match the
+    # The mean of many draws (Matheron's rule and the weight-space square root, n <= M and n > M) must match the
     # closed-form posterior mean; 4000 draws give a Monte-Carlo error ~ sqrt(lam/4000) per coordinate.
     rng = np.random.default_rng(5)
     feats = RandomFourierFeatures.draw(1, 8, 0.2, rng=6)
-    for n_obs in (5, 30):
-        post = FeaturePosteriors(1, feats, noise_var=0.01)
+    for n_obs, cls in [
+        (5, FeaturePosteriors),
+        (30, FeaturePosteriors),
+        (5, WeightSpacePosteriors),
+        (30, WeightSpacePosteriors),
+    ]:
+        post = cls(1, feats, noise_var=0.01)
         x = rng.random((1, n_obs, 1))
         post.add(x, np.sin(6 * x[..., 0]))
         phi = feats(x[0])
