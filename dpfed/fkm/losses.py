@@ -26,7 +26,7 @@ LOSS_KINDS = ("linear", "quadratic")
 
 def project_ball(x: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection of the rows (last axis) of ``x`` onto the ball of ``radius``."""
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    norms = np.sqrt(np.einsum("...i,...i->...", x, x))[..., None]
     return x * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
 
 
