@@ -43,6 +43,12 @@ class ScalarCanary:
     value: float
     record: int | None = None
 
+    def validate(self, config: FedZeroConfig) -> None:
+        require_number("canary worker", self.worker, low=0, high=config.workers - 1, integer=True)
+        require_number("canary value", self.value)
+        if self.record is not None:
+            require_number("canary record", self.record, low=0, high=config.records - 1, integer=True)
+
     def apply(self, scalars: np.ndarray) -> None:
         if self.record is None:
             scalars[:, self.worker, :] = self.value
@@ -135,11 +141,13 @@ def _worker_scalars(config, losses, x, zeta, h, records):
     return raw, raw / (2 * h)
 
 
-def regret_of(losses: ContextLosses, iterates: np.ndarray) -> np.ndarray:
-    """``f(x_t) - min f`` for iterates (n, runs, d), evaluated in blocks of rounds."""
+def regret_of(losses: ContextLosses, iterates: np.ndarray, max_elements: int = 4_000_000) -> np.ndarray:
+    """``f(x_t) - min f`` for iterates (rounds, runs, d), evaluated in blocks that bound the memory."""
+    per_round = iterates.shape[1] * losses.contexts[..., 0].size * iterates.shape[2]
+    block = max(1, max_elements // per_round)
     out = np.empty(iterates.shape[:2])
-    for start in range(0, len(iterates), CHUNK):
-        out[start : start + CHUNK] = losses.global_loss(iterates[start : start + CHUNK]) - losses.minimum
+    for start in range(0, len(iterates), block):
+        out[start : start + block] = losses.global_loss(iterates[start : start + block]) - losses.minimum
     return out
 
 
@@ -168,9 +176,7 @@ def run_fedzero(
     uplink = uplink or ExactUplink()
     runs = int(require_number("runs", runs, low=1, integer=True))
     if canary is not None:
-        require_number("canary worker", canary.worker, low=0, high=config.workers - 1, integer=True)
-        if canary.record is not None:
-            require_number("canary record", canary.record, low=0, high=config.records - 1, integer=True)
+        canary.validate(config)
     losses = ContextLosses.generate(config.geometry, config.workers, config.records, config.dim, streams["contexts"])
     direction_rng = streams["directions"] if directions is None else np.random.default_rng(directions)
     noise_rng = streams["privacy"] if privacy_rng is None else np.random.default_rng(privacy_rng)
@@ -179,19 +185,19 @@ def run_fedzero(
     transcript = Transcript() if record_transcript else None
     name = "difference" if config.estimator == "two-point" else "value"
     dual, x = np.zeros((runs, config.dim)), space.start(runs)
-    iterates = np.empty((n, runs, config.dim)) if track_regret else None
+    instant = np.zeros((n, runs))
     direction_runs = 1 if shared_directions else runs
     worker_index = np.arange(m)[None, :, None]
     for start in range(0, n, CHUNK):
         size = min(CHUNK, n - start)
         zetas, weights = sample_directions(direction_rng, (size, direction_runs, m), config.dim, config.randomisation)
         picks = None if uplink.all_records else streams["selection"].integers(config.records, size=(size, runs, m, 1))
+        iterates = np.empty((size, runs, config.dim))
         for i in range(size):
             t = start + i + 1
             if transcript is not None:
                 transcript.add(t, SERVER, BROADCAST, "iterate", x.copy())
-            if iterates is not None:
-                iterates[t - 1] = x
+            iterates[i] = x
             records = losses.contexts[None] if picks is None else losses.contexts[worker_index, picks[i]]
             raw, scalars = _worker_scalars(config, losses, x, zetas[i], h, records)
             if canary is not None:
@@ -199,7 +205,8 @@ def run_fedzero(
                 raw = scalars * (2 * h if config.estimator == "two-point" else h)
             dual = dual - uplink.aggregate(t, raw, scalars, weights[i], noise_rng, transcript, name)
             x = space.iterate(dual, eta)
-    instant = np.zeros((n, runs)) if iterates is None else regret_of(losses, iterates)
+        if track_regret:
+            instant[start : start + size] = regret_of(losses, iterates)
     if not np.all(np.isfinite(x)):
         raise ConfigurationError("step", "the iterates diverged (non-finite)")
     return FedZeroRun(
