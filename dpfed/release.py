@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accounting.mechanisms import Composition
+from accounting.mechanisms import Composition, Mechanism
 
 
 def tight_epsilon(composition: Composition, delta: float) -> float:
@@ -13,3 +13,9 @@ def tight_epsilon(composition: Composition, delta: float) -> float:
         if result.ok:
             return float(result.epsilon)
     raise ValueError(f"no tight accountant answers for {composition!r}")
+
+
+def repeated_release_epsilon(mechanism: Mechanism, count: int, delta: float) -> tuple[Composition, float]:
+    """What a run releases about one unit (``count`` runs of ``mechanism``) and its tight epsilon."""
+    composition = Composition.of(mechanism, int(count))
+    return composition, tight_epsilon(composition, delta)

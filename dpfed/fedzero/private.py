@@ -30,7 +30,7 @@ from accounting.errors import ConfigurationError
 from accounting.mechanisms import Composition, SubsampledGaussian
 from dpfed.fedzero.algorithm import FedZeroRun, run_fedzero
 from dpfed.fedzero.config import FedZeroConfig
-from dpfed.release import tight_epsilon
+from dpfed.release import repeated_release_epsilon
 from dpfed.transcript import SERVER, agent_name
 
 UNITS = ("worker", "record")
@@ -119,10 +119,8 @@ def dp_uplink(
     return WorkerVectorUplink(SubsampledGaussian(rate, noise_multiplier, clip=vector_clip), clip)
 
 
-def release_epsilon(mechanism: SubsampledGaussian, rounds: int, delta: float) -> tuple[Composition, float]:
-    """What a DP-FedZero run releases about one unit (n SGM rounds) and its tight epsilon at ``delta``."""
-    composition = Composition.of(mechanism, int(rounds))
-    return composition, tight_epsilon(composition, delta)
+#: (Composition of n SGM rounds, its tight epsilon at delta): what a DP-FedZero run releases about one unit
+release_epsilon = repeated_release_epsilon
 
 
 def run_dp_fedzero(

@@ -28,7 +28,7 @@ from accounting.mechanisms import Composition, Gaussian, SubsampledGaussian
 from dpfed.fkm.algorithm import FKMRun, SequenceFeedback, make_losses, run_fkm
 from dpfed.fkm.config import FKMConfig
 from dpfed.fkm.losses import SyntheticLosses
-from dpfed.release import tight_epsilon
+from dpfed.release import repeated_release_epsilon
 from dpfed.streams import named_generator, seed_sequence
 
 UNITS = ("event", "dataset")
@@ -99,10 +99,8 @@ def event_release_epsilon(mechanism: Gaussian, delta: float) -> tuple[Gaussian, 
     return mechanism, gaussian_epsilon(1.0 / mechanism.noise_multiplier, delta)
 
 
-def dataset_release_epsilon(mechanism: SubsampledGaussian, horizon: int, delta: float) -> tuple[Composition, float]:
-    """The dataset-level release (``horizon`` subsampled Gaussians) and its tight (PLD) epsilon."""
-    composition = Composition.of(mechanism, int(horizon))
-    return composition, tight_epsilon(composition, delta)
+#: (Composition of T SGM releases, its tight epsilon at delta): the dataset-level release of one record
+dataset_release_epsilon = repeated_release_epsilon
 
 
 def run_dp_fkm(

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
-from reports.commands.run_output import privacy_table, regret_summary, write_outputs
+from reports.commands.run_output import add_run_arguments, privacy_section, regret_summary, write_outputs
 
 ALGORITHM_HELP = {
     "fedzero": "FedZero: federated zero-order dual averaging with shared seeds (no privacy)",
@@ -44,11 +44,7 @@ def add_algorithms(subparsers) -> None:
             )
             p.add_argument("--clip", type=number_arg("clip", **POSITIVE), default=1.0, help="clip C of the scalar")
             p.add_argument("--delta", type=number_arg("delta", **PROBABILITY), default=1e-5, help="default 1e-5")
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
-        p.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
-        p.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
-        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
-        p.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
+        add_run_arguments(p, private=name == "dp-fedzero")
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -79,7 +75,7 @@ def execute(algorithm: str, args):
     )
 
 
-def privacy_section(run, args) -> dict:
+def report_privacy(run, args) -> dict:
     mech = run.mechanism
     who = "one worker (all its data)" if args.unit == "worker" else "one record of one worker"
     print(
@@ -87,15 +83,7 @@ def privacy_section(run, args) -> dict:
         f"(q = {args.rate:g}, sigma = {format_number(mech.noise_multiplier)}, clip {format_number(mech.clip)}, "
         f"{args.noise} noise)"
     )
-    rows = privacy_table(run.composition(), args.delta, args.accountants)
-    return {
-        "unit": args.unit,
-        "noise": args.noise,
-        "delta": args.delta,
-        "mechanism": repr(mech),
-        "releases_per_unit": run.composition().total_count,
-        "accounting": rows,
-    }
+    return privacy_section(run, args, noise=args.noise)
 
 
 def run_command(algorithm: str, args) -> int:
@@ -133,15 +121,11 @@ def run_command(algorithm: str, args) -> int:
         "final_regret_q95": q95,
     }
     if algorithm == "dp-fedzero":
-        payload["privacy"] = privacy_section(run, args)
+        payload["privacy"] = report_privacy(run, args)
     else:
         from attacks.probes.fedzero import PRIVACY_REMARK
 
         payload["privacy"] = None
         print(f"\nnot private (epsilon = infinity). {PRIVACY_REMARK}")
-    if args.save_transcript:
-        payload["transcript"] = run.transcript.to_dict()
-    write_outputs(
-        args.out, f"fedzero_{algorithm}_{cfg.geometry}", payload, mean, se, run.algorithm, "cumulative regret"
-    )
+    write_outputs(args, run, f"fedzero_{algorithm}_{cfg.geometry}", payload, mean, se, "cumulative regret")
     return 0

@@ -12,7 +12,7 @@ import functools
 
 from accounting.errors import ConfigurationError
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
-from reports.commands.run_output import privacy_table, regret_summary, write_outputs
+from reports.commands.run_output import add_run_arguments, privacy_section, regret_summary, write_outputs
 
 ALGORITHM_HELP = {
     "fkm": "FKM bandit convex optimisation (one-point gradient, projected OGD; no privacy)",
@@ -67,11 +67,7 @@ def add_algorithms(subparsers) -> None:
                 default=None,
                 help="dataset level: Poisson sampling rate (default 0.1)",
             )
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
-        p.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
-        p.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
-        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
-        p.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
+        add_run_arguments(p, private=name == "dp-fkm")
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -110,7 +106,7 @@ def execute(algorithm: str, args):
     )
 
 
-def privacy_section(run, args) -> dict:
+def report_privacy(run, args) -> dict:
     mech = run.mechanism
     if args.unit == "event":
         print(
@@ -124,14 +120,7 @@ def privacy_section(run, args) -> dict:
             f"\nprivacy (dataset level, ours: add/remove one record): {args.horizon} rounds of the subsampled "
             f"Gaussian (q = {mech.rate:g}, sigma = {format_number(mech.noise_multiplier)}, clip B)"
         )
-    rows = privacy_table(run.composition(), args.delta, args.accountants)
-    return {
-        "unit": args.unit,
-        "delta": args.delta,
-        "mechanism": repr(mech),
-        "releases_per_unit": run.composition().total_count,
-        "accounting": rows,
-    }
+    return privacy_section(run, args)
 
 
 def run_command(algorithm: str, args) -> int:
@@ -155,11 +144,9 @@ def run_command(algorithm: str, args) -> int:
         "regret_bound": run.bound,
     }
     if algorithm == "dp-fkm":
-        payload["privacy"] = privacy_section(run, args)
+        payload["privacy"] = report_privacy(run, args)
     else:
         payload["privacy"] = None
         print("\nnot private: the observed losses are released exactly (epsilon = infinity)")
-    if args.save_transcript:
-        payload["transcript"] = run.transcript.to_dict()
-    write_outputs(args.out, f"fkm_{algorithm}_{run.config.loss}", payload, mean, se, run.algorithm, "expected regret")
+    write_outputs(args, run, f"fkm_{algorithm}_{run.config.loss}", payload, mean, se, "expected regret")
     return 0
