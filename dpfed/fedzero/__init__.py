@@ -13,7 +13,7 @@ Python API::
 from dpfed.fedzero.algorithm import ExactUplink, FedZeroRun, ScalarCanary, run_fedzero
 from dpfed.fedzero.config import FedZeroConfig, explicit_bound, theorem_bound
 from dpfed.fedzero.objectives import ContextLosses
-from dpfed.fedzero.private import dp_uplink, release_epsilon, run_dp_fedzero
+from dpfed.fedzero.private import dp_fedzero_release, dp_uplink, release_epsilon, run_dp_fedzero
 
 __all__ = [
     "ContextLosses",
@@ -21,6 +21,7 @@ __all__ = [
     "FedZeroConfig",
     "FedZeroRun",
     "ScalarCanary",
+    "dp_fedzero_release",
     "dp_uplink",
     "explicit_bound",
     "release_epsilon",

@@ -137,3 +137,18 @@ def run_dp_fedzero(
     """Run DP-FedZero (see the module docstring); other keywords go to ``run_fedzero``."""
     uplink = dp_uplink(config, unit, noise, rate, noise_multiplier, clip)
     return run_fedzero(config, seed, uplink=uplink, algorithm=f"dp-fedzero ({unit} level, {noise} noise)", **kwargs)
+
+
+def dp_fedzero_release(
+    config: FedZeroConfig,
+    delta: float,
+    unit: str = "worker",
+    noise: str = "scalar",
+    rate: float = 1.0,
+    noise_multiplier: float = 1.0,
+    clip: float = 1.0,
+):
+    """For an audit target: the composition a DP-FedZero run of ``config`` releases about one unit (built
+    by the same ``dp_uplink`` the run uses) and its tight epsilon at ``delta``."""
+    uplink = dp_uplink(config, unit, noise, rate, noise_multiplier, clip)
+    return release_epsilon(uplink.mechanism, config.rounds, delta)

@@ -42,6 +42,7 @@ class SyntheticLosses:
     params: np.ndarray  # (K, d): the a_k (linear) or the c_k (quadratic)
     radius: float = 1.0
     constants: dict = field(default_factory=dict)  # index -> constant value replacing f_index
+    nominal_lipschitz: float | None = None  # the G the linear family was built with (||a_k|| = G)
 
     @classmethod
     def generate(
@@ -67,10 +68,8 @@ class SyntheticLosses:
         noise = rng.standard_normal((count, dim)) * spread / np.sqrt(dim)
         if kind == "linear":
             require_number("lipschitz", lipschitz, low=0, low_open=True)
-            params = float(lipschitz) * _unit(w + noise)
-        else:
-            params = project_ball(radius * (0.5 * w + noise), radius)
-        return cls(kind, params, float(radius))
+            return cls(kind, float(lipschitz) * _unit(w + noise), float(radius), {}, float(lipschitz))
+        return cls(kind, project_ball(radius * (0.5 * w + noise), radius), float(radius))
 
     # ----- constants --------------------------------------------------------------------------
     @property
@@ -90,7 +89,8 @@ class SyntheticLosses:
     def lipschitz(self) -> float:
         """G: a Lipschitz constant of every function on the ball."""
         if self.kind == "linear":
-            return float(np.max(np.linalg.norm(self.params, axis=1)))
+            measured = float(np.max(np.linalg.norm(self.params, axis=1)))
+            return measured if self.nominal_lipschitz is None else max(self.nominal_lipschitz, measured - 1e-12)
         return 2.0
 
     @cached_property
@@ -104,7 +104,7 @@ class SyntheticLosses:
             require_number("canary round", index, low=0, high=self.count - 1, integer=True)
             require_number("canary value", value)
         merged = {**self.constants, **{int(k): float(v) for k, v in constants.items()}}
-        return SyntheticLosses(self.kind, self.params, self.radius, merged)
+        return SyntheticLosses(self.kind, self.params, self.radius, merged, self.nominal_lipschitz)
 
     # ----- evaluation -------------------------------------------------------------------------
     def value(self, index: int, points: np.ndarray) -> np.ndarray:

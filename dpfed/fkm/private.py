@@ -134,3 +134,20 @@ def run_dp_fkm(
         mechanism = mechanism or SubsampledGaussian(rate, noise_multiplier, clip=losses.bound)
         feedback = DatasetFeedback(losses.with_constants(canary or {}), mechanism)
     return run_fkm(config, seed, feedback=feedback, algorithm=f"dp-fkm ({unit} level)", **kwargs)
+
+
+def dp_fkm_release(
+    config: FKMConfig,
+    delta: float,
+    unit: str = "event",
+    epsilon: float | None = None,
+    noise_multiplier: float | None = None,
+    rate: float = 0.1,
+):
+    """For an audit target: what a DP-FKM run of ``config`` releases about one unit and its tight epsilon
+    at ``delta``: one event-level Gaussian (``event_mechanism``), or T subsampled Gaussians with clip B."""
+    if unit == "event":
+        return event_release_epsilon(event_mechanism(config, epsilon, delta, noise_multiplier), delta)
+    bound = make_losses(config, 0, count=1).bound
+    sigma = 1.0 if noise_multiplier is None else noise_multiplier
+    return dataset_release_epsilon(SubsampledGaussian(rate, sigma, clip=bound), config.horizon, delta)

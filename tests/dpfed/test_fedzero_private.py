@@ -112,3 +112,14 @@ def test_noise_energy_in_the_gradient_matches_notes_b5(noise, energy):
     zeros = np.zeros((draws, m, 1))
     g = uplink.aggregate(1, zeros, zeros, weights, rng, None, "scalar")
     assert np.mean(np.sum(g**2, axis=1)) == pytest.approx(energy(d, m, q), rel=0.05)
+
+
+def test_release_for_an_audit_target_is_what_the_run_composes():
+    from dpfed.fedzero import dp_fedzero_release
+
+    config = FedZeroConfig(dim=5, workers=3, rounds=30)
+    composition, eps = dp_fedzero_release(config, 1e-5, rate=1.0, noise_multiplier=3.0)
+    run = run_dp_fedzero(config, seed=0, rate=1.0, noise_multiplier=3.0, track_regret=False)
+    assert composition == run.composition()
+    exact = account_all(composition, 1e-5, names=["exact"])[0].epsilon  # mu = sqrt(30) / 3
+    assert eps == pytest.approx(exact, rel=1e-9)

@@ -109,3 +109,13 @@ def test_dataset_release_is_unbiased_for_the_mean_loss():
 def test_unknown_unit_is_a_configuration_error():
     with pytest.raises(ConfigurationError):
         run_dp_fkm(CONFIG, seed=0, unit="user")
+
+
+def test_release_for_an_audit_target_is_what_the_run_composes():
+    from dpfed.fkm import dp_fkm_release
+
+    composition, eps = dp_fkm_release(CONFIG, 1e-6, epsilon=1.5)
+    run = run_dp_fkm(CONFIG, seed=0, mechanism=event_mechanism(CONFIG, 1.5, 1e-6))
+    assert Composition.of(composition, 1) == run.composition() and eps == pytest.approx(1.5, rel=1e-6)
+    dataset, _ = dp_fkm_release(dataclasses.replace(CONFIG, horizon=5), 1e-5, unit="dataset", rate=0.3)
+    assert dataset == Composition.of(SubsampledGaussian(0.3, 1.0, clip=make_losses(CONFIG, 0).bound), 5)
