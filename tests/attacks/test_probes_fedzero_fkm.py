@@ -1,6 +1,8 @@
 """Probes of FKM/DP-FKM and FedZero/DP-FedZero: exact reconstruction under shared-randomness replay,
 non-private versions at the trial ceiling, private ones never above their tight epsilon."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,15 @@ def test_bad_probe_parameters_are_configuration_errors():
         get_probe("fedzero-broadcast", geometry="l1")
     with pytest.raises(ConfigurationError):
         get_probe("fkm-end-to-end", canary_round=20)
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("attack_f[ek][dm]*.toml"))
+
+
+def test_example_attack_configs_run():
+    from reports.cli import main
+
+    assert len(CONFIGS) == 7
+    for path in CONFIGS:
+        code = main(["attack", "--config", str(path), "--trials", "300"])
+        assert code == (1 if "nonprivate" in path.name else 0), path.name  # non-private: VIOLATION of eps 2
