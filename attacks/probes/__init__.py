@@ -28,6 +28,17 @@ PROBES: dict[str, tuple[str, dict]] = {
     "pne-reward": ("attacks.probes.pne:PneRewardProbe", {}),
     "pne-end-to-end": ("attacks.probes.pne:PneEndToEndProbe", {}),
     "pne-unclipped-canary": ("attacks.probes.pne:PneRewardProbe", {"canary_value": 10.0}),
+    "fkm-loss": ("attacks.probes.fkm:FkmLossProbe", {}),
+    "fkm-end-to-end": ("attacks.probes.fkm:FkmEndToEndProbe", {}),
+    "fkm-dataset-end-to-end": ("attacks.probes.fkm:FkmDatasetEndToEndProbe", {}),
+    "fkm-nonprivate": ("attacks.probes.fkm:FkmEndToEndProbe", {"private": False}),
+    "fedzero-scalar": ("attacks.probes.fedzero:FedZeroScalarProbe", {}),
+    "fedzero-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {}),
+    "fedzero-record": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
+                       {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4}),
+    "fedzero-broadcast": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {}),
+    "fedzero-nonprivate": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"private": False}),
+    "fedzero-broadcast-leak": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {"private": False}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
     # planted bugs at the algorithm level (outside the mechanism module), caught end to end; the correct
     # versions are the same probes with planted_bug="none"
