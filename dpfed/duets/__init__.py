@@ -1,0 +1,34 @@
+"""DUETS (distributed kernel bandits with shared randomness, seed 001) and DP-DUETS (ours).
+
+Python API::
+
+    from dpfed.duets import DuetsConfig, run_duets, run_dis_kernel_ucb
+    run = run_duets(DuetsConfig(objective="hartmann4"), seed=0)
+    run.regret, run.communication, run.transcript
+    run = run_duets(DuetsConfig(algorithm="dp-duets", noise_multiplier=2.0), seed=0)
+    run.composition()   # one SubsampledGaussian release per completed epoch (agent level)
+
+DP-DUETS is our design (notes A.9), not part of the seed; see ``dpfed.duets.private``.
+"""
+
+from dpfed.duets.algorithm import constants, objective_of, run_duets
+from dpfed.duets.config import ALGORITHMS, DuetsConfig
+from dpfed.duets.objectives import OBJECTIVES, DuetsObjective, make_objective
+from dpfed.duets.private import epoch_mechanism, run_composition
+from dpfed.duets.results import DuetsRun, EpochLog, RewardOverride
+
+__all__ = [
+    "ALGORITHMS",
+    "OBJECTIVES",
+    "DuetsConfig",
+    "DuetsObjective",
+    "DuetsRun",
+    "EpochLog",
+    "RewardOverride",
+    "constants",
+    "epoch_mechanism",
+    "make_objective",
+    "objective_of",
+    "run_composition",
+    "run_duets",
+]
