@@ -12,6 +12,7 @@ DP-DUETS is our design (notes A.9), not part of the seed; see ``dpfed.duets.priv
 """
 
 from dpfed.duets.algorithm import constants, objective_of, run_duets
+from dpfed.duets.baseline import run_dis_kernel_ucb
 from dpfed.duets.config import ALGORITHMS, DuetsConfig
 from dpfed.duets.objectives import OBJECTIVES, DuetsObjective, make_objective
 from dpfed.duets.private import epoch_mechanism, run_composition
@@ -30,5 +31,6 @@ __all__ = [
     "make_objective",
     "objective_of",
     "run_composition",
+    "run_dis_kernel_ucb",
     "run_duets",
 ]

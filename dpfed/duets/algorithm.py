@@ -123,7 +123,7 @@ def communicate(config, objective, consts, log, points, rewards, active, rng, tr
     statistics = np.einsum("ntr,nt->nr", z, used)
     for n in range(statistics.shape[0]):
         transcript.add(j, agent_name(n), SERVER, "statistic", statistics[n])
-    model = SparseModel.build(z.reshape(-1, features.rank), config.lam)
+    model = SparseModel.build(z.reshape(points.size, features.rank), config.lam)
     widening, total = 0.0, statistics.sum(axis=0)
     z_active = features(objective.kernel, active)
     if config.private:

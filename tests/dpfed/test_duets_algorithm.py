@@ -134,3 +134,42 @@ def test_regret_is_nonnegative_and_sums_over_agents():
 def test_bad_configuration_names_the_field(changes):
     with pytest.raises(ConfigurationError):
         DuetsConfig.from_dict(changes)
+
+
+def test_empty_inducing_set_sends_nothing_and_eliminates_nothing():
+    run = run_duets(DuetsConfig(objective="hartmann4", candidates=200, p0=1e-9), seed=0)
+    completed = [e for e in run.epochs if e.completed]
+    assert all(e.inducing.size == 0 and e.active_after == e.active_before for e in completed)
+    assert run.communication[-1] == len(completed)  # sigma_max only: one real per round
+
+
+def test_dis_kernel_ucb_posterior_updates_equal_the_exact_posterior():
+    from dpfed.duets.baseline import PosteriorState
+
+    objective = make_objective("branin", 80, seed=3)
+    rng = np.random.default_rng(0)
+    data, y = rng.integers(0, 80, size=12), rng.standard_normal(12)
+    state = PosteriorState.empty(1, 12, objective.kernel)
+    state.append(objective.kernel, data[None, :5], y[None, :5], 0.2)
+    for i in range(5, 12):
+        state.append(objective.kernel, data[None, i : i + 1], y[None, i : i + 1], 0.2)
+    gram = objective.kernel[np.ix_(data, data)] + 0.2 * np.eye(12)
+    mean = objective.kernel[data].T @ np.linalg.solve(gram, y)
+    np.testing.assert_allclose(state.mean[0], mean, atol=1e-8)
+    exact = exact_posterior_variance(objective.kernel, data, np.arange(80), 0.2)
+    np.testing.assert_allclose(state.var[0], exact, atol=1e-8)
+
+
+def test_dis_kernel_ucb_communication_and_n_kernel_ucb_silence():
+    import math
+
+    from dpfed.duets.baseline import run_dis_kernel_ucb
+
+    config = DuetsConfig(objective="hartmann4", candidates=300, num_agents=4, horizon=30)
+    run = run_dis_kernel_ucb(config, seed=0, threshold=2.0)
+    assert run.parameters["synchronisations"] >= 1
+    per_sample = 5  # d + 1 reals per raw sample; up: own samples, down: all N agents' samples
+    assert run.communication[-1] % per_sample == 0
+    up, down = run.uplink.sum() / per_sample, run.downlink.sum() / per_sample
+    assert down == 4 * up
+    assert run_dis_kernel_ucb(config, seed=0, threshold=math.inf).communication[-1] == 0
