@@ -87,19 +87,20 @@ class DuetsConfig:
             )
         for name in ("lengthscale", "noise_proxy"):
             if getattr(self, name) is not None:
-                require_number(name, getattr(self, name), low=0, low_open=True)
-        require_number("rkhs_bound", self.rkhs_bound, low=0)
+                object.__setattr__(self, name, require_number(name, getattr(self, name), low=0, low_open=True))
+        object.__setattr__(self, "rkhs_bound", require_number("rkhs_bound", self.rkhs_bound, low=0))
         for name in ("delta", "noise_delta", "dp_delta"):
-            require_number(name, getattr(self, name), low=0, high=1, low_open=True, high_open=True)
-        require_number("rate", self.rate, low=0, low_open=True, high=1)
+            value = require_number(name, getattr(self, name), low=0, high=1, low_open=True, high_open=True)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "rate", require_number("rate", self.rate, low=0, low_open=True, high=1))
         if isinstance(self.p0, str):
             _choice("p0", self.p0, P0_FORMS)
         else:
-            require_number("p0", self.p0, low=0, low_open=True)
+            object.__setattr__(self, "p0", require_number("p0", self.p0, low=0, low_open=True))
         if isinstance(self.beta, str):
             _choice("beta", self.beta, ("theory",))
         else:
-            require_number("beta", self.beta, low=0)
+            object.__setattr__(self, "beta", require_number("beta", self.beta, low=0))
         if not isinstance(self.noise_correction, bool):
             raise ConfigurationError("noise_correction", f"expected true or false, got {self.noise_correction!r}")
         if self.neighbouring is not None:
