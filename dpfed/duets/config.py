@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 
-from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Neighbouring
+from dpfed.config_base import StrictConfig
 from dpfed.duets.objectives import OBJECTIVES
 from dpfed.duets.schedule import DELTA_PRIME_FORMS, P0_FORMS
 
@@ -31,8 +31,10 @@ def _choice(field: str, value, choices) -> None:
 
 
 @dataclass(frozen=True)
-class DuetsConfig:
+class DuetsConfig(StrictConfig):
     """All parameters of a run. Privacy fields are used by ``dp-duets`` only."""
+
+    toml_table = "duets"
 
     algorithm: str = "duets"
     objective: str = "branin"
@@ -123,30 +125,6 @@ class DuetsConfig:
         if self.neighbouring is None:
             return Neighbouring.REPLACE_ONE if self.unit == "reward" else Neighbouring.ADD_REMOVE
         return Neighbouring.parse(self.neighbouring)
-
-    def replace(self, **changes) -> DuetsConfig:
-        unknown = [k for k in changes if k not in FIELD_NAMES]
-        if unknown:
-            raise ConfigurationError(unknown[0], "unknown configuration key")
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> DuetsConfig:
-        unknown = [k for k in data if k not in FIELD_NAMES]
-        if unknown:
-            raise ConfigurationError(unknown[0], "unknown configuration key")
-        return cls(**data)
-
-    @classmethod
-    def from_toml(cls, path, **overrides) -> DuetsConfig:
-        """Read a TOML file of top-level keys (optionally under a ``[duets]`` table)."""
-        data = read_toml(Path(path), "config")
-        data = dict(data.get("duets", data))
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(data)
 
 
 FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(DuetsConfig))
