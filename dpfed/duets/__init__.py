@@ -9,6 +9,12 @@ Python API::
     run.composition()   # one SubsampledGaussian release per completed epoch (agent level)
 
 DP-DUETS is our design (notes A.9), not part of the seed; see ``dpfed.duets.private``.
+
+The seed's inconsistencies (notes A.6) are kept selectable or documented where they live:
+1. three forms of delta' (``delta_prime_form``; ``schedule``); 2. two forms of p0 (``p0``: a number, the
+experiments' 10, or ``section3``/``theorem4.1``; ``schedule``); 3. two epoch-count bounds
+(``schedule.epoch_count_bounds``); 4. the algorithm typos, repaired (``algorithm``); 5. the lambda
+scaling of sigma~, one convention (``surrogate``); 6. paper vs code elimination (``elimination``).
 """
 
 from dpfed.duets.algorithm import constants, objective_of, run_duets
