@@ -34,7 +34,7 @@ PROBES: dict[str, tuple[str, dict]] = {
     "dp-duets-end-to-end": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe", {}),
     "dp-duets-end-to-end-reward": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe",
                                    {"unit": "reward", "elimination": "paper"}),
-    "duets-end-to-end": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe", {"private": False}),
+    "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
 }
 

@@ -87,11 +87,6 @@ class DuetsEndToEndProbe(Probe):
         )
         self._epochs = self._replay()
         self.default_delta = self.delta
-        if not self.private:
-            self.name, self.description = (
-                "duets-end-to-end",
-                ("non-private DUETS end to end (seed 001): the same canary, broadcast sent unnoised"),
-            )
 
     def _overrides(self):
         from dpfed.duets import RewardOverride, run_duets
@@ -176,3 +171,16 @@ class DuetsEndToEndProbe(Probe):
 def _uploads(run, epoch: int) -> np.ndarray:
     """(N, r): every agent's ``statistic`` message of ``epoch`` (the server's view of the uplink)."""
     return np.array([m.payload for m in run.transcript.filter(name="statistic", round=epoch)])
+
+
+@dataclass
+class PlainDuetsEndToEndProbe(DuetsEndToEndProbe):
+    """The seed's non-private DUETS under the same replay: v_bar is sent unnoised, so it leaks exactly."""
+
+    private: bool = False
+
+    name = "duets-end-to-end"
+    description = (
+        "non-private DUETS (seed 001) end to end: the same canary and replay, v_bar broadcast unnoised; "
+        "the audit must reach the trial ceiling"
+    )
