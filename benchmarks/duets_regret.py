@@ -10,8 +10,9 @@
   points, gamma = 1/2 log det(I + K_D / lambda), over T = 50..400).
 * Speed: one run at N = 10, T = 50, with 1 and 2 BLAS threads.
 
-Writes benchmarks/duets_curves.png and benchmarks/duets_results.json.
-Usage: python benchmarks/duets_regret.py [--runs 10] [--tuning-runs 5]
+Writes benchmarks/duets_curves.png and benchmarks/duets_results.json (``--dp-clip-study``: only DP-DUETS
+with the public and the sqrt clip schedules, to benchmarks/duets_dp_clip.json).
+Usage: python -P benchmarks/duets_regret.py [--runs 10] [--tuning-runs 5] [--dp-clip-study]
 """
 
 from __future__ import annotations
@@ -157,12 +158,35 @@ def plot(curves: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def dp_clip_study(runs: int) -> dict:
+    """DP-DUETS (ours, agent level, z = 1) final regret: public and sqrt clips, and sqrt without the A.9
+    widening of the elimination threshold."""
+    out = {}
+    for objective in OBJECTIVES:
+        beta = tune_beta("DUETS", objective, 5)
+        for clip, correction in (("public", True), ("sqrt", True), ("sqrt", False)):
+            config = DuetsConfig(
+                objective=objective, beta=beta, algorithm="dp-duets", agent_clip=clip, noise_correction=correction
+            )
+            clip = clip if correction else clip + "-uncorrected"
+            final = np.array([run_duets(config, r).regret[-1] for r in range(runs)])
+            se = float(final.std(ddof=1) / np.sqrt(runs))
+            out[f"{objective}/{clip}"] = [float(final.mean()), se]
+            print(f"  {objective:10s} DP-DUETS clip={clip:16s} regret {final.mean():8.1f} +- {se:.1f}")
+    (HERE / "duets_dp_clip.json").write_text(json.dumps(out, indent=1))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tuning-runs", type=int, default=5)
     parser.add_argument("--scaling-runs", type=int, default=5)
+    parser.add_argument("--dp-clip-study", action="store_true", help="only the DP-DUETS clip comparison")
     args = parser.parse_args()
+    if args.dp_clip_study:
+        dp_clip_study(args.runs)
+        return
     print("speed")
     timings = speed()
     print("curves (N = 10, T = 50)")
