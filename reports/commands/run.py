@@ -12,6 +12,7 @@ import importlib
 FAMILY_MODULES = [
     "reports.commands.run_fts",
     "reports.commands.run_pne",
+    "reports.commands.run_duets",
     "reports.commands.run_fedzero",
     "reports.commands.run_fkm",
 ]
