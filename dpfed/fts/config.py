@@ -14,7 +14,6 @@ from pathlib import Path
 from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
 from accounting.strict import dataclass_schema, read_strict_toml
-
 from dpfed.config_base import StrictConfig
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
