@@ -46,8 +46,10 @@ def mechanism_rdp(mechanism, orders=DEFAULT_ORDERS) -> np.ndarray:
     if is_unsampled(mechanism):  # a Gaussian whose means are mean_shift noise scales apart
         return gaussian_rdp(1.0 / mean_shift(mechanism), orders)
     if mechanism.sampling is not Sampling.POISSON:
-        raise Unsupported("fixed-size sampling is not analysed by our RDP accountant; "
-                          "use dpa-rdp (dp-accounting, replace-one, Wang et al.)")
+        raise Unsupported(
+            "fixed-size sampling is not analysed by our RDP accountant; "
+            "use dpa-rdp (dp-accounting, replace-one, Wang et al.)"
+        )
     if mechanism.neighbouring is Neighbouring.REPLACE_ONE:
         return replace_one_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
     return poisson_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)

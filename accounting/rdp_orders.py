@@ -44,14 +44,20 @@ def _extend_upwards(convert: Callable[[float], float], top: float, max_order: fl
     return low / 2.0, low
 
 
-def best_epsilon(total_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarray, totals: np.ndarray,
-                 delta: float, max_order: float | None = None) -> tuple[float, float]:
+def best_epsilon(
+    total_rdp: Callable[[np.ndarray], np.ndarray],
+    orders: np.ndarray,
+    totals: np.ndarray,
+    delta: float,
+    max_order: float | None = None,
+) -> tuple[float, float]:
     """Smallest improved-conversion epsilon over real orders, and the order that gives it.
 
     ``total_rdp(orders)`` returns the composition's RDP at those orders; ``totals`` are its (finite)
     values on the grid ``orders``.
     Orders above the grid are searched only up to ``max_order`` (default: the grid's top).
     """
+
     def convert(order: float) -> float:
         value = float(improved_conversion(total_rdp(np.array([order]))[0], order, delta))
         return value if np.isfinite(value) else LARGE
@@ -61,8 +67,9 @@ def best_epsilon(total_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarr
     low, high = (x[0] for x in _grid_bracket(orders, np.array([best])))
     if best == len(orders) - 1 and max_order is not None and max_order > orders[-1]:
         low, high = _extend_upwards(convert, float(orders[-1]), max_order)
-    found = optimize.minimize_scalar(convert, bounds=(low, high), method="bounded",
-                                     options={"xatol": 1e-9 * high, "maxiter": 200})
+    found = optimize.minimize_scalar(
+        convert, bounds=(low, high), method="bounded", options={"xatol": 1e-9 * high, "maxiter": 200}
+    )
     if found.fun < eps[best]:
         return float(found.fun), float(found.x)
     return float(eps[best]), float(orders[best])
@@ -76,9 +83,16 @@ def _candidates(brackets: np.ndarray, points: int, integer_from: float) -> np.nd
     return np.where(candidates >= integer_from, np.round(candidates), on_lattice)
 
 
-def curve_epsilon(per_step_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarray, steps: np.ndarray,
-                  delta: float, levels: int = 2, cliff_levels: int = 10, points: int = 5,
-                  cliff: float = 0.01) -> np.ndarray:
+def curve_epsilon(
+    per_step_rdp: Callable[[np.ndarray], np.ndarray],
+    orders: np.ndarray,
+    steps: np.ndarray,
+    delta: float,
+    levels: int = 2,
+    cliff_levels: int = 10,
+    points: int = 5,
+    cliff: float = 0.01,
+) -> np.ndarray:
     """Smallest improved-conversion epsilon over real orders for each step count (self-composition).
 
     Each level evaluates ``points`` lattice orders in every distinct bracket (one batched RDP call)
@@ -99,8 +113,9 @@ def curve_epsilon(per_step_rdp: Callable[[np.ndarray], np.ndarray], orders: np.n
         if not len(active):
             break
         integer_from = INTEGER_FROM if level < levels else np.inf  # cliffs: fractional orders
-        found, low_a, high_a, steep = _zoom(per_step_rdp, steps[active], low[active], high[active], delta,
-                                            points, cliff, integer_from)
+        found, low_a, high_a, steep = _zoom(
+            per_step_rdp, steps[active], low[active], high[active], delta, points, cliff, integer_from
+        )
         value[active] = np.minimum(value[active], found)
         low[active], high[active] = low_a, high_a
         if level + 1 >= levels:
