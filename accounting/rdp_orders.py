@@ -22,7 +22,8 @@ from scipy import optimize
 from accounting.rdp_curves import improved_conversion
 
 INTEGER_FROM = 12.0  # curve refinement uses integer orders from here on
-LATTICE = 64  # and multiples of 1/64 below
+LATTICE = 16  # and multiples of 1/16 below (1/1024 for rows below a cliff, which share brackets)
+CLIFF_LATTICE = 1024
 LARGE = 1e300  # stands for a non-finite conversion inside the optimiser
 
 
@@ -75,11 +76,11 @@ def best_epsilon(
     return float(eps[best]), float(orders[best])
 
 
-def _candidates(brackets: np.ndarray, points: int, integer_from: float) -> np.ndarray:
-    """``points`` orders across each bracket, snapped to a lattice (multiples of 1/``LATTICE``; integers
+def _candidates(brackets: np.ndarray, points: int, integer_from: float, lattice: int) -> np.ndarray:
+    """``points`` orders across each bracket, snapped to a lattice (multiples of 1/``lattice``; integers
     from ``integer_from``, whose RDP has an exact, cheap binomial form) so that rows share evaluations."""
     candidates = np.linspace(brackets[:, 0], brackets[:, 1], points, axis=1)
-    on_lattice = np.round(candidates * LATTICE) / LATTICE
+    on_lattice = np.round(candidates * lattice) / lattice
     return np.where(candidates >= integer_from, np.round(candidates), on_lattice)
 
 
@@ -112,9 +113,10 @@ def curve_epsilon(
     for level in range(levels + cliff_levels):
         if not len(active):
             break
-        integer_from = INTEGER_FROM if level < levels else np.inf  # cliffs: fractional orders
+        smooth = level < levels  # afterwards only rows below a cliff: fractional orders, fine lattice
+        integer_from, lattice = (INTEGER_FROM, LATTICE) if smooth else (np.inf, CLIFF_LATTICE)
         found, low_a, high_a, steep = _zoom(
-            per_step_rdp, steps[active], low[active], high[active], delta, points, cliff, integer_from
+            per_step_rdp, steps[active], low[active], high[active], delta, points, cliff, integer_from, lattice
         )
         value[active] = np.minimum(value[active], found)
         low[active], high[active] = low_a, high_a
@@ -123,10 +125,10 @@ def curve_epsilon(
     return value
 
 
-def _zoom(per_step_rdp, steps, low, high, delta, points, cliff, integer_from):
+def _zoom(per_step_rdp, steps, low, high, delta, points, cliff, integer_from, lattice):
     """One refinement level for the given rows: best values, new brackets, and which rows are steep."""
     brackets, row_bracket = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
-    candidates = _candidates(brackets, points, integer_from)
+    candidates = _candidates(brackets, points, integer_from, lattice)
     unique, where = np.unique(candidates, return_inverse=True)
     rdp = per_step_rdp(unique)[where.reshape(-1)].reshape(candidates.shape)
     row_bracket = row_bracket.reshape(-1)
