@@ -40,7 +40,13 @@ def laplace_rdp(noise_multiplier: float, orders) -> np.ndarray:
 
 
 def mechanism_rdp(mechanism, orders=DEFAULT_ORDERS) -> np.ndarray:
-    """Per-order RDP of one release of ``mechanism``."""
+    """Per-order RDP of one release of ``mechanism``; non-finite where the noise is too extreme for
+    floating point (callers report those orders, numpy does not warn)."""
+    with np.errstate(all="ignore"):
+        return _mechanism_rdp(mechanism, orders)
+
+
+def _mechanism_rdp(mechanism, orders) -> np.ndarray:
     if isinstance(mechanism, Laplace):
         return laplace_rdp(mechanism.noise_multiplier, orders)
     if is_unsampled(mechanism):  # a Gaussian whose means are mean_shift noise scales apart
