@@ -8,26 +8,8 @@ from reports.cli import main
 
 
 def test_account_json(capsys):
-    assert (
-        main(
-            [
-                "account",
-                "--rate",
-                "0.35",
-                "--noise",
-                "1",
-                "--steps",
-                "60",
-                "--delta",
-                "0.024624",
-                "--accountants",
-                "moments,pld,exact",
-                "--format",
-                "json",
-            ]
-        )
-        == 0
-    )
+    argv = "--rate 0.35 --noise 1 --steps 60 --delta 0.024624 --accountants moments,pld,exact --format json"
+    assert main(["account", *argv.split()]) == 0
     out = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in out["accountants"]}
     assert set(rows) == {"moments", "pld", "exact"}
