@@ -64,8 +64,9 @@ def _details(accountant) -> dict | None:
     return dict(details) if details else None
 
 
-def run_accountant(accountant: Accountant, target: Composition | Mechanism, *, delta: float | None = None,
-                   epsilon: float | None = None) -> AccountingResult:
+def run_accountant(
+    accountant: Accountant, target: Composition | Mechanism, *, delta: float | None = None, epsilon: float | None = None
+) -> AccountingResult:
     """Ask one accountant for epsilon(delta) or delta(epsilon), turning failures into a status."""
     composition = as_composition(target)
     try:
@@ -77,7 +78,8 @@ def run_accountant(accountant: Accountant, target: Composition | Mechanism, *, d
     except Unsupported as exc:
         return AccountingResult(accountant.name, None, delta, UNSUPPORTED, str(exc))
     except MemoryError:
-        return AccountingResult(accountant.name, None, delta, UNSUPPORTED,
-                                "needs more memory than this machine has for this configuration")
+        return AccountingResult(
+            accountant.name, None, delta, UNSUPPORTED, "needs more memory than this machine has for this configuration"
+        )
     except Exception as exc:  # an accountant must not crash the caller; the reason is reported
         return AccountingResult(accountant.name, None, delta, FAILED, f"{type(exc).__name__}: {exc}")

@@ -56,8 +56,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         high *= 2.0
         if not math.isfinite(high):
             return math.inf
-    return float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-12,
-                                 rtol=1e-12))
+    return float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-12, rtol=1e-12))
 
 
 def _exposure(mechanism) -> float:
@@ -72,8 +71,9 @@ def _exposure(mechanism) -> float:
 def noiseless_exposure(composition: Composition) -> float | None:
     """Probability P that some noiseless release exposes the participant, or None if no part is
     noiseless. Unsupported when noiseless subsampled parts mix with noisy ones."""
-    noiseless = [(m, c) for m, c in composition.parts
-                 if not isinstance(m, Laplace) and peers.mean_shift(m) >= NOISELESS_MU]
+    noiseless = [
+        (m, c) for m, c in composition.parts if not isinstance(m, Laplace) and peers.mean_shift(m) >= NOISELESS_MU
+    ]
     if not noiseless:
         return None
     if any(peers.is_unsampled(m) for m, _ in noiseless):
@@ -89,8 +89,7 @@ def composition_mu(composition: Composition) -> float:
     total = 0.0
     for mechanism, count in composition.parts:
         if isinstance(mechanism, Laplace) or not peers.is_unsampled(mechanism):
-            raise Unsupported("closed form only for Gaussian mechanisms without subsampling "
-                              "(or noiseless releases)")
+            raise Unsupported("closed form only for Gaussian mechanisms without subsampling (or noiseless releases)")
         total += count * min(peers.mean_shift(mechanism), NOISELESS_MU) ** 2
     return math.sqrt(total)
 

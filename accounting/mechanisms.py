@@ -131,7 +131,6 @@ class Gaussian(_AdditiveNoise):
         return rng.normal(0.0, self.noise_scale, size=shape)
 
 
-
 @dataclass(frozen=True)
 class Laplace(_AdditiveNoise):
     """Laplace mechanism with scale ``noise_multiplier * sensitivity`` (L1 sensitivity).
@@ -144,7 +143,6 @@ class Laplace(_AdditiveNoise):
 
     def _draw(self, rng: np.random.Generator, shape) -> np.ndarray:
         return rng.laplace(0.0, self.noise_scale, size=shape)
-
 
 
 @dataclass(frozen=True)
@@ -175,14 +173,16 @@ class SubsampledGaussian:
         object.__setattr__(self, "sampling", Sampling.parse(self.sampling))
         object.__setattr__(self, "neighbouring", Neighbouring.parse(self.neighbouring))
         if self.population is not None:
-            object.__setattr__(self, "population", int(require_number("population", self.population,
-                                                                       low=1, integer=True)))
+            object.__setattr__(
+                self, "population", int(require_number("population", self.population, low=1, integer=True))
+            )
         if self.sampling is Sampling.FIXED_SIZE:
             if self.population is None:
                 raise ConfigurationError("population", "fixed-size sampling needs the declared population")
             if self.batch_size < 1:
-                raise ConfigurationError("rate", f"rate * population rounds to an empty batch "
-                                                 f"({self.rate} * {self.population})")
+                raise ConfigurationError(
+                    "rate", f"rate * population rounds to an empty batch ({self.rate} * {self.population})"
+                )
 
     # ----- derived quantities -------------------------------------------------------------
     @property
@@ -279,7 +279,6 @@ class SubsampledGaussian:
                 sums = sums[..., 0, :]
         noisy = self.add_noise(sums, rng, weights) * scale
         return (noisy, mask) if return_mask else noisy
-
 
 
 Mechanism = Gaussian | Laplace | SubsampledGaussian

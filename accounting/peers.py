@@ -68,8 +68,10 @@ def peer_noise_multiplier(mechanism, relation: Neighbouring | str, scale: PeerSc
     record_units = 2.0 if scale is PeerScale.RECORD_NORM and relation is Neighbouring.REPLACE_ONE else 1.0
     multiplier = record_units / mean_shift(mechanism)
     if not SMALLEST_PEER_MULTIPLIER <= multiplier <= LARGEST_PEER_MULTIPLIER:
-        raise Unsupported(f"noise multiplier {multiplier:.3g} is outside what the peer libraries compute "
-                          "(its square under- or overflows); the exact accountant answers such extremes")
+        raise Unsupported(
+            f"noise multiplier {multiplier:.3g} is outside what the peer libraries compute "
+            "(its square under- or overflows); the exact accountant answers such extremes"
+        )
     return multiplier
 
 
@@ -102,8 +104,7 @@ def dp_event(composition: Composition, scale: PeerScale = PeerScale.RECORD_NORM,
     import dp_accounting
 
     relation = composition_relation(composition) if relation is None else Neighbouring.parse(relation)
-    events = [dp_accounting.SelfComposedDpEvent(mechanism_event(m, relation, scale), c)
-              for m, c in composition.parts]
+    events = [dp_accounting.SelfComposedDpEvent(mechanism_event(m, relation, scale), c) for m, c in composition.parts]
     return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
 
 

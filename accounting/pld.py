@@ -30,11 +30,13 @@ def discretisation_interval(composition: Composition, finest: float = 1e-4) -> f
     """The PLD grid spacing: ``finest``, coarsened so one release needs at most ``MAX_POINTS`` points."""
     widest = max(loss_range(m) for m, _ in composition.parts)
     if not widest <= MAX_LOSS_RANGE:
-        raise Unsupported("noise too small for dp-accounting's PLD grid (the privacy loss spans "
-                          f"{widest:.3g}); see rdp or exact")
+        raise Unsupported(
+            f"noise too small for dp-accounting's PLD grid (the privacy loss spans {widest:.3g}); see rdp or exact"
+        )
     if composition.total_count > MAX_STEPS:
-        raise Unsupported(f"more than {MAX_STEPS:.0e} releases: dp-accounting's PLD grid grows with the steps; "
-                          "see rdp or exact")
+        raise Unsupported(
+            f"more than {MAX_STEPS:.0e} releases: dp-accounting's PLD grid grows with the steps; see rdp or exact"
+        )
     return max(finest, widest / MAX_POINTS)
 
 
@@ -42,8 +44,11 @@ def _accountant(composition: Composition, value_discretization_interval: float):
     from dp_accounting import pld
 
     for mechanism, _ in composition.parts:
-        if (isinstance(mechanism, SubsampledGaussian) and mechanism.sampling is not Sampling.POISSON
-                and not peers.is_unsampled(mechanism)):
+        if (
+            isinstance(mechanism, SubsampledGaussian)
+            and mechanism.sampling is not Sampling.POISSON
+            and not peers.is_unsampled(mechanism)
+        ):
             raise Unsupported("dp-accounting's PLD does not analyse fixed-size sampling without replacement")
         if not isinstance(mechanism, (Gaussian, Laplace, SubsampledGaussian)):
             raise Unsupported(f"no PLD for {type(mechanism).__name__}")

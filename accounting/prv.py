@@ -105,8 +105,7 @@ def _worker():
     global _WORKER
     with _WORKER_LOCK:
         if _WORKER is None:
-            _WORKER = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                          initializer=_quiet_worker)
+            _WORKER = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_worker)
         return _WORKER
 
 
@@ -138,8 +137,9 @@ class PrvAccountant:
         self.last_details = {"eps_error": eps_error}
         value = _run_in_worker(_history(composition), float(delta), eps_error, MEMORY_CAP_BYTES)
         if value is None:
-            raise Unsupported(f"opacus's PRV grid needs more than {MEMORY_CAP_BYTES // 2**30} GB here "
-                              "(small noise or many steps)")
+            raise Unsupported(
+                f"opacus's PRV grid needs more than {MEMORY_CAP_BYTES // 2**30} GB here (small noise or many steps)"
+            )
         return max(value, 0.0)
 
     def delta(self, composition: Composition, epsilon: float) -> float:

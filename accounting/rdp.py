@@ -40,14 +40,22 @@ def laplace_rdp(noise_multiplier: float, orders) -> np.ndarray:
 
 
 def mechanism_rdp(mechanism, orders=DEFAULT_ORDERS) -> np.ndarray:
-    """Per-order RDP of one release of ``mechanism``."""
+    """Per-order RDP of one release of ``mechanism``; non-finite where the noise is too extreme for
+    floating point (callers report those orders, numpy does not warn)."""
+    with np.errstate(all="ignore"):
+        return _mechanism_rdp(mechanism, orders)
+
+
+def _mechanism_rdp(mechanism, orders) -> np.ndarray:
     if isinstance(mechanism, Laplace):
         return laplace_rdp(mechanism.noise_multiplier, orders)
     if is_unsampled(mechanism):  # a Gaussian whose means are mean_shift noise scales apart
         return gaussian_rdp(1.0 / mean_shift(mechanism), orders)
     if mechanism.sampling is not Sampling.POISSON:
-        raise Unsupported("fixed-size sampling is not analysed by our RDP accountant; "
-                          "use dpa-rdp (dp-accounting, replace-one, Wang et al.)")
+        raise Unsupported(
+            "fixed-size sampling is not analysed by our RDP accountant; "
+            "use dpa-rdp (dp-accounting, replace-one, Wang et al.)"
+        )
     if mechanism.neighbouring is Neighbouring.REPLACE_ONE:
         return replace_one_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)
     return poisson_gaussian_rdp(mechanism.rate, mechanism.noise_multiplier, orders)

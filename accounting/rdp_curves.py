@@ -18,11 +18,16 @@ from scipy import special
 # Orders that bracket the best order (``accounting.rdp_orders`` then optimises it continuously):
 # fractional orders near 1 (where optima fall for large epsilons), then integers; no order is ever
 # dropped without being reported.
-DEFAULT_ORDERS = np.unique(np.concatenate([
-    1.0 + np.geomspace(0.01, 1.0, 20),           # 1.01 .. 2.0
-    np.linspace(2.0, 12.0, 41),                   # step 0.25
-    np.arange(13.0, 65.0), np.array([80.0, 96.0, 128.0, 192.0, 256.0, 512.0, 1024.0]),
-]))
+DEFAULT_ORDERS = np.unique(
+    np.concatenate(
+        [
+            1.0 + np.geomspace(0.01, 1.0, 20),  # 1.01 .. 2.0
+            np.linspace(2.0, 12.0, 41),  # step 0.25
+            np.arange(13.0, 65.0),
+            np.array([80.0, 96.0, 128.0, 192.0, 256.0, 512.0, 1024.0]),
+        ]
+    )
+)
 MOMENTS_ORDERS = np.arange(2.0, 257.0)
 CHUNK = 32  # orders integrated together
 
@@ -84,8 +89,8 @@ def _log_a_numeric(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
     log_ratio = _log_mixture(x, q, 1.0, sigma) - base
     out = np.empty(len(orders))
     for start in range(0, len(orders), CHUNK):  # blocks that stay in cache
-        block = orders[start:start + CHUNK, None]
-        out[start:start + CHUNK] = _log_trapezoid(base[None, :] + block * log_ratio[None, :], dx)
+        block = orders[start : start + CHUNK, None]
+        out[start : start + CHUNK] = _log_trapezoid(base[None, :] + block * log_ratio[None, :], dx)
     return out
 
 

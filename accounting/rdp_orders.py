@@ -22,7 +22,8 @@ from scipy import optimize
 from accounting.rdp_curves import improved_conversion
 
 INTEGER_FROM = 12.0  # curve refinement uses integer orders from here on
-LATTICE = 64  # and multiples of 1/64 below
+LATTICE = 16  # and multiples of 1/16 below (1/1024 for rows below a cliff, which share brackets)
+CLIFF_LATTICE = 1024
 LARGE = 1e300  # stands for a non-finite conversion inside the optimiser
 
 
@@ -44,14 +45,20 @@ def _extend_upwards(convert: Callable[[float], float], top: float, max_order: fl
     return low / 2.0, low
 
 
-def best_epsilon(total_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarray, totals: np.ndarray,
-                 delta: float, max_order: float | None = None) -> tuple[float, float]:
+def best_epsilon(
+    total_rdp: Callable[[np.ndarray], np.ndarray],
+    orders: np.ndarray,
+    totals: np.ndarray,
+    delta: float,
+    max_order: float | None = None,
+) -> tuple[float, float]:
     """Smallest improved-conversion epsilon over real orders, and the order that gives it.
 
     ``total_rdp(orders)`` returns the composition's RDP at those orders; ``totals`` are its (finite)
     values on the grid ``orders``.
     Orders above the grid are searched only up to ``max_order`` (default: the grid's top).
     """
+
     def convert(order: float) -> float:
         value = float(improved_conversion(total_rdp(np.array([order]))[0], order, delta))
         return value if np.isfinite(value) else LARGE
@@ -61,24 +68,32 @@ def best_epsilon(total_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarr
     low, high = (x[0] for x in _grid_bracket(orders, np.array([best])))
     if best == len(orders) - 1 and max_order is not None and max_order > orders[-1]:
         low, high = _extend_upwards(convert, float(orders[-1]), max_order)
-    found = optimize.minimize_scalar(convert, bounds=(low, high), method="bounded",
-                                     options={"xatol": 1e-9 * high, "maxiter": 200})
+    found = optimize.minimize_scalar(
+        convert, bounds=(low, high), method="bounded", options={"xatol": 1e-9 * high, "maxiter": 200}
+    )
     if found.fun < eps[best]:
         return float(found.fun), float(found.x)
     return float(eps[best]), float(orders[best])
 
 
-def _candidates(brackets: np.ndarray, points: int, integer_from: float) -> np.ndarray:
-    """``points`` orders across each bracket, snapped to a lattice (multiples of 1/``LATTICE``; integers
+def _candidates(brackets: np.ndarray, points: int, integer_from: float, lattice: int) -> np.ndarray:
+    """``points`` orders across each bracket, snapped to a lattice (multiples of 1/``lattice``; integers
     from ``integer_from``, whose RDP has an exact, cheap binomial form) so that rows share evaluations."""
     candidates = np.linspace(brackets[:, 0], brackets[:, 1], points, axis=1)
-    on_lattice = np.round(candidates * LATTICE) / LATTICE
+    on_lattice = np.round(candidates * lattice) / lattice
     return np.where(candidates >= integer_from, np.round(candidates), on_lattice)
 
 
-def curve_epsilon(per_step_rdp: Callable[[np.ndarray], np.ndarray], orders: np.ndarray, steps: np.ndarray,
-                  delta: float, levels: int = 2, cliff_levels: int = 10, points: int = 5,
-                  cliff: float = 0.01) -> np.ndarray:
+def curve_epsilon(
+    per_step_rdp: Callable[[np.ndarray], np.ndarray],
+    orders: np.ndarray,
+    steps: np.ndarray,
+    delta: float,
+    levels: int = 2,
+    cliff_levels: int = 10,
+    points: int = 5,
+    cliff: float = 0.01,
+) -> np.ndarray:
     """Smallest improved-conversion epsilon over real orders for each step count (self-composition).
 
     Each level evaluates ``points`` lattice orders in every distinct bracket (one batched RDP call)
@@ -98,9 +113,11 @@ def curve_epsilon(per_step_rdp: Callable[[np.ndarray], np.ndarray], orders: np.n
     for level in range(levels + cliff_levels):
         if not len(active):
             break
-        integer_from = INTEGER_FROM if level < levels else np.inf  # cliffs: fractional orders
-        found, low_a, high_a, steep = _zoom(per_step_rdp, steps[active], low[active], high[active], delta,
-                                            points, cliff, integer_from)
+        smooth = level < levels  # afterwards only rows below a cliff: fractional orders, fine lattice
+        integer_from, lattice = (INTEGER_FROM, LATTICE) if smooth else (np.inf, CLIFF_LATTICE)
+        found, low_a, high_a, steep = _zoom(
+            per_step_rdp, steps[active], low[active], high[active], delta, points, cliff, integer_from, lattice
+        )
         value[active] = np.minimum(value[active], found)
         low[active], high[active] = low_a, high_a
         if level + 1 >= levels:
@@ -108,10 +125,10 @@ def curve_epsilon(per_step_rdp: Callable[[np.ndarray], np.ndarray], orders: np.n
     return value
 
 
-def _zoom(per_step_rdp, steps, low, high, delta, points, cliff, integer_from):
+def _zoom(per_step_rdp, steps, low, high, delta, points, cliff, integer_from, lattice):
     """One refinement level for the given rows: best values, new brackets, and which rows are steep."""
     brackets, row_bracket = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
-    candidates = _candidates(brackets, points, integer_from)
+    candidates = _candidates(brackets, points, integer_from, lattice)
     unique, where = np.unique(candidates, return_inverse=True)
     rdp = per_step_rdp(unique)[where.reshape(-1)].reshape(candidates.shape)
     row_bracket = row_bracket.reshape(-1)

@@ -28,8 +28,10 @@ def parse_accountant_names(names) -> list[str]:
         names = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in names if n not in ACCOUNTANTS]
     if unknown or not names:
-        raise ConfigurationError("accountants", f"unknown accountant {unknown[0] if unknown else '(none)'!r}; "
-                                                f"choose from {', '.join(ACCOUNTANTS)}")
+        raise ConfigurationError(
+            "accountants",
+            f"unknown accountant {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(ACCOUNTANTS)}",
+        )
     return list(names)
 
 

@@ -29,24 +29,45 @@ EPILOG = (
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("account", help="epsilon of a configuration, accountants side by side",
-                              description="Epsilon of T releases of a subsampled Gaussian mechanism.",
-                              epilog=EPILOG)
+    p = subparsers.add_parser(
+        "account",
+        help="epsilon of a configuration, accountants side by side",
+        description="Epsilon of T releases of a subsampled Gaussian mechanism.",
+        epilog=EPILOG,
+    )
     p.add_argument("--rate", required=True, type=number_arg("rate", **RATE), help="sampling rate q in (0, 1]")
-    p.add_argument("--noise", required=True, type=number_arg("noise", **POSITIVE),
-                   help="noise multiplier z (noise std / clip norm)")
+    p.add_argument(
+        "--noise",
+        required=True,
+        type=number_arg("noise", **POSITIVE),
+        help="noise multiplier z (noise std / clip norm)",
+    )
     p.add_argument("--steps", required=True, type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
-    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"],
-                   help="neighbouring datasets: add/remove one participant, or replace one (sensitivity "
-                        "2 x clip); default add-remove")
-    p.add_argument("--sampling", default="poisson", choices=["poisson", "fixed-size"],
-                   help="Poisson sampling with probability q, or a fixed batch of round(q * population) "
-                        "without replacement; default poisson")
-    p.add_argument("--population", type=number_arg("population", low=1, integer=True),
-                   help="declared population (needed for fixed-size sampling)")
-    p.add_argument("--accountants", default=",".join(DEFAULT_ACCOUNTANTS),
-                   help=f"comma-separated subset of {','.join(ACCOUNTANTS)} (default: all)")
+    p.add_argument(
+        "--neighbouring",
+        default="add-remove",
+        choices=["add-remove", "replace-one"],
+        help="neighbouring datasets: add/remove one participant, or replace one (sensitivity "
+        "2 x clip); default add-remove",
+    )
+    p.add_argument(
+        "--sampling",
+        default="poisson",
+        choices=["poisson", "fixed-size"],
+        help="Poisson sampling with probability q, or a fixed batch of round(q * population) "
+        "without replacement; default poisson",
+    )
+    p.add_argument(
+        "--population",
+        type=number_arg("population", low=1, integer=True),
+        help="declared population (needed for fixed-size sampling)",
+    )
+    p.add_argument(
+        "--accountants",
+        default=",".join(DEFAULT_ACCOUNTANTS),
+        help=f"comma-separated subset of {','.join(ACCOUNTANTS)} (default: all)",
+    )
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
     p.set_defaults(func=run)
 
@@ -56,8 +77,9 @@ def _notes(results) -> list[str]:
     for r in results:
         dropped = (r.details or {}).get("orders_without_value")
         if dropped:
-            notes.append(f"note: {r.name} had no finite value at {len(dropped)} order(s) "
-                         f"({min(dropped):g} to {max(dropped):g})")
+            notes.append(
+                f"note: {r.name} had no finite value at {len(dropped)} order(s) ({min(dropped):g} to {max(dropped):g})"
+            )
         warnings = (r.details or {}).get("warnings")
         if warnings:
             notes.append(f"note: {r.name} reported {len(warnings)} warning(s), e.g. {warnings[0]}")
@@ -66,24 +88,40 @@ def _notes(results) -> list[str]:
 
 def run(args) -> int:
     names = parse_accountant_names(args.accountants)
-    mechanism = SubsampledGaussian(args.rate, args.noise, 1.0, sampling=args.sampling,
-                                   neighbouring=args.neighbouring, population=args.population)
+    mechanism = SubsampledGaussian(
+        args.rate, args.noise, 1.0, sampling=args.sampling, neighbouring=args.neighbouring, population=args.population
+    )
     results = account_all(Composition.of(mechanism, int(args.steps)), args.delta, names)
     code = ExitCode.PASS if any(r.ok for r in results) else ExitCode.INCONCLUSIVE
     notes = disagreements(results)
     if args.format == "json":
-        print(dumps_json({
-            "configuration": {"rate": args.rate, "noise_multiplier": args.noise, "steps": int(args.steps),
-                              "delta": args.delta, "neighbouring": args.neighbouring,
-                              "sampling": args.sampling, "population": args.population},
-            "accountants": [r.to_dict() for r in results],
-            "disagreements": notes,
-        }, indent=2))
+        print(
+            dumps_json(
+                {
+                    "configuration": {
+                        "rate": args.rate,
+                        "noise_multiplier": args.noise,
+                        "steps": int(args.steps),
+                        "delta": args.delta,
+                        "neighbouring": args.neighbouring,
+                        "sampling": args.sampling,
+                        "population": args.population,
+                    },
+                    "accountants": [r.to_dict() for r in results],
+                    "disagreements": notes,
+                },
+                indent=2,
+            )
+        )
         return code
-    print(f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise:g}, {args.sampling} sampling, "
-          f"{args.neighbouring} neighbours, delta = {args.delta:.4g}")
-    rows = [[r.name, "inf" if r.ok and math.isinf(r.epsilon) else format_number(r.epsilon), r.status, r.reason]
-            for r in results]
+    print(
+        f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise:g}, {args.sampling} sampling, "
+        f"{args.neighbouring} neighbours, delta = {args.delta:.4g}"
+    )
+    rows = [
+        [r.name, "inf" if r.ok and math.isinf(r.epsilon) else format_number(r.epsilon), r.status, r.reason]
+        for r in results
+    ]
     print_table(["accountant", "epsilon", "status", "note"], rows)
     for line in _notes(results):
         print(line)

@@ -13,24 +13,40 @@ from reports.exit_codes import ExitCode
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("calibrate", help="noise multiplier for a target (epsilon, delta)",
-                              description="Noise for a target, or --check-classic to test "
-                                          "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.",
-                              epilog="Exit codes: 0 calibrated (or the classic formula holds), 1 VIOLATION "
-                                     "(the classic formula does not give its claim), 2 bad input.")
+    p = subparsers.add_parser(
+        "calibrate",
+        help="noise multiplier for a target (epsilon, delta)",
+        description="Noise for a target, or --check-classic to test "
+        "sigma = sqrt(2 ln(1.25/delta))/epsilon against the exact profile.",
+        epilog="Exit codes: 0 calibrated (or the classic formula holds), 1 VIOLATION "
+        "(the classic formula does not give its claim), 2 bad input.",
+    )
     p.add_argument("--epsilon", required=True, type=number_arg("epsilon", **POSITIVE), help="target epsilon")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
-    p.add_argument("--rate", type=number_arg("rate", **RATE),
-                   help="sampling rate q in (0, 1] (required without --check-classic)")
-    p.add_argument("--steps", type=number_arg("steps", **STEPS),
-                   help="number of releases T (required without --check-classic)")
-    p.add_argument("--accountant", default="pld", choices=["pld", "rdp", "moments", "prv"],
-                   help="accountant that must certify the target; default pld")
-    p.add_argument("--neighbouring", default="add-remove", choices=["add-remove", "replace-one"],
-                   help="neighbouring relation (replace-one doubles the sensitivity); default add-remove")
-    p.add_argument("--check-classic", action="store_true",
-                   help="check the classic Gaussian calibration for one release (no subsampling; "
-                        "cannot be combined with --rate, --steps, --accountant or --neighbouring)")
+    p.add_argument(
+        "--rate", type=number_arg("rate", **RATE), help="sampling rate q in (0, 1] (required without --check-classic)"
+    )
+    p.add_argument(
+        "--steps", type=number_arg("steps", **STEPS), help="number of releases T (required without --check-classic)"
+    )
+    p.add_argument(
+        "--accountant",
+        default="pld",
+        choices=["pld", "rdp", "moments", "prv"],
+        help="accountant that must certify the target; default pld",
+    )
+    p.add_argument(
+        "--neighbouring",
+        default="add-remove",
+        choices=["add-remove", "replace-one"],
+        help="neighbouring relation (replace-one doubles the sensitivity); default add-remove",
+    )
+    p.add_argument(
+        "--check-classic",
+        action="store_true",
+        help="check the classic Gaussian calibration for one release (no subsampling; "
+        "cannot be combined with --rate, --steps, --accountant or --neighbouring)",
+    )
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
     p.set_defaults(func=run)
 
@@ -42,20 +58,24 @@ def run(args) -> int:
     if args.check_classic:
         given = [f"--{name}" for name, default in CALIBRATION_ONLY.items() if getattr(args, name) != default]
         if given:
-            raise ConfigurationError("check-classic", f"checks one un-subsampled release and would ignore "
-                                                      f"{', '.join(given)}; drop them")
+            raise ConfigurationError(
+                "check-classic", f"checks one un-subsampled release and would ignore {', '.join(given)}; drop them"
+            )
         return _check_classic(args)
     for field in ("rate", "steps"):
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
-    result = calibrate_noise_multiplier(args.epsilon, args.delta, args.rate, int(args.steps), args.accountant,
-                                        neighbouring=args.neighbouring)
+    result = calibrate_noise_multiplier(
+        args.epsilon, args.delta, args.rate, int(args.steps), args.accountant, neighbouring=args.neighbouring
+    )
     if args.format == "json":
         print(dumps(result.to_dict()))
     else:
-        print(f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
-              f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
-              f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})")
+        print(
+            f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
+            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
+            f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
+        )
     return 0
 
 
@@ -67,14 +87,17 @@ def _check_classic(args) -> int:
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return code
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
-    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} "
-          f"(claimed {args.delta:.4g})")
+    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta:.4g})")
     if check.violated:
-        print(f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
-              f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}")
+        print(
+            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
+            f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}"
+        )
     else:
-        print("holds: the classic calibration meets the claimed delta "
-              f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})")
+        print(
+            "holds: the classic calibration meets the claimed delta "
+            f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})"
+        )
     if threshold is not None:
         print(f"for delta = {args.delta:.4g} the classic calibration fails from epsilon = {threshold:.2f}")
     return code

@@ -27,9 +27,15 @@ def configurations(count: int = COUNT, seed: int = SEED) -> list[dict]:
     """q log-uniform in [1e-4, 1], z uniform in [0.4, 5], T log-uniform in [1, 1e5], delta
     log-uniform in [1e-9, 1e-3]."""
     rng = np.random.default_rng(seed)
-    return [{"q": float(10 ** rng.uniform(-4, 0)), "z": float(rng.uniform(0.4, 5.0)),
-             "steps": int(round(10 ** rng.uniform(0, 5))), "delta": float(10 ** rng.uniform(-9, -3))}
-            for _ in range(count)]
+    return [
+        {
+            "q": float(10 ** rng.uniform(-4, 0)),
+            "z": float(rng.uniform(0.4, 5.0)),
+            "steps": int(round(10 ** rng.uniform(0, 5))),
+            "delta": float(10 ** rng.uniform(-9, -3)),
+        }
+        for _ in range(count)
+    ]
 
 
 def opacus_epsilon(config: dict, orders=FINE_ORDERS) -> tuple[float, float]:
@@ -53,9 +59,18 @@ def main() -> None:
     with ProcessPoolExecutor(2) as pool:
         rows = list(pool.map(_row, configurations()))
     PATH.parent.mkdir(exist_ok=True)
-    PATH.write_text(json.dumps({"opacus": opacus.__version__, "seed": SEED,
-                                "orders": "opacus default orders + geomspace(1.01, 1024, 400)",
-                                "configurations": rows}, indent=1) + "\n")
+    PATH.write_text(
+        json.dumps(
+            {
+                "opacus": opacus.__version__,
+                "seed": SEED,
+                "orders": "opacus default orders + geomspace(1.01, 1024, 400)",
+                "configurations": rows,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ from reports.cli import main
 
 
 def test_account_json(capsys):
-    assert main(["account", "--rate", "0.35", "--noise", "1", "--steps", "60", "--delta", "0.024624",
-                 "--accountants", "moments,pld,exact", "--format", "json"]) == 0
+    argv = "--rate 0.35 --noise 1 --steps 60 --delta 0.024624 --accountants moments,pld,exact --format json"
+    assert main(["account", *argv.split()]) == 0
     out = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in out["accountants"]}
     assert set(rows) == {"moments", "pld", "exact"}
@@ -19,22 +19,42 @@ def test_account_json(capsys):
 
 
 def test_account_table(capsys):
-    assert main(["account", "--rate", "0.1", "--noise", "1", "--steps", "60", "--delta", "1e-5",
-                 "--neighbouring", "replace-one", "--accountants", "rdp,pld,prv"]) == 0
+    assert (
+        main(
+            [
+                "account",
+                "--rate",
+                "0.1",
+                "--noise",
+                "1",
+                "--steps",
+                "60",
+                "--delta",
+                "1e-5",
+                "--neighbouring",
+                "replace-one",
+                "--accountants",
+                "rdp,pld,prv",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "replace-one" in out and "unsupported" in out  # prv has no replace-one analysis
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["--rate", "0", "--noise", "1", "--steps", "5", "--delta", "1e-5"], "rate"),
-    (["--rate", "1.2", "--noise", "1", "--steps", "5", "--delta", "1e-5"], "rate"),
-    (["--rate", "0.1", "--noise", "-1", "--steps", "5", "--delta", "1e-5"], "noise"),
-    (["--rate", "0.1", "--noise", "1", "--steps", "0", "--delta", "1e-5"], "steps"),
-    (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1"], "delta"),
-    (["--rate", "0.1", "--noise", "ten", "--steps", "5", "--delta", "1e-5"], "noise"),
-    (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--accountants", "magic"],
-     "accountants"),
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--rate", "0", "--noise", "1", "--steps", "5", "--delta", "1e-5"], "rate"),
+        (["--rate", "1.2", "--noise", "1", "--steps", "5", "--delta", "1e-5"], "rate"),
+        (["--rate", "0.1", "--noise", "-1", "--steps", "5", "--delta", "1e-5"], "noise"),
+        (["--rate", "0.1", "--noise", "1", "--steps", "0", "--delta", "1e-5"], "steps"),
+        (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1"], "delta"),
+        (["--rate", "0.1", "--noise", "ten", "--steps", "5", "--delta", "1e-5"], "noise"),
+        (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--accountants", "magic"], "accountants"),
+    ],
+)
 def test_bad_input_one_line_exit_2(argv, field, capsys):
     assert main(["account", *argv]) == 2
     err = capsys.readouterr().err.strip()
@@ -47,16 +67,35 @@ def test_calibrate_commands(capsys):
     assert "VIOLATION" in out and "2.26" in out
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["violated"] is False
-    assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5", "--rate", "0.1", "--steps", "50",
-                 "--accountant", "rdp", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                "--epsilon",
+                "2",
+                "--delta",
+                "1e-5",
+                "--rate",
+                "0.1",
+                "--steps",
+                "50",
+                "--accountant",
+                "rdp",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["achieved_epsilon"] <= 2
     assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5"]) == 2
     assert "rate" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra", [["--rate", "0.1"], ["--steps", "10"], ["--accountant", "rdp"],
-                                   ["--neighbouring", "replace-one"]])
+@pytest.mark.parametrize(
+    "extra", [["--rate", "0.1"], ["--steps", "10"], ["--accountant", "rdp"], ["--neighbouring", "replace-one"]]
+)
 def test_check_classic_refuses_flags_it_would_ignore(extra, capsys):
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", *extra]) == 2
     err = capsys.readouterr().err.strip()

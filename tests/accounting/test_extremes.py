@@ -52,9 +52,15 @@ def test_huge_step_counts_by_closed_form():
     assert results["rdp"].epsilon >= results["exact"].epsilon
 
 
-@pytest.mark.parametrize("rate, noise, steps, delta", [
-    (1e-300, 1.0, 60, 1e-5), (0.35, 1.0, 1, 0.999999), (0.35, 1e-10, 60, 1e-5), (1.0, 1e-300, 1, 0.5),
-])
+@pytest.mark.parametrize(
+    "rate, noise, steps, delta",
+    [
+        (1e-300, 1.0, 60, 1e-5),
+        (0.35, 1.0, 1, 0.999999),
+        (0.35, 1e-10, 60, 1e-5),
+        (1.0, 1e-300, 1, 0.5),
+    ],
+)
 def test_absurd_inputs_answer_or_explain(rate, noise, steps, delta):
     results = {r.name: r for r in account_all(Composition.of(SubsampledGaussian(rate, noise), steps), delta, ALL)}
     assert any(r.ok for r in results.values())
@@ -63,10 +69,10 @@ def test_absurd_inputs_answer_or_explain(rate, noise, steps, delta):
 
 
 def test_cli_prints_infinity_and_exits_3_only_when_nobody_answers(capsys):
-    assert main(["account", "--rate", "0.35", "--noise", "1e-300", "--steps", "60", "--delta", "1e-5",
-                 "--format", "json"]) == 0
+    noiseless = "--rate 0.35 --noise 1e-300 --steps 60 --delta 1e-5 --format json"
+    assert main(["account", *noiseless.split()]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["accountants"]}
     assert rows["exact"]["status"] == "ok" and rows["exact"]["epsilon"] == "inf"
-    assert main(["account", "--rate", "0.35", "--noise", "1", "--steps", "60", "--delta", "1e-5",
-                 "--sampling", "fixed-size", "--population", "29", "--accountants", "rdp,pld"]) == 3
+    nobody = "--rate 0.35 --noise 1 --steps 60 --delta 1e-5 --sampling fixed-size --population 29 --accountants rdp,pld"
+    assert main(["account", *nobody.split()]) == 3
     assert "no accountant could answer" in capsys.readouterr().out

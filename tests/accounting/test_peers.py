@@ -17,6 +17,7 @@ ALL = ["exact", "rdp", "pld", "prv", "dpa-rdp", "moments"]
 
 def closed_form_epsilon(mu: float, delta: float) -> float:
     """Tight epsilon of mu-GDP (Balle and Wang 2018), from scipy only."""
+
     def excess(eps):
         tail = math.exp(eps + stats.norm.logcdf(-eps / mu - mu / 2))
         return stats.norm.cdf(-eps / mu + mu / 2) - tail - delta
@@ -27,11 +28,11 @@ def closed_form_epsilon(mu: float, delta: float) -> float:
 
 def closed_form_rdp_epsilon(mu: float, delta: float) -> float:
     """Best improved RDP conversion of mu-GDP (RDP(a) = a mu^2 / 2), optimised over real orders."""
+
     def eps(a):
         return a * mu**2 / 2 + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
 
-    return optimize.minimize_scalar(eps, bounds=(1.0001, 1e5), method="bounded",
-                                    options={"xatol": 1e-9}).fun
+    return optimize.minimize_scalar(eps, bounds=(1.0001, 1e5), method="bounded", options={"xatol": 1e-9}).fun
 
 
 def dpa_rdp_direct(event, relation, delta):
@@ -46,11 +47,12 @@ def dpa_rdp_direct(event, relation, delta):
 def test_fixed_size_replace_one_matches_dp_accounting_with_half_multiplier():
     import dp_accounting
 
-    delta = 29 ** -1.1
+    delta = 29**-1.1
     mechanism = SubsampledGaussian(0.35, 1.0, sampling="fixed-size", population=29, neighbouring="replace-one")
     ours = account_all(Composition.of(mechanism, 60), delta, ["dpa-rdp"])[0].epsilon
     event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.SampledWithoutReplacementDpEvent(29, 10, dp_accounting.GaussianDpEvent(0.5)), 60)
+        dp_accounting.SampledWithoutReplacementDpEvent(29, 10, dp_accounting.GaussianDpEvent(0.5)), 60
+    )
     assert ours == pytest.approx(dpa_rdp_direct(event, "REPLACE_ONE", delta), rel=1e-12)
     assert ours == pytest.approx(160.6, abs=0.05)
 
@@ -82,9 +84,13 @@ def test_mixed_composition_keeps_plain_gaussians_at_their_sensitivity():
     assert results["prv"] == pytest.approx(tight, abs=0.03)
 
 
-@pytest.mark.parametrize("relation, sensitivity_scale, record_scale", [
-    ("add-remove", 2.0, 2.0), ("replace-one", 1.0, 2.0),
-])
+@pytest.mark.parametrize(
+    "relation, sensitivity_scale, record_scale",
+    [
+        ("add-remove", 2.0, 2.0),
+        ("replace-one", 1.0, 2.0),
+    ],
+)
 def test_peer_multiplier_of_a_subsampled_gaussian(relation, sensitivity_scale, record_scale):
     mechanism = SubsampledGaussian(0.1, 2.0, clip=3.0, neighbouring=relation)
     assert peer_noise_multiplier(mechanism, relation, PeerScale.SENSITIVITY) == sensitivity_scale

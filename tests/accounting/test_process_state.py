@@ -15,8 +15,12 @@ CONFIGS = [(0.35, 1.0, 5), (0.1, 2.0, 20)]
 
 
 def state():
-    return (resource.getrlimit(resource.RLIMIT_AS), list(warnings.filters),
-            list(logging.getLogger().handlers), list(logging.getLogger("absl").filters))
+    return (
+        resource.getrlimit(resource.RLIMIT_AS),
+        list(warnings.filters),
+        list(logging.getLogger().handlers),
+        list(logging.getLogger("absl").filters),
+    )
 
 
 def test_concurrent_accountants_leave_process_state_alone():

@@ -7,7 +7,7 @@ from accounting import Composition, SubsampledGaussian, account_all
 from accounting.moments import MomentsAccountant
 from accounting.rdp import RdpAccountant
 
-LANDMINE_DELTA = 29 ** -1.1
+LANDMINE_DELTA = 29**-1.1
 
 
 def landmine(q, z, **options):
@@ -15,10 +15,20 @@ def landmine(q, z, **options):
 
 
 # DP-FTS-DE (Dai et al. 2021), landmine privacy losses, authors' analyze.ipynb; see notes 4.4.
-@pytest.mark.parametrize("q, z, published", [
-    (0.35, 1.0, 15.17), (0.35, 1.6, 7.12), (0.35, 2.0, 5.14), (0.35, 3.0, 3.05), (0.35, 4.0, 2.16),
-    (0.10, 1.0, 3.75), (0.15, 1.0, 5.98), (0.20, 1.0, 7.69), (0.25, 1.0, 9.82),
-])
+@pytest.mark.parametrize(
+    "q, z, published",
+    [
+        (0.35, 1.0, 15.17),
+        (0.35, 1.6, 7.12),
+        (0.35, 2.0, 5.14),
+        (0.35, 3.0, 3.05),
+        (0.35, 4.0, 2.16),
+        (0.10, 1.0, 3.75),
+        (0.15, 1.0, 5.98),
+        (0.20, 1.0, 7.69),
+        (0.25, 1.0, 9.82),
+    ],
+)
 def test_moments_reproduces_published_landmine_values(q, z, published):
     assert round(MomentsAccountant().epsilon(landmine(q, z), LANDMINE_DELTA), 2) == published
 
@@ -43,8 +53,11 @@ def test_replace_one_and_fixed_size_reference_values():
     rep = account_all(landmine(0.35, 1.0, neighbouring="replace-one"), LANDMINE_DELTA, ["pld", "rdp"])
     assert round(rep[0].epsilon, 2) == 21.39
     assert rep[1].epsilon >= rep[0].epsilon - 0.02
-    wor = account_all(landmine(0.35, 1.0, neighbouring="replace-one", sampling="fixed-size", population=29),
-                      LANDMINE_DELTA, ["dpa-rdp", "rdp", "pld"])
+    wor = account_all(
+        landmine(0.35, 1.0, neighbouring="replace-one", sampling="fixed-size", population=29),
+        LANDMINE_DELTA,
+        ["dpa-rdp", "rdp", "pld"],
+    )
     # notes 4.6 (ii): dp-accounting's multiplier is relative to the L2 sensitivity 2 x clip, so z / 2.
     assert round(wor[0].epsilon, 1) == 160.6
     assert wor[1].status == "unsupported" and wor[2].status == "unsupported" and wor[1].reason
