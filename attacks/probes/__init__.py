@@ -29,6 +29,12 @@ PROBES: dict[str, tuple[str, dict]] = {
     "pne-reward": ("attacks.probes.pne:PneRewardProbe", {}),
     "pne-end-to-end": ("attacks.probes.pne:PneEndToEndProbe", {}),
     "pne-unclipped-canary": ("attacks.probes.pne:PneRewardProbe", {"canary_value": 10.0}),
+    "dp-duets-release": ("attacks.probes.duets:DuetsReleaseProbe", {}),
+    "dp-duets-release-reward": ("attacks.probes.duets:DuetsReleaseProbe", {"unit": "reward"}),
+    "dp-duets-end-to-end": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe", {}),
+    "dp-duets-end-to-end-reward": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe",
+                                   {"unit": "reward", "elimination": "paper"}),
+    "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
 }
 

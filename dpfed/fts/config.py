@@ -11,8 +11,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Neighbouring, Sampling, SubsampledGaussian
+from dpfed.config_base import StrictConfig
 from dpfed.fts.partition import box_partition
 from dpfed.fts.schedules import MIXING_SCHEDULES
 
@@ -23,8 +24,10 @@ PRESETS = ("landmine", "svm-breast-cancer", "svm-digits", "synthetic")
 
 
 @dataclass(frozen=True)
-class FTSConfig:
+class FTSConfig(StrictConfig):
     """All parameters of a run (defaults: the landmine protocol of the DP-FTS-DE reference code)."""
+
+    toml_table = "fts"
 
     algorithm: str = "dp-fts-de"
     objective: str = "svm-breast-cancer"
@@ -183,35 +186,11 @@ class FTSConfig:
             population=self.declared_population,
         )
 
-    def replace(self, **changes) -> FTSConfig:
-        unknown = [k for k in changes if k not in FIELD_NAMES]
-        if unknown:
-            raise ConfigurationError(unknown[0], "unknown configuration key")
-        return dataclasses.replace(self, **changes)
-
     def with_canary_slot(self) -> FTSConfig:
         """Same run with one extra declared slot for a canary agent (use it in both audit worlds)."""
         return self.replace(population=self.num_agents + 1)
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-    # ----- construction ----------------------------------------------------------------------
-    @classmethod
-    def from_dict(cls, data: dict) -> FTSConfig:
-        unknown = [k for k in data if k not in FIELD_NAMES]
-        if unknown:
-            raise ConfigurationError(unknown[0], "unknown configuration key")
-        return cls(**data)
-
-    @classmethod
-    def from_toml(cls, path, **overrides) -> FTSConfig:
-        """Read a TOML file of top-level keys (optionally under an ``[fts]`` table)."""
-        data = read_toml(Path(path), "config")
-        data = dict(data.get("fts", data))
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(data)
-
+    # ----- construction (replace, to_dict, from_dict, from_toml: StrictConfig) ---------------
     @classmethod
     def from_preset(cls, name: str, **overrides) -> FTSConfig:
         """Presets: landmine, svm-breast-cancer, svm-digits, synthetic (dpfed/presets/fts_<name>.toml)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILY_MODULES = ["reports.commands.run_fts", "reports.commands.run_pne"]
+FAMILY_MODULES = ["reports.commands.run_fts", "reports.commands.run_pne", "reports.commands.run_duets"]
 
 
 def add_parser(subparsers) -> None:

@@ -23,8 +23,7 @@ def test_thresholds_match_the_worked_schedule_of_the_notes():
     assert [p.completed for p in run.phases] == [True] * 5 + [False]
 
 
-@pytest.mark.parametrize("name, constants",
-                         [("garland", {}), ("himmelblau", {}), ("doublesine", {"rho": 0.8})])
+@pytest.mark.parametrize("name, constants", [("garland", {}), ("himmelblau", {}), ("doublesine", {"rho": 0.8})])
 def test_elimination_never_removes_the_node_holding_the_optimum_noise_free(name, constants):
     # DoubleSine satisfies the smoothness assumption f* - f(x_{h,i}) <= nu1 rho^h only for rho >= 0.8
     # (its gap near 0.5 decays like 0.8^h), so it is run with rho = 0.8; at rho = 0.5 it is violated.
@@ -59,8 +58,7 @@ def test_phase_invariants():
 def test_communication_rounds_grow_logarithmically_in_the_horizon():
     horizons = np.array([1_000, 3_000, 10_000, 30_000, 100_000])
     for clients in (1, 10, 50):
-        rounds = np.array([run_fed_pne("garland", clients, int(t), seed=1).communication_rounds
-                           for t in horizons])
+        rounds = np.array([run_fed_pne("garland", clients, int(t), seed=1).communication_rounds for t in horizons])
         slope = np.polyfit(np.log10(horizons), rounds, 1)[0]
         # one phase per depth and tau_h grows 4x per level: about log_4(10) = 1.66 rounds per decade
         assert 0.8 <= slope <= 2.5, (clients, rounds)
@@ -88,14 +86,15 @@ def test_same_seed_same_run_and_different_seed_differs():
     assert np.array_equal(a.instant_regret, b.instant_regret)
     assert a.transcript.to_dict() == b.transcript.to_dict()
     c = run_fed_pne("doublesine", 8, 4_000, seed=43)
-    assert not np.array_equal(a.transcript.to_dict()["messages"][1]["payload"]["means"],
-                              c.transcript.to_dict()["messages"][1]["payload"]["means"])
+    assert not np.array_equal(
+        a.transcript.to_dict()["messages"][1]["payload"]["means"],
+        c.transcript.to_dict()["messages"][1]["payload"]["means"],
+    )
 
 
 def test_more_clients_lower_per_client_regret():
     # notes section 2.6 (independent sketch): M = 1: 414, M = 10: 271, M = 50: 203 at T = 2000
-    regret = {m: np.mean([run_fed_pne("garland", m, 2000, seed=s).final_regret for s in range(6)])
-              for m in (1, 10, 50)}
+    regret = {m: np.mean([run_fed_pne("garland", m, 2000, seed=s).final_regret for s in range(6)]) for m in (1, 10, 50)}
     assert regret[1] > regret[10] > regret[50]
     assert 330 < regret[1] < 500 and 150 < regret[50] < 260
 
@@ -104,8 +103,15 @@ def test_reward_override_replaces_exactly_one_raw_reward():
     base = run_fed_pne("garland", 4, 2_000, seed=5, noise=NOISE_FREE, heterogeneity=0.0)
     phase = base.phases[1]
     node = phase.nodes[2]
-    forced = run_fed_pne("garland", 4, 2_000, seed=5, noise=NOISE_FREE, heterogeneity=0.0,
-                         reward_override=RewardOverride(client=3, depth=node[0], index=node[1], value=5.0))
+    forced = run_fed_pne(
+        "garland",
+        4,
+        2_000,
+        seed=5,
+        noise=NOISE_FREE,
+        heterogeneity=0.0,
+        reward_override=RewardOverride(client=3, depth=node[0], index=node[1], value=5.0),
+    )
 
     def upload(run, client):
         msg = run.transcript.filter(name="local_means", sender=f"agent{client}", round=2)[0].payload
@@ -133,8 +139,15 @@ def test_exactly_horizon_pulls_even_for_tiny_horizons():
         assert run.instant_regret.shape == (horizon,) and run.regret.shape == (horizon,)
 
 
-@pytest.mark.parametrize("kwargs, field", [({"horizon": 0}, "horizon"), ({"clients": 0}, "clients"),
-                                           ({"rho": 1.5}, "rho"), ({"expansion": "both"}, "expansion")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"horizon": 0}, "horizon"),
+        ({"clients": 0}, "clients"),
+        ({"rho": 1.5}, "rho"),
+        ({"expansion": "both"}, "expansion"),
+    ],
+)
 def test_bad_configuration_names_the_field(kwargs, field):
     args = {"clients": 3, "horizon": 100, **kwargs}
     with pytest.raises(ConfigurationError, match=field):
@@ -151,8 +164,9 @@ def test_prose_expansion_rule_stops_earlier_or_equal():
 def test_override_outside_the_run_is_reported_or_rejected():
     missing = run_fed_pne("garland", 2, 500, seed=0, reward_override=RewardOverride(0, 30, 1, 1.0))
     assert missing.parameters["override_applied"] == 0
-    every = run_fed_pne("garland", 2, 500, seed=0,
-                        reward_override=RewardOverride(1, *missing.phases[1].nodes[0], 1.0, pull=None))
+    every = run_fed_pne(
+        "garland", 2, 500, seed=0, reward_override=RewardOverride(1, *missing.phases[1].nodes[0], 1.0, pull=None)
+    )
     assert every.parameters["override_applied"] == missing.phases[1].pulls
     with pytest.raises(ConfigurationError, match="override client"):
         run_fed_pne("garland", 2, 500, seed=0, reward_override=RewardOverride(2, 3, 1, 1.0))

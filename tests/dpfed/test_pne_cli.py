@@ -11,8 +11,7 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def test_fed_pne_prints_regret_and_rounds_and_writes_json_and_plot(tmp_path, capsys):
-    code = main(["run", "fed-pne", "--clients", "5", "--horizon", "800", "--runs", "3",
-                 "--out", str(tmp_path)])
+    code = main(["run", "fed-pne", "--clients", "5", "--horizon", "800", "--runs", "3", "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
     assert "avg per-client cumulative regret" in out and "communication rounds" in out
@@ -23,9 +22,27 @@ def test_fed_pne_prints_regret_and_rounds_and_writes_json_and_plot(tmp_path, cap
 
 
 def test_dp_fed_pne_reports_the_guarantee(tmp_path, capsys):
-    code = main(["run", "dp-fed-pne", "--objective", "doublesine", "--clients", "4", "--horizon", "500",
-                 "--epsilon", "2", "--delta", "1e-6", "--out", str(tmp_path), "--save-transcript",
-                 "--accountants", "exact,rdp,pld"])
+    code = main(
+        [
+            "run",
+            "dp-fed-pne",
+            "--objective",
+            "doublesine",
+            "--clients",
+            "4",
+            "--horizon",
+            "500",
+            "--epsilon",
+            "2",
+            "--delta",
+            "1e-6",
+            "--out",
+            str(tmp_path),
+            "--save-transcript",
+            "--accountants",
+            "exact,rdp,pld",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "event level" in out and "exact" in out
     data = json.loads((tmp_path / "pne_dp-fed-pne_doublesine.json").read_text())
@@ -35,8 +52,26 @@ def test_dp_fed_pne_reports_the_guarantee(tmp_path, capsys):
 
 
 def test_classic_calibration_warns_and_shows_the_true_delta(tmp_path, capsys):
-    code = main(["run", "dp-fed-pne", "--calibration", "classic", "--epsilon", "10", "--delta", "1e-5",
-                 "--clients", "2", "--horizon", "200", "--out", str(tmp_path), "--accountants", "exact,rdp"])
+    code = main(
+        [
+            "run",
+            "dp-fed-pne",
+            "--calibration",
+            "classic",
+            "--epsilon",
+            "10",
+            "--delta",
+            "1e-5",
+            "--clients",
+            "2",
+            "--horizon",
+            "200",
+            "--out",
+            str(tmp_path),
+            "--accountants",
+            "exact,rdp",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "does not give the claimed guarantee for large epsilon" in out
@@ -47,25 +82,58 @@ def test_classic_calibration_warns_and_shows_the_true_delta(tmp_path, capsys):
 
 
 def test_hct_and_config_files(tmp_path, capsys):
-    assert main(["run", "hct", "--config", str(CONFIGS / "pne_hct_garland.toml"), "--horizon", "300",
-                 "--runs", "2", "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "hct",
+                "--config",
+                str(CONFIGS / "pne_hct_garland.toml"),
+                "--horizon",
+                "300",
+                "--runs",
+                "2",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     data = json.loads((tmp_path / "pne_hct_garland.json").read_text())
     assert data["options"]["horizon"] == 300 and data["constants"]["rho"] == 0.75
     for name in ("pne_garland.toml", "pne_dp_garland.toml"):
         algorithm = "dp-fed-pne" if "dp" in name else "fed-pne"
-        assert main(["run", algorithm, "--config", str(CONFIGS / name), "--horizon", "200", "--runs", "1",
-                     "--out", str(tmp_path)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    algorithm,
+                    "--config",
+                    str(CONFIGS / name),
+                    "--horizon",
+                    "200",
+                    "--runs",
+                    "1",
+                    "--out",
+                    str(tmp_path),
+                ]
+            )
+            == 0
+        )
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["run", "fed-pne", "--horizon", "0"], "horizon"),
-    (["run", "fed-pne", "--clients", "0"], "clients"),
-    (["run", "dp-fed-pne", "--epsilon", "0"], "epsilon"),
-    (["run", "dp-fed-pne", "--epsilon", "-1"], "epsilon"),
-    (["run", "hct", "--objective", "rosenbrock"], "objective"),
-    (["run", "dp-fed-pne", "--calibration", "moments"], "calibration"),
-    (["run", "fed-pne", "--runs", "two"], "runs"),
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["run", "fed-pne", "--horizon", "0"], "horizon"),
+        (["run", "fed-pne", "--clients", "0"], "clients"),
+        (["run", "dp-fed-pne", "--epsilon", "0"], "epsilon"),
+        (["run", "dp-fed-pne", "--epsilon", "-1"], "epsilon"),
+        (["run", "hct", "--objective", "rosenbrock"], "objective"),
+        (["run", "dp-fed-pne", "--calibration", "moments"], "calibration"),
+        (["run", "fed-pne", "--runs", "two"], "runs"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_code_2(argv, field, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()

@@ -14,8 +14,10 @@ def _descend(part, levels):
     return nodes
 
 
-@pytest.mark.parametrize("k, dimension, split", [(2, "random", "midpoint"), (3, "cyclic", "midpoint"),
-                                                  (2, "random", "random"), (4, "random", "random")])
+@pytest.mark.parametrize(
+    "k, dimension, split",
+    [(2, "random", "midpoint"), (3, "cyclic", "midpoint"), (2, "random", "random"), (4, "random", "random")],
+)
 def test_children_are_all_k_and_tile_the_parent(k, dimension, split):
     part = Partition([[0.0, 1.0], [-2.0, 3.0]], k=k, dimension=dimension, split=split, seed=7)
     parents = _descend(part, 2)

@@ -64,8 +64,10 @@ def test_each_upload_carries_fresh_noise_of_std_sigma_over_sqrt_t():
 
 
 def test_regret_rises_as_epsilon_falls():
-    regret = {eps: np.mean([run_dp_fed_pne("garland", 10, 5_000, epsilon=eps, seed=s).final_regret
-                            for s in range(6)]) for eps in (1.0, 8.0)}
+    regret = {
+        eps: np.mean([run_dp_fed_pne("garland", 10, 5_000, epsilon=eps, seed=s).final_regret for s in range(6)])
+        for eps in (1.0, 8.0)
+    }
     plain = np.mean([run_fed_pne("garland", 10, 5_000, seed=s).final_regret for s in range(6)])
     assert regret[1.0] > regret[8.0] > 0.8 * plain
 
@@ -79,8 +81,10 @@ def test_privacy_and_confidence_deltas_are_separate_parameters():
     assert plain_c == 0.1
 
 
-@pytest.mark.parametrize("kwargs, field", [({"epsilon": 0.0}, "epsilon"), ({"dp_delta": 1.0}, "delta"),
-                                           ({"calibration": "rdp"}, "calibration")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [({"epsilon": 0.0}, "epsilon"), ({"dp_delta": 1.0}, "delta"), ({"calibration": "rdp"}, "calibration")],
+)
 def test_bad_privacy_parameters_name_the_field(kwargs, field):
     with pytest.raises(ConfigurationError, match=field):
         run_dp_fed_pne("garland", 2, 100, seed=0, **kwargs)
@@ -91,9 +95,18 @@ def test_canary_hook_moves_exactly_one_upload_by_one_over_t():
     assert not plain.canary_slots(max_pulls=1)  # c inflated for the noise: tau_0 > M, so t >= 2 here
     phase, depth, index, pulls = plain.canary_slots(max_pulls=10)[0]
     assert pulls >= 2 and phase == 1
-    worlds = {v: run_dp_fed_pne("garland", 5, 2_000, epsilon=1.0, seed=21, noise=NOISE_FREE,
-                                reward_override=RewardOverride(client=2, depth=depth, index=index, value=v))
-              for v in (0.0, 1.0)}
+    worlds = {
+        v: run_dp_fed_pne(
+            "garland",
+            5,
+            2_000,
+            epsilon=1.0,
+            seed=21,
+            noise=NOISE_FREE,
+            reward_override=RewardOverride(client=2, depth=depth, index=index, value=v),
+        )
+        for v in (0.0, 1.0)
+    }
     # same seed: identical privacy noise, so the two worlds' uploads differ by exactly (1 - 0) / t
     diff = worlds[1.0].upload(2, depth, index) - worlds[0.0].upload(2, depth, index)
     assert diff == pytest.approx(1.0 / pulls, abs=1e-12)

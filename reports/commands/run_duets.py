@@ -1,0 +1,227 @@
+"""``dpaudit run duets|dp-duets|diskernelucb``: distributed kernel bandits, regret, communication, privacy.
+
+Prints the cumulative regret summed over agents (mean and standard error over runs), the communication
+in reals (the seed's eq. 2: uplink averaged over agents plus downlink) and, for DP-DUETS (our private
+variant, notes A.9), what the run released and the epsilon of that composition from every accountant.
+Writes a JSON result and regret and communication plots to ``--out`` (atomically). Options may come from a
+TOML file (``--config``: any ``DuetsConfig`` key, optionally under ``[duets]``, plus ``runs``, ``seed``,
+``threshold``); flags given on the command line win. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from accounting.errors import ConfigurationError, read_toml, require_number
+from attacks.files import atomic_write_bytes
+from reports.commands.common import dumps, format_number, print_table, write_curve_png
+
+ALGORITHM_HELP = {
+    "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
+    "dp-duets": "DP-DUETS (ours): one subsampled-Gaussian release per completed epoch",
+    "diskernelucb": "DisKernelUCB baseline (Li et al. 2022), log-det event trigger",
+}
+FLAGS = {  # flag -> (DuetsConfig field or run option, help)
+    "objective": "branin (default) | hartmann4 | cosine | polynomial",
+    "num_agents": "number of agents N (default 10)",
+    "horizon": "queries per agent T (default 50)",
+    "beta": "confidence width (default 1) or 'theory' (Lemma 2.5)",
+    "elimination": "paper (eq. 9, default) | code | off",
+}
+DP_FLAGS = {
+    "noise_multiplier": "noise std in units of the clip (default 1)",
+    "unit": "agent (default) | reward",
+    "rate": "Poisson sampling rate of agents (default 1)",
+    "agent_clip": "public (c_y kappa T_j, default) | sqrt (clip_scale c_y kappa sqrt(T_j))",
+    "reward_clip": "rewards are clipped to [-c_y, c_y] (default 4)",
+    "dp_delta": "delta at which epsilon is reported (default 1e-5)",
+}
+RUN_OPTIONS = {"runs": 1, "seed": 0, "threshold": 10.0}
+
+
+def add_algorithms(subparsers) -> None:
+    for name, help_text in ALGORITHM_HELP.items():
+        p = subparsers.add_parser(name, help=help_text)
+        p.add_argument("--config", default=None, help="TOML file with DuetsConfig keys, runs, seed, threshold")
+        flags = {**FLAGS, **(DP_FLAGS if name == "dp-duets" else {})}
+        for key, text in flags.items():
+            p.add_argument("--" + key.replace("_", "-"), dest=key, default=None, help=text)
+        if name == "dp-duets":
+            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+        if name == "diskernelucb":
+            p.add_argument("--threshold", default=None, help="event-trigger threshold D (default 10; inf: none)")
+        p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
+        p.add_argument("--runs", default=None, help="number of runs R (default 1)")
+        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plots")
+        p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        p.set_defaults(func=functools.partial(run_command, name))
+
+
+def _number_or_word(value):
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def resolve(algorithm: str, args):
+    """(DuetsConfig, run options): command line over config file over defaults, validated."""
+    from dpfed.duets import DuetsConfig
+    from dpfed.duets.config import FIELD_NAMES
+
+    data = dict(read_toml(args.config, "config")) if args.config else {}
+    data = dict(data.get("duets", data))
+    if algorithm != "diskernelucb" and "threshold" in data:
+        raise ConfigurationError("threshold", f"only diskernelucb has an event-trigger threshold, not {algorithm}")
+    options = {key: data.pop(key, default) for key, default in RUN_OPTIONS.items()}
+    for key in list(FLAGS) + list(DP_FLAGS):
+        value = getattr(args, key, None)
+        if value is not None:
+            data[key] = _number_or_word(value) if key in ("beta",) else value
+    for key in ("runs", "seed", "threshold"):
+        if getattr(args, key, None) is not None:
+            options[key] = getattr(args, key)
+    if "algorithm" in data and data["algorithm"] != algorithm:
+        raise ConfigurationError("algorithm", f"the config says {data['algorithm']!r}, the command {algorithm!r}")
+    data["algorithm"] = "duets" if algorithm == "diskernelucb" else algorithm
+    unknown = sorted(set(data) - FIELD_NAMES)
+    if unknown:
+        raise ConfigurationError(unknown[0], "unknown configuration key")
+    config = DuetsConfig.from_dict(data)
+    options["runs"] = int(require_number("runs", options["runs"], low=1, integer=True))
+    options["seed"] = int(require_number("seed", options["seed"], low=0, integer=True))
+    threshold = options["threshold"]
+    options["threshold"] = math.inf if str(threshold) == "inf" else require_number("threshold", threshold, low=0)
+    if algorithm == "diskernelucb" and isinstance(config.beta, str):
+        raise ConfigurationError("beta", "diskernelucb needs a numeric beta")
+    return config, options
+
+
+def execute(algorithm: str, config, options: dict) -> list:
+    from dpfed.duets import run_dis_kernel_ucb, run_duets
+
+    seeds = [np.random.SeedSequence([options["seed"], r]) for r in range(options["runs"])]
+    if algorithm == "diskernelucb":
+        return [run_dis_kernel_ucb(config, s, options["threshold"]) for s in seeds]
+    return [run_duets(config, s) for s in seeds]
+
+
+def privacy_report(run, config, accountants) -> dict:
+    """Print and return the privacy section of a DP-DUETS run."""
+    from accounting.registry import account_all
+
+    composition = run.composition()
+    unit = "one agent's rewards (add/remove)" if config.unit == "agent" else "one reward (replace-one)"
+    clips = ", ".join(format_number(m.clip, 3) for m, _ in composition.parts)
+    print(
+        f"\nprivacy (DP-DUETS, our design; unit: {unit}; rewards clipped to +-{config.reward_clip:g}): "
+        f"{composition.total_count} subsampled-Gaussian release(s), z = {config.noise_multiplier:g}, "
+        f"q = {config.rate:g}, clip(s) {clips}"
+    )
+    rows = [a.to_dict() for a in account_all(composition, config.dp_delta, accountants)]
+    print_table(
+        ["accountant", f"epsilon at delta={config.dp_delta:g}", "status"],
+        [
+            [a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
+            for a in rows
+        ],
+    )
+    return {
+        "unit": unit,
+        "releases": composition.total_count,
+        "noise_multiplier": config.noise_multiplier,
+        "rate": config.rate,
+        "clips": [m.clip for m, _ in composition.parts],
+        "delta": config.dp_delta,
+        "accounting": rows,
+    }
+
+
+def _mean_se(curves: np.ndarray):
+    mean = curves.mean(axis=0)
+    se = curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
+    return mean, se
+
+
+def run_command(algorithm: str, args) -> int:
+    config, options = resolve(algorithm, args)
+    results = execute(algorithm, config, options)
+    regret, regret_se = _mean_se(np.array([r.regret for r in results]))
+    comm, comm_se = _mean_se(np.array([r.communication for r in results]))
+    horizon = config.horizon
+    print(
+        f"{algorithm} on {config.objective}: N={config.num_agents} agents, T={horizon}, runs={options['runs']} "
+        f"(seed {options['seed']})"
+    )
+    steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
+    print_table(
+        ["step", "cumulative regret (sum over agents)", "std error", "communication (reals)", "std error"],
+        [
+            [
+                str(t),
+                format_number(regret[t - 1], 2),
+                format_number(regret_se[t - 1], 2),
+                format_number(comm[t - 1], 1),
+                format_number(comm_se[t - 1], 1),
+            ]
+            for t in steps
+        ],
+    )
+    rounds = [
+        r.communication_rounds if algorithm != "diskernelucb" else r.parameters["synchronisations"] for r in results
+    ]
+    print(f"communication rounds: {np.mean(rounds):.2f} (mean over runs)")
+    payload = {
+        "algorithm": algorithm,
+        "config": config.to_dict(),
+        "options": options,
+        "final_regret_mean": float(regret[-1]),
+        "final_regret_se": float(regret_se[-1]),
+        "regret_mean": regret.tolist(),
+        "regret_se": regret_se.tolist(),
+        "communication_mean": comm.tolist(),
+        "communication_se": comm_se.tolist(),
+        "communication_rounds": rounds,
+        "runs": [r.summary() for r in results],
+        "privacy": None,
+    }
+    if algorithm == "dp-duets":
+        accountants = args.accountants.split(",") if args.accountants else None
+        payload["privacy"] = privacy_report(results[0], config, accountants)
+    else:
+        print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")
+    if args.save_transcript:
+        payload["transcript"] = results[0].transcript.to_dict()
+    _write(
+        Path(args.out),
+        f"duets_{algorithm}_{config.objective}",
+        payload,
+        regret,
+        regret_se,
+        comm,
+        comm_se,
+        algorithm,
+        config.objective,
+    )
+    return 0
+
+
+def _write(out: Path, stem, payload, regret, regret_se, comm, comm_se, algorithm, objective) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
+    x = np.arange(1, len(regret) + 1)
+    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
+    title = f"{algorithm} on {objective}"
+    regret_png = write_curve_png(out / f"{stem}_regret.png", x, regret, regret_se, title, "step", "cumulative regret")
+    comm_png = write_curve_png(
+        out / f"{stem}_communication.png", x, comm, comm_se, title, "step", "communication (reals)"
+    )
+    print(f"\nwrote {json_path}, {regret_png} and {comm_png}")

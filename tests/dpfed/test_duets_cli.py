@@ -1,0 +1,61 @@
+"""``dpaudit run duets|dp-duets|diskernelucb``: outputs, privacy report, bad input (exit code 2)."""
+
+import json
+
+import pytest
+
+from reports.cli import main
+
+FAST = ["--horizon", "20", "--num-agents", "3"]
+
+
+def test_duets_prints_regret_and_communication_and_writes_json_and_plots(tmp_path, capsys):
+    code = main(["run", "duets", "--objective", "hartmann4", *FAST, "--runs", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "cumulative regret" in out and "communication" in out and "not private" in out
+    data = json.loads((tmp_path / "duets_duets_hartmann4.json").read_text())
+    assert len(data["regret_mean"]) == 20 and len(data["runs"]) == 2 and data["privacy"] is None
+    assert data["communication_rounds"] == [3, 3]
+    for suffix in ("regret", "communication"):
+        assert (tmp_path / f"duets_duets_hartmann4_{suffix}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dp_duets_reports_every_release_and_the_accountants(tmp_path, capsys):
+    code = main(
+        ["run", "dp-duets", *FAST, "--noise-multiplier", "2", "--accountants", "exact,rdp", "--out", str(tmp_path)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "3 subsampled-Gaussian release(s)" in out
+    privacy = json.loads((tmp_path / "duets_dp-duets_branin.json").read_text())["privacy"]
+    assert privacy["releases"] == 3 and [a["name"] for a in privacy["accounting"]] == ["exact", "rdp"]
+    assert privacy["accounting"][0]["epsilon"] == pytest.approx(3.7086, abs=1e-3)  # mu = sqrt(3)/2
+
+
+def test_diskernelucb_and_config_file(tmp_path, capsys):
+    config = tmp_path / "c.toml"
+    config.write_text('objective = "cosine"\nnum_agents = 3\nhorizon = 15\nthreshold = 2.0\nruns = 2\n')
+    assert main(["run", "diskernelucb", "--config", str(config), "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "duets_diskernelucb_cosine.json").read_text())
+    assert data["options"]["threshold"] == 2.0 and len(data["runs"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv, config_text",
+    [
+        (["run", "duets", "--horizon", "0"], None),
+        (["run", "duets", "--beta", "loose"], None),
+        (["run", "dp-duets", "--unit", "reward", "--rate", "0.5"], None),
+        (["run", "duets"], "horizon = 10\ntypo = 1\n"),
+        (["run", "duets"], "threshold = 3\n"),
+        (["run", "duets", "--runs", "0"], None),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, config_text):
+    if config_text is not None:
+        path = tmp_path / "bad.toml"
+        path.write_text(config_text)
+        argv = [*argv, "--config", str(path)]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "error" in err
