@@ -35,6 +35,19 @@ PROBES: dict[str, tuple[str, dict]] = {
     "dp-duets-end-to-end-reward": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe",
                                    {"unit": "reward", "elimination": "paper"}),
     "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
+
+    "fkm-loss": ("attacks.probes.fkm:FkmLossProbe", {}),
+    "fkm-end-to-end": ("attacks.probes.fkm:FkmEndToEndProbe", {}),
+    "fkm-dataset-end-to-end": ("attacks.probes.fkm:FkmDatasetEndToEndProbe", {}),
+    "fkm-nonprivate": ("attacks.probes.fkm:FkmEndToEndProbe", {"private": False}),
+    "fedzero-scalar": ("attacks.probes.fedzero:FedZeroScalarProbe", {}),
+    "fedzero-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {}),
+    "fedzero-record-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
+                                  {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4}),
+    "fedzero-broadcast": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"view": "broadcast"}),
+    "fedzero-nonprivate": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"private": False}),
+    "fedzero-nonprivate-broadcast": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
+                                     {"private": False, "view": "broadcast"}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
 }
 

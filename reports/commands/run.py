@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import importlib
 
-FAMILY_MODULES = ["reports.commands.run_fts", "reports.commands.run_pne", "reports.commands.run_duets"]
+FAMILY_MODULES = [
+    "reports.commands.run_fts",
+    "reports.commands.run_pne",
+    "reports.commands.run_duets",
+    "reports.commands.run_fedzero",
+    "reports.commands.run_fkm",
+]
 
 
 def add_parser(subparsers) -> None:

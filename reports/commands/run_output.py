@@ -1,0 +1,73 @@
+"""Output shared by the FedZero and FKM run commands: regret table, privacy table, JSON and plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+from attacks.files import atomic_write_bytes
+from reports.commands.common import STEPS, dumps, format_number, number_arg, print_table, write_curve_png
+
+
+def add_run_arguments(parser, private: bool) -> None:
+    """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output."""
+    if private:
+        parser.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+    parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
+    parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
+    parser.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
+    parser.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
+
+
+def regret_summary(curves: np.ndarray, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """Print the mean cumulative regret with standard errors at five rounds; return (mean, se)."""
+    runs, horizon = curves.shape
+    mean = curves.mean(axis=0)
+    se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
+    steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
+    print_table(
+        ["round", label, "std error"],
+        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
+    )
+    return mean, se
+
+
+def privacy_section(run, args, **extra) -> dict:
+    """Print epsilon at ``args.delta`` from every accountant for ``run.composition()``; return the JSON
+    section (unit, delta, mechanism, releases per unit, accounting rows and ``extra``)."""
+    from accounting.registry import account_all
+
+    composition = run.composition()
+    rows = [a.to_dict() for a in account_all(composition, args.delta, args.accountants)]
+    print_table(
+        ["accountant", f"epsilon at delta={args.delta:g}", "status"],
+        [
+            [a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
+            for a in rows
+        ],
+    )
+    return {
+        "unit": args.unit,
+        "delta": args.delta,
+        "mechanism": repr(run.mechanism),
+        "releases_per_unit": composition.total_count,
+        "accounting": rows,
+        **extra,
+    }
+
+
+def write_outputs(args, run, stem: str, payload: dict, mean: np.ndarray, se: np.ndarray, label: str) -> None:
+    """Add the transcript if asked for; write ``stem.json`` and ``stem.png`` (atomically) into ``args.out``."""
+    if args.save_transcript:
+        payload["transcript"] = run.transcript.to_dict()
+    title = run.algorithm
+    directory = Path(args.out)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError("out", f"cannot create {directory}: {exc.strerror}") from None
+    json_path = atomic_write_bytes(directory / f"{stem}.json", dumps(payload).encode())
+    png_path = write_curve_png(directory / f"{stem}.png", np.arange(1, len(mean) + 1), mean, se, title, "round", label)
+    print(f"\nwrote {json_path} and {png_path}")

@@ -1,0 +1,121 @@
+"""``dpaudit run fkm|dp-fkm|fedzero|dp-fedzero``: outputs, privacy section, bad input (exit code 2)."""
+
+import json
+
+import pytest
+
+from reports.cli import main
+
+
+def test_fkm_prints_regret_and_the_corrected_bound(tmp_path, capsys):
+    assert main(["run", "fkm", "--horizon", "500", "--runs", "3", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "corrected bound of notes C.3" in out and "not private" in out
+    data = json.loads((tmp_path / "fkm_fkm_linear.json").read_text())
+    assert len(data["regret_mean"]) == 500 and data["privacy"] is None
+    assert data["regret_mean"][-1] < data["regret_bound"]
+    assert (tmp_path / "fkm_fkm_linear.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dp_fkm_event_level_is_one_gaussian_release(tmp_path, capsys):
+    code = main(
+        [
+            "run",
+            "dp-fkm",
+            "--horizon",
+            "3000",
+            "--epsilon",
+            "2",
+            "--delta",
+            "1e-6",
+            "--accountants",
+            "exact,rdp",
+            "--out",
+            str(tmp_path),
+            "--save-transcript",
+        ]
+    )
+    assert code == 0 and "ONE such release" in capsys.readouterr().out
+    data = json.loads((tmp_path / "fkm_dp-fkm_linear.json").read_text())
+    exact = [row for row in data["privacy"]["accounting"] if row["name"] == "exact"][0]
+    assert exact["epsilon"] == pytest.approx(2.0, rel=1e-6) and data["privacy"]["releases_per_unit"] == 1
+    assert len(data["transcript"]["messages"]) == 2 * 3000
+
+
+def test_dp_fkm_dataset_level_composes_over_rounds(tmp_path):
+    code = main(
+        [
+            "run",
+            "dp-fkm",
+            "--unit",
+            "dataset",
+            "--horizon",
+            "200",
+            "--records",
+            "20",
+            "--rate",
+            "0.2",
+            "--accountants",
+            "rdp",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    data = json.loads((tmp_path / "fkm_dp-fkm_linear.json").read_text())
+    assert data["privacy"]["releases_per_unit"] == 200
+
+
+@pytest.mark.parametrize("geometry", ["l2", "l1"])
+def test_fedzero_prints_regret_bracket_communication_and_the_remark(tmp_path, capsys, geometry):
+    code = main(["run", "fedzero", "--geometry", geometry, "--rounds", "300", "--runs", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0 and "Theorem 4.1 bracket" in out and "1200 reals uplink" in out
+    assert "not a differential-privacy property" in out
+    data = json.loads((tmp_path / f"fedzero_fedzero_{geometry}.json").read_text())
+    assert data["summary"]["uplink_reals"] == 1200 and len(data["regret_mean"]) == 300
+
+
+def test_dp_fedzero_reports_n_rounds_of_the_subsampled_gaussian(tmp_path):
+    code = main(
+        [
+            "run",
+            "dp-fedzero",
+            "--rounds",
+            "50",
+            "--rate",
+            "0.5",
+            "--noise",
+            "vector",
+            "--accountants",
+            "rdp",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    data = json.loads((tmp_path / "fedzero_dp-fedzero_l2.json").read_text())
+    assert data["privacy"]["releases_per_unit"] == 50 and data["privacy"]["noise"] == "vector"
+
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["fkm", "--horizon", "10"], "horizon"),
+        (["fkm", "--loss", "cubic"], "loss"),
+        (["dp-fkm", "--unit", "user"], "unit"),
+        (["dp-fkm", "--rate", "0.2"], "rate"),
+        (["dp-fkm", "--unit", "dataset", "--epsilon", "1"], "epsilon"),
+        (["dp-fkm", "--epsilon", "1", "--noise-multiplier", "2"], "epsilon"),
+        (["fedzero", "--geometry", "l3"], "geometry"),
+        (["dp-fedzero", "--unit", "record", "--noise", "vector"], "noise"),
+        (["fedzero", "--dim", "2"], "dim"),
+        (["dp-fedzero", "--rate", "2"], "rate"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, field):
+    with pytest.raises(SystemExit) as info:
+        raise SystemExit(main(["run", *argv, "--out", str(tmp_path)]))
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
