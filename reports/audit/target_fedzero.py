@@ -128,7 +128,8 @@ class FedZeroTarget(BaseTarget):
             "reaches_ceiling": bound >= CEILING_REACHED * best.ceiling,
             "claim_epsilon": self.claim.epsilon,
         }
-        return [Finding("privacy-remark", "high" if bound > self.claim.epsilon else "info", values)]
+        severe = values["reaches_ceiling"] or bound > self.claim.epsilon
+        return [Finding("privacy-remark", "high" if severe else "info", values)]
 
     def utility(self, seed, runs: int, log):
         from dpfed.fedzero.algorithm import run_fedzero
