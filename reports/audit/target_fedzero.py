@@ -92,7 +92,13 @@ class FedZeroTarget(BaseTarget):
             raise ProbeDeclined(f"{name} attacks worker-level scalar noise; this target is {self._setting()}")
         p = self.privacy
         rate, sigma, clip = p["rate"], p["noise_multiplier"], p["clip"]
-        return {"rate": rate, "noise_multiplier": sigma, "clip": clip, "rounds": self.releases, "delta": self.claim.delta}
+        return {
+            "rate": rate,
+            "noise_multiplier": sigma,
+            "clip": clip,
+            "rounds": self.releases,
+            "delta": self.claim.delta,
+        }
 
     def _setting(self) -> str:
         if not self.private:

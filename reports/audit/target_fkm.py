@@ -103,7 +103,13 @@ class FkmTarget(BaseTarget):
         if self.config.horizon < 2:
             raise ProbeDeclined(f"{name} reads a loss from the next play; this target plays one round")
         carried = {field: getattr(self.config, field) for field in EVENT_CARRIED}
-        return {**carried, **self._noise(), "canary_round": self.config.horizon // 2, "private": self.private, "delta": self.claim.delta}
+        return {
+            **carried,
+            **self._noise(),
+            "canary_round": self.config.horizon // 2,
+            "private": self.private,
+            "delta": self.claim.delta,
+        }
 
     def _dataset_probe(self, name: str, explicit: dict) -> dict:
         if not (self.private and self.unit == "dataset"):
