@@ -32,14 +32,14 @@ PRIVATE = [
     ("DP-FKM dataset level (end to end)", "fkm-dataset-end-to-end"),
     ("DP-FedZero worker level, server view (end to end)", "fedzero-end-to-end"),
     ("DP-FedZero worker level, broadcast view (end to end)", "fedzero-broadcast"),
-    ("DP-FedZero record level (end to end)", "fedzero-record-end-to-end"),
+    ("DP-FedZero record level (end to end)", "fedzero-record"),
     ("DP-FKM event level (mechanism level)", "fkm-loss"),
     ("DP-FedZero worker level (mechanism level)", "fedzero-scalar"),
 ]
 NON_PRIVATE = [
     ("FKM (end to end)", "fkm-nonprivate"),
     ("FedZero, server view (end to end)", "fedzero-nonprivate"),
-    ("FedZero, broadcast view (end to end)", "fedzero-nonprivate-broadcast"),
+    ("FedZero, broadcast view (end to end)", "fedzero-broadcast-leak"),
 ]
 
 

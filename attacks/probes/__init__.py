@@ -42,12 +42,11 @@ PROBES: dict[str, tuple[str, dict]] = {
     "fkm-nonprivate": ("attacks.probes.fkm:FkmEndToEndProbe", {"private": False}),
     "fedzero-scalar": ("attacks.probes.fedzero:FedZeroScalarProbe", {}),
     "fedzero-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {}),
-    "fedzero-record-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
-                                  {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4}),
-    "fedzero-broadcast": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"view": "broadcast"}),
+    "fedzero-record": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
+                       {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4}),
+    "fedzero-broadcast": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {}),
     "fedzero-nonprivate": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"private": False}),
-    "fedzero-nonprivate-broadcast": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
-                                     {"private": False, "view": "broadcast"}),
+    "fedzero-broadcast-leak": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {"private": False}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
 }
 

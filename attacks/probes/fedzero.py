@@ -169,6 +169,20 @@ class FedZeroEndToEndProbe(Probe):
         return composed_llr(scalars, self.clip, self._uplink.mechanism.noise_std, self.rate)
 
 
+@dataclass
+class FedZeroBroadcastProbe(FedZeroEndToEndProbe):
+    """The end-to-end probe seen from the broadcast iterates only (per-worker scalars solved from them)."""
+
+    view: str = "broadcast"
+
+    name = "fedzero-broadcast"
+    threat_model = "broadcast view"
+    description = (
+        "(DP-)FedZero end to end, broadcast view: worker 0's scalar is +C or zero; the observer "
+        "solves every worker's scalar from the iterates and the public directions"
+    )
+
+
 def recover_scalars_from_iterates(run, public_seed: int) -> np.ndarray:
     """Per-worker scalars (rounds, runs, m) solved from the broadcast iterates (with the final one) and
     the public directions (l2 geometry, iterates strictly inside the ball so that x_t = eta z_t)."""

@@ -131,6 +131,15 @@ class FedZeroRun:
         }
 
 
+def _uploads(config, losses, x, zeta, h, records, canary) -> tuple[np.ndarray, np.ndarray]:
+    """The workers' raw numbers and scalars of one round, the canary's forced in."""
+    raw, scalars = _worker_scalars(config, losses, x, zeta, h, records)
+    if canary is not None:
+        canary.apply(scalars)
+        raw = scalars * (2 * h if config.estimator == "two-point" else h)
+    return raw, scalars
+
+
 def _worker_scalars(config, losses, x, zeta, h, records):
     """(raw, s) of shape (runs, m, k): the sent raw numbers and the scalars of the estimate."""
     plus = x[:, None, None, :] + h * zeta[:, :, None, :]
@@ -173,13 +182,13 @@ def run_fedzero(
     crosses the network.
     """
     streams = spawn_generators(seed, STREAMS)
+    streams["directions"] = streams["directions"] if directions is None else np.random.default_rng(directions)
+    streams["privacy"] = streams["privacy"] if privacy_rng is None else np.random.default_rng(privacy_rng)
     uplink = uplink or ExactUplink()
     runs = int(require_number("runs", runs, low=1, integer=True))
     if canary is not None:
         canary.validate(config)
     losses = ContextLosses.generate(config.geometry, config.workers, config.records, config.dim, streams["contexts"])
-    direction_rng = streams["directions"] if directions is None else np.random.default_rng(directions)
-    noise_rng = streams["privacy"] if privacy_rng is None else np.random.default_rng(privacy_rng)
     eta, h = config.parameters(losses.lipschitz)
     space, m, n = config.space, config.workers, config.rounds
     transcript = Transcript() if record_transcript else None
@@ -190,7 +199,9 @@ def run_fedzero(
     worker_index = np.arange(m)[None, :, None]
     for start in range(0, n, CHUNK):
         size = min(CHUNK, n - start)
-        zetas, weights = sample_directions(direction_rng, (size, direction_runs, m), config.dim, config.randomisation)
+        zetas, weights = sample_directions(
+            streams["directions"], (size, direction_runs, m), config.dim, config.randomisation
+        )
         picks = None if uplink.all_records else streams["selection"].integers(config.records, size=(size, runs, m, 1))
         iterates = np.empty((size, runs, config.dim))
         for i in range(size):
@@ -199,24 +210,12 @@ def run_fedzero(
                 transcript.add(t, SERVER, BROADCAST, "iterate", x.copy())
             iterates[i] = x
             records = losses.contexts[None] if picks is None else losses.contexts[worker_index, picks[i]]
-            raw, scalars = _worker_scalars(config, losses, x, zetas[i], h, records)
-            if canary is not None:
-                canary.apply(scalars)
-                raw = scalars * (2 * h if config.estimator == "two-point" else h)
-            dual = dual - uplink.aggregate(t, raw, scalars, weights[i], noise_rng, transcript, name)
+            raw, scalars = _uploads(config, losses, x, zetas[i], h, records, canary)
+            dual = dual - uplink.aggregate(t, raw, scalars, weights[i], streams["privacy"], transcript, name)
             x = space.iterate(dual, eta)
         if track_regret:
             instant[start : start + size] = regret_of(losses, iterates)
     if not np.all(np.isfinite(x)):
         raise ConfigurationError("step", "the iterates diverged (non-finite)")
-    return FedZeroRun(
-        algorithm,
-        config,
-        eta,
-        h,
-        instant,
-        transcript or Transcript(),
-        uplink,
-        x,
-        {"L": losses.lipschitz, "q": config.q, "R": space.R, "d1": config.d1, "minimum": losses.minimum},
-    )
+    parameters = {"L": losses.lipschitz, "q": config.q, "R": space.R, "d1": config.d1, "minimum": losses.minimum}
+    return FedZeroRun(algorithm, config, eta, h, instant, transcript or Transcript(), uplink, x, parameters)

@@ -1,8 +1,9 @@
 """DP-FedZero: our private variants of FedZero (notes B.5 and D; the seed has no privacy).
 
 Each worker's only data-dependent output per round is the scalar ``s = (y - y')/(2h)`` (or ``y/h``);
-the direction is public (shared seed). Under the seed's assumptions ``|s| <= L``, so clipping s at
-``C = L`` is bias-free.
+the direction is public (shared seed). Under the seed's assumptions the two-point scalar has
+``|s| <= L``, so clipping it at ``C = L`` is bias-free; the one-point scalar ``y/h`` has no such bound
+(clipping it at L biases the estimate; choose C for it explicitly).
 
 * **Worker level, scalar noise** (default): neighbours add/remove one worker (all its data). Every
   worker slot releases ``1[sampled] clip_C(s) + N(0, (sigma C)^2)`` through

@@ -22,10 +22,10 @@ NEW_PROBES = [
     "fkm-nonprivate",
     "fedzero-scalar",
     "fedzero-end-to-end",
-    "fedzero-record-end-to-end",
+    "fedzero-record",
     "fedzero-broadcast",
     "fedzero-nonprivate",
-    "fedzero-nonprivate-broadcast",
+    "fedzero-broadcast-leak",
 ]
 
 
@@ -37,7 +37,7 @@ def test_probe_is_registered_seeded_and_describes_itself(name):
     assert a.shape == (200,) and np.array_equal(a, b) and np.all(np.isfinite(a))
     info = probe.metadata(1e-5)
     assert info["threat_model"] in ("server view", "broadcast view", "output only")
-    private = "nonprivate" not in name
+    private = "nonprivate" not in name and "leak" not in name
     assert (info["true_epsilon"] is not None) == private and (info["mechanism"] is not None) == private
 
 
@@ -69,7 +69,7 @@ def test_fkm_end_to_end_statistic_is_the_gaussian_of_c5():
     assert out.std() == pytest.approx(3.0, rel=0.03)
 
 
-@pytest.mark.parametrize("name", ["fkm-nonprivate", "fedzero-nonprivate", "fedzero-nonprivate-broadcast"])
+@pytest.mark.parametrize("name", ["fkm-nonprivate", "fedzero-nonprivate", "fedzero-broadcast-leak"])
 def test_non_private_versions_reach_the_trial_ceiling(name):
     result = run_attack(get_probe(name), trials=2_000, seed=0, delta=1e-5)
     assert result.best_rigorous() == pytest.approx(bonferroni_ceiling(2_000, 1e-5), rel=1e-9)
