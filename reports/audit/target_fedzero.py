@@ -35,7 +35,8 @@ PRIVACY = {
 DEFAULT_PRIVACY = {"unit": "worker", "noise": "scalar", "rate": 1.0, "noise_multiplier": 1.0, "clip": 1.0}
 END_TO_END_FIELDS = ("geometry", "dim", "workers", "records", "rounds", "step")
 # the end-to-end probes of non-private FedZero: their result answers the seed's privacy remark
-REMARK_PROBES = ("fedzero-nonprivate", "fedzero-nonprivate-broadcast", "fedzero-end-to-end", "fedzero-broadcast")
+REMARK_PROBES = ("fedzero-nonprivate", "fedzero-broadcast-leak")
+BROADCAST_PROBES = ("fedzero-broadcast", "fedzero-broadcast-leak")
 CEILING_REACHED = 0.999  # a lower bound within 0.1% of the estimator's ceiling has reached it
 
 
@@ -47,10 +48,10 @@ class FedZeroTarget(BaseTarget):
     binders = {
         "fedzero-scalar": "_scalar_probe",
         "fedzero-end-to-end": "_end_to_end_probe",
-        "fedzero-record-end-to-end": "_end_to_end_probe",
+        "fedzero-record": "_end_to_end_probe",
         "fedzero-broadcast": "_end_to_end_probe",
         "fedzero-nonprivate": "_end_to_end_probe",
-        "fedzero-nonprivate-broadcast": "_end_to_end_probe",
+        "fedzero-broadcast-leak": "_end_to_end_probe",
     }
 
     def __init__(self, spec: TargetSpec):
@@ -111,6 +112,11 @@ class FedZeroTarget(BaseTarget):
         if p["noise"] != "scalar":
             raise ProbeDeclined(f"{name} replays scalar noise; this target is {self._setting()}")
         decline_uncarried_fields(name, self.config, END_TO_END_FIELDS)
+        c = self.config
+        if name in BROADCAST_PROBES and (c.geometry != "l2" or c.workers > c.dim):
+            raise ProbeDeclined(
+                f"{name} solves the scalars from the iterates: it needs the l2 geometry and workers <= dim"
+            )
         out = {field: getattr(self.config, field) for field in END_TO_END_FIELDS}
         if self.private:
             out.update(unit=p["unit"], rate=p["rate"], noise_multiplier=p["noise_multiplier"], clip=p["clip"])

@@ -125,3 +125,9 @@ def test_privacy_parameters_of_a_non_private_target_are_errors():
         _target("fkm", unit="event")
     with pytest.raises(ConfigurationError, match="algorithm"):
         _target("duets", **{"algorithm": "dp-duets"})
+
+
+def test_the_broadcast_probes_decline_a_geometry_they_cannot_invert():
+    for system, name in (("dp-fedzero", "fedzero-broadcast"), ("fedzero", "fedzero-broadcast-leak")):
+        with pytest.raises(ProbeDeclined, match="workers <= dim"):
+            build_probe(_target(system, rounds=10, dim=3, workers=4), ProbeSpec(name, "end-to-end", 10))
