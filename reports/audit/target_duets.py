@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from accounting import strict
 from accounting.errors import ConfigurationError
 from accounting.mechanisms import Neighbouring
 from reports.audit.accounting import describe
@@ -22,9 +21,8 @@ from reports.audit.targets import (
     decline_preset_mismatch,
     decline_uncarried_fields,
     register,
-    schema_of_dataclass,
-    spent_over_rounds,
-    utility_curve,
+    regret_utility,
+    split_parameters,
 )
 
 # DuetsConfig fields the end-to-end probe carries (under its own names where they differ)
@@ -67,8 +65,7 @@ class DuetsTarget(BaseTarget):
         from dpfed.duets.config import DuetsConfig
 
         super().__init__(spec)
-        params = dict(spec.parameters)
-        strict.check_table("parameters", params, schema_of_dataclass(DuetsConfig))
+        params, _ = split_parameters(spec, DuetsConfig, {})
         params.setdefault("algorithm", spec.algorithm)
         if params["algorithm"] != spec.algorithm:
             raise ConfigurationError(
@@ -168,13 +165,5 @@ class DuetsTarget(BaseTarget):
         ends = np.cumsum(epoch_lengths(self.config.horizon, self.config.first_epoch))
         released = np.searchsorted(ends, rounds, side="right")  # epochs completed by each step
         released = np.minimum(released, self.releases)  # an epoch ending at the horizon sends nothing
-        return utility_curve(
-            "cumulative regret (summed over agents)",
-            rounds,
-            np.array(curves),
-            spent_over_rounds(self.mechanism, released, self.claim.delta),
-            system=self.spec.algorithm,
-            epsilon_accountant="rdp",
-            delta=self.claim.delta,
-            context={"objective": self.config.objective, "agents": self.config.num_agents},
-        )
+        context = {"objective": self.config.objective, "agents": self.config.num_agents}
+        return regret_utility(self, "cumulative regret (summed over agents)", np.array(curves), released, context)

@@ -20,9 +20,8 @@ from reports.audit.targets import (
     decline_preset_mismatch,
     decline_uncarried_fields,
     register,
-    schema_of_dataclass,
-    spent_over_rounds,
-    utility_curve,
+    regret_utility,
+    split_parameters,
 )
 
 PRIVACY = {
@@ -59,11 +58,8 @@ class FedZeroTarget(BaseTarget):
         from dpfed.fedzero.private import dp_fedzero_release
 
         super().__init__(spec)
-        params = strict.check_table("parameters", dict(spec.parameters), schema_of_dataclass(FedZeroConfig, PRIVACY))
+        params, privacy = split_parameters(spec, FedZeroConfig, PRIVACY)
         self.private = spec.algorithm == "dp-fedzero"
-        privacy = {k: params.pop(k) for k in list(params) if k in PRIVACY}
-        if privacy and not self.private:
-            raise ConfigurationError(f"parameters.{next(iter(privacy))}", "not a parameter of non-private FedZero")
         self.privacy = {**DEFAULT_PRIVACY, **privacy}
         if self.private and spec.claim.neighbouring != "add-remove":
             raise ConfigurationError("claim.neighbouring", "DP-FedZero adds or removes one unit: use add-remove")
@@ -150,15 +146,7 @@ class FedZeroTarget(BaseTarget):
         uplink = dp_uplink(self.config, **self.privacy) if self.private else None
         log(f"  utility: {runs} run(s), vectorised")
         run = run_fedzero(self.config, seed, uplink=uplink, runs=runs, record_transcript=False)
-        curves = np.asarray(run.regret, dtype=float)  # (runs, rounds)
+        curves = np.asarray(run.regret, dtype=float)  # (runs, rounds): one release per round
         rounds = np.arange(1, curves.shape[1] + 1)
-        return utility_curve(
-            "cumulative regret",
-            rounds,
-            curves,
-            spent_over_rounds(self.mechanism, rounds, self.claim.delta),
-            system=self.spec.algorithm,
-            epsilon_accountant="rdp",
-            delta=self.claim.delta,
-            context={"geometry": self.config.geometry, "workers": self.config.workers, "dim": self.config.dim},
-        )
+        c = self.config
+        return regret_utility(self, "cumulative regret", curves, rounds, {"geometry": c.geometry, "workers": c.workers})

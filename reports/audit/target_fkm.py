@@ -20,9 +20,8 @@ from reports.audit.targets import (
     decline_preset_mismatch,
     decline_uncarried_fields,
     register,
-    schema_of_dataclass,
-    spent_over_rounds,
-    utility_curve,
+    regret_utility,
+    split_parameters,
 )
 
 PRIVACY = {
@@ -52,11 +51,8 @@ class FkmTarget(BaseTarget):
         from dpfed.fkm.private import dp_fkm_release
 
         super().__init__(spec)
-        params = strict.check_table("parameters", dict(spec.parameters), schema_of_dataclass(FKMConfig, PRIVACY))
+        params, privacy = split_parameters(spec, FKMConfig, PRIVACY)
         self.private = spec.algorithm == "dp-fkm"
-        privacy = {k: params.pop(k) for k in list(params) if k in PRIVACY}
-        if privacy and not self.private:
-            raise ConfigurationError(f"parameters.{next(iter(privacy))}", "not a parameter of non-private FKM")
         self.unit = privacy.pop("unit", "event")
         self.records = int(privacy.pop("records", 200))
         self.privacy = {"epsilon": spec.claim.epsilon, "noise_multiplier": None, "rate": 0.1, **privacy}
@@ -134,15 +130,6 @@ class FkmTarget(BaseTarget):
         else:
             run = run_fkm(self.config, seed, runs=runs)
         curves = np.asarray(run.regret, dtype=float)  # (runs, horizon)
-        rounds = np.arange(1, curves.shape[1] + 1)
-        released = np.minimum(rounds, self.releases)
-        return utility_curve(
-            "cumulative regret",
-            rounds,
-            curves,
-            spent_over_rounds(self.mechanism, released, self.claim.delta),
-            system=self.spec.algorithm,
-            epsilon_accountant="rdp",
-            delta=self.claim.delta,
-            context={"dim": self.config.dim, "loss": self.config.loss},
-        )
+        released = np.minimum(np.arange(1, curves.shape[1] + 1), self.releases)
+        context = {"dim": self.config.dim, "loss": self.config.loss}
+        return regret_utility(self, "cumulative regret", curves, released, context)

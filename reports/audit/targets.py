@@ -201,6 +201,37 @@ def decline_uncarried_fields(name: str, config, carried, ignored=()) -> None:
         raise ProbeDeclined(f"{name} replays the defaults of {', '.join(changed)}; this target sets them")
 
 
+def split_parameters(spec: TargetSpec, config_class, privacy_schema: dict) -> tuple[dict, dict]:
+    """A target's parameters checked strictly against ``config_class``'s fields and ``privacy_schema``:
+    (configuration fields, privacy fields). Only a private variant ("dp-...") takes privacy fields."""
+    from accounting import strict
+
+    schema = schema_of_dataclass(config_class, privacy_schema)
+    params = strict.check_table("parameters", dict(spec.parameters), schema)
+    privacy = {k: params.pop(k) for k in list(params) if k in privacy_schema}
+    if privacy and not spec.algorithm.startswith("dp-"):
+        raise ConfigurationError(
+            f"parameters.{next(iter(privacy))}", f"not a parameter of non-private {spec.algorithm}"
+        )
+    return params, privacy
+
+
+def regret_utility(target, metric: str, curves: np.ndarray, releases, context: dict) -> UtilitySection:
+    """The utility section of a regret curve (runs, rounds), with the epsilon spent after ``releases[t]``
+    releases at round t + 1 (RDP accountant)."""
+    claim = target.claim
+    return utility_curve(
+        metric,
+        np.arange(1, curves.shape[1] + 1),
+        curves,
+        spent_over_rounds(target.mechanism, releases, claim.delta),
+        system=target.spec.algorithm,
+        epsilon_accountant="rdp",
+        delta=claim.delta,
+        context=context,
+    )
+
+
 def schema_of_dataclass(cls, extra: dict | None = None) -> dict:
     """A strict-table schema (``accounting.strict``) from a dataclass's field types."""
     from accounting import strict
