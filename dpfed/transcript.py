@@ -85,7 +85,9 @@ class Transcript:
             and (round is None or m.round == round)
         ]
 
-    def payloads(self, name: str | None = None, sender: str | None = None, receiver: str | None = None) -> list[Any]:
+    def payloads(
+        self, name: str | None = None, sender: str | None = None, receiver: str | None = None
+    ) -> list[Any]:
         """Payloads of ``filter(...)``, in order."""
         return [m.payload for m in self.filter(name=name, sender=sender, receiver=receiver)]
 

@@ -83,7 +83,9 @@ def maximise(
         best_x = np.where((v0 > best_v)[:, None], start, best_x)
         best_v = np.maximum(v0, best_v)
     for scale in REFINE_SCALES[: int(refine_steps)]:
-        prop = np.clip(best_x[:, None, :] + scale * rng.standard_normal((n, int(refine_samples), int(dim))), 0.0, 1.0)
+        prop = np.clip(
+            best_x[:, None, :] + scale * rng.standard_normal((n, int(refine_samples), int(dim))), 0.0, 1.0
+        )
         v = functions(prop)
         j = np.argmax(v, axis=1)
         vj = v[np.arange(n), j]

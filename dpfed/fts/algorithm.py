@@ -135,9 +135,13 @@ def _run(config, rng, mechanism, objective, canary_vector, canary_subregion, upl
     if canary_vector is not None:
         canary_vector = np.asarray(canary_vector, dtype=float)
         if slots < n + 1:
-            raise ConfigurationError("population", "a canary needs a declared slot: use config.with_canary_slot()")
+            raise ConfigurationError(
+                "population", "a canary needs a declared slot: use config.with_canary_slot()"
+            )
         if canary_vector.shape != (c.num_features,):
-            raise ConfigurationError("canary_vector", f"expected shape ({c.num_features},), got {canary_vector.shape}")
+            raise ConfigurationError(
+                "canary_vector", f"expected shape ({c.num_features},), got {canary_vector.shape}"
+            )
         if canary_subregion is not None:
             if not 0 <= int(canary_subregion) < p:
                 raise ConfigurationError("canary_subregion", f"must be in 0..{p - 1}")

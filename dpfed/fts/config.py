@@ -75,9 +75,13 @@ class FTSConfig(StrictConfig):
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
-            raise ConfigurationError("algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+            raise ConfigurationError(
+                "algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}"
+            )
         if self.objective not in OBJECTIVES:
-            raise ConfigurationError("objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+            raise ConfigurationError(
+                "objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
+            )
         ints = {
             "num_agents": 1,
             "rounds": 1,
@@ -94,7 +98,9 @@ class FTSConfig(StrictConfig):
             "data_seed": 0,
         }
         for name, low in ints.items():
-            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
+            object.__setattr__(
+                self, name, int(require_number(name, getattr(self, name), low=low, integer=True))
+            )
         for name in (
             "lengthscale",
             "kernel_variance",
@@ -115,9 +121,13 @@ class FTSConfig(StrictConfig):
         if self.population is not None:
             require_number("population", self.population, low=self.num_agents, integer=True)
         if self.mixing not in MIXING_SCHEDULES:
-            raise ConfigurationError("mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
+            raise ConfigurationError(
+                "mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}"
+            )
         if not isinstance(self.explore_uniform, bool):
-            raise ConfigurationError("explore_uniform", f"expected true or false, got {self.explore_uniform!r}")
+            raise ConfigurationError(
+                "explore_uniform", f"expected true or false, got {self.explore_uniform!r}"
+            )
         if self.init not in (None, "subregion", "whole"):
             raise ConfigurationError("init", f"choose 'subregion' or 'whole', got {self.init!r}")
         if self.empty_sample_fallback not in ("noise", "uniform"):
@@ -127,7 +137,9 @@ class FTSConfig(StrictConfig):
         if self.objective != "synthetic" and self.dim != 2:
             raise ConfigurationError("dim", f"the {self.objective} objective tunes (C, gamma): dim must be 2")
         if self.objective == "landmine" and not self.landmine_path:
-            raise ConfigurationError("landmine_path", "the landmine objective needs the path of LandmineData.mat")
+            raise ConfigurationError(
+                "landmine_path", "the landmine objective needs the path of LandmineData.mat"
+            )
         box_partition(self.dim, self.effective_subregions)  # P must split the domain
         if self.initial_design == "subregion":
             box_partition(self.dim, self.subregions)

@@ -28,7 +28,9 @@ def mixing_probability(iteration: int, schedule: str = "reciprocal") -> float:
         return 1.0
     if schedule == "global":
         return 0.0
-    raise ConfigurationError("mixing", f"unknown schedule {schedule!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
+    raise ConfigurationError(
+        "mixing", f"unknown schedule {schedule!r}; choose one of {', '.join(MIXING_SCHEDULES)}"
+    )
 
 
 def weight_gap(round_index: int, gap: float = 15.0, hold: int = 10, decay: int = 30) -> float:

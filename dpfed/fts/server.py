@@ -81,7 +81,9 @@ class Server:
         if self.mechanism is None:
             return w @ uploads, np.asarray(present, dtype=bool).copy()
         rng = as_generator(rng)
-        noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True)
+        noisy, mask = self.mechanism.release(
+            uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True
+        )
         if self.empty_sample_fallback == "uniform" and not np.any(mask & present):
             noisy = rng.random(noisy.shape)
         self.releases += 1

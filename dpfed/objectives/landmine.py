@@ -25,7 +25,9 @@ def load_landmine(path) -> list[tuple[np.ndarray, np.ndarray]]:
     try:
         data = scipy.io.loadmat(str(path))
     except Exception as exc:  # scipy raises several types for non-.mat content
-        raise ConfigurationError("landmine_path", f"not a readable .mat file: {path} ({type(exc).__name__})") from None
+        raise ConfigurationError(
+            "landmine_path", f"not a readable .mat file: {path} ({type(exc).__name__})"
+        ) from None
     if "feature" not in data or "label" not in data:
         raise ConfigurationError("landmine_path", f"{path} lacks the 'feature' and 'label' variables")
     features = np.asarray(data["feature"], dtype=object).ravel()
@@ -33,7 +35,8 @@ def load_landmine(path) -> list[tuple[np.ndarray, np.ndarray]]:
     if len(features) == 0 or len(features) != len(labels):
         raise ConfigurationError(
             "landmine_path",
-            f"{path}: 'feature' and 'label' must hold the same number of fields ({len(features)} vs {len(labels)})",
+            f"{path}: 'feature' and 'label' must hold the same number "
+            f"of fields ({len(features)} vs {len(labels)})",
         )
     fields = []
     for i, (x, y) in enumerate(zip(features, labels, strict=True)):
@@ -43,6 +46,8 @@ def load_landmine(path) -> list[tuple[np.ndarray, np.ndarray]]:
         except (TypeError, ValueError):
             raise ConfigurationError("landmine_path", f"{path}: field {i} is not numeric") from None
         if x.ndim != 2 or x.shape[0] != y.shape[0] or x.shape[0] < 4:
-            raise ConfigurationError("landmine_path", f"{path}: field {i} has features {x.shape} and labels {y.shape}")
+            raise ConfigurationError(
+                "landmine_path", f"{path}: field {i} has features {x.shape} and labels {y.shape}"
+            )
         fields.append((x, y.astype(int)))
     return fields

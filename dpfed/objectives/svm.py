@@ -31,7 +31,9 @@ def sklearn_shards(name: str, num_agents: int, seed: int = 0) -> list[tuple[np.n
         x, y = datasets.load_digits(return_X_y=True)
         y = (y < 5).astype(int)
     else:
-        raise ConfigurationError("objective", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}")
+        raise ConfigurationError(
+            "objective", f"unknown data set {name!r}; choose one of {', '.join(DATASETS)}"
+        )
     rng = np.random.default_rng(seed)
     shards: list[list[int]] = [[] for _ in range(num_agents)]
     for label in np.unique(y):  # deal each class round-robin after shuffling: stratified shards
@@ -129,7 +131,9 @@ class SVMTuning:
     def evaluate(self, x, rng=None):
         """Validation AUC of each agent at its points ``x`` (N, k, 2); observed == true (no noise)."""
         cells = self.cell(x)
-        values = np.array([[self.auc(n, cells[n, j]) for j in range(cells.shape[1])] for n in range(cells.shape[0])])
+        values = np.array(
+            [[self.auc(n, cells[n, j]) for j in range(cells.shape[1])] for n in range(cells.shape[0])]
+        )
         return values, values
 
     def utility(self, best_true) -> np.ndarray:

@@ -33,22 +33,7 @@ from dpfed.pne.private import (
 from dpfed.pne.results import BanditRun, PhaseLog
 
 __all__ = [
-    "OBJECTIVES",
-    "BanditRun",
-    "LocalObjectives",
-    "Nodes",
-    "Objective",
-    "ObservationNoise",
-    "PNEConfig",
-    "Partition",
-    "PhaseLog",
-    "RewardOverride",
-    "RewardPrivatizer",
-    "dp_mechanism",
-    "event_level_composition",
-    "get_objective",
-    "noise_aware_c",
-    "run_dp_fed_pne",
-    "run_fed_pne",
-    "run_hct",
+    "OBJECTIVES", "BanditRun", "LocalObjectives", "Nodes", "Objective", "ObservationNoise", "PNEConfig",
+    "Partition", "PhaseLog", "RewardOverride", "RewardPrivatizer", "dp_mechanism", "event_level_composition",
+    "get_objective", "noise_aware_c", "run_dp_fed_pne", "run_fed_pne", "run_hct",
 ]

@@ -57,7 +57,8 @@ class PNEConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "horizon", int(require_number("horizon", self.horizon, low=1, integer=True)))
-        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1, integer=True)))
+        object.__setattr__(self, "num_clients", int(require_number("clients", self.num_clients, low=1,
+                                                                   integer=True)))
         require_number("k", self.k, low=2, integer=True)
         require_number("nu1", self.nu1, low=0, low_open=True)
         require_number("rho", self.rho, low=0, high=1, low_open=True, high_open=True)
@@ -67,7 +68,8 @@ class PNEConfig:
             object.__setattr__(self, "conf_delta", 1.0 / self.num_clients)
         require_number("conf_delta", self.conf_delta, low=0, high=1, low_open=True)
         if self.expansion not in ("pseudocode", "prose"):
-            raise ConfigurationError("expansion", f"unknown rule {self.expansion!r}; choose pseudocode or prose")
+            raise ConfigurationError("expansion",
+                                     f"unknown rule {self.expansion!r}; choose pseudocode or prose")
         if self.log_term <= 0:
             raise ConfigurationError("c1", "log(c1 T / conf_delta) must be positive")
 
@@ -110,9 +112,8 @@ class RewardOverride:
     pull: int | None = 0
 
 
-def _apply_override(
-    rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None, pulled: np.ndarray
-) -> int:
+def _apply_override(rewards: np.ndarray, nodes: list[tuple[int, int]], override: RewardOverride | None,
+                    pulled: np.ndarray) -> int:
     """Force the override's rewards in place; returns how many raw rewards were replaced."""
     if override is None:
         return 0
@@ -130,22 +131,12 @@ def resolve_objective(objective: str | Objective) -> Objective:
     return objective if isinstance(objective, Objective) else get_objective(objective)
 
 
-def run_fed_pne(
-    objective: str | Objective = "garland",
-    clients: int = 10,
-    horizon: int = 1000,
-    *,
-    seed=None,
-    config: PNEConfig | None = None,
-    heterogeneity: float = 0.1,
-    heterogeneity_kind: str = "bumps",
-    noise: ObservationNoise | None = None,
-    partition: Partition | None = None,
-    privatizer=None,
-    reward_override: RewardOverride | None = None,
-    algorithm: str = "fed-pne",
-    **constants,
-) -> BanditRun:
+def run_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
+                seed=None, config: PNEConfig | None = None, heterogeneity: float = 0.1,
+                heterogeneity_kind: str = "bumps", noise: ObservationNoise | None = None,
+                partition: Partition | None = None, privatizer=None,
+                reward_override: RewardOverride | None = None,
+                algorithm: str = "fed-pne", **constants) -> BanditRun:
     """Run Fed-PNE on ``objective`` with ``clients`` clients for ``horizon`` pulls per client.
 
     ``seed`` (int or Generator) determines everything: partition, local perturbations, observation
@@ -186,15 +177,15 @@ def run_fed_pne(
         downlink += 2 * num_nodes + 1
         done = min(length, horizon - used)
         centres = active.centre
-        instant[used : used + done] = np.repeat(obj.regret(centres), pulls)[:done]
-        points[used : used + done] = np.repeat(centres, pulls, axis=0)[:done]
+        instant[used:used + done] = np.repeat(obj.regret(centres), pulls)[:done]
+        points[used:used + done] = np.repeat(centres, pulls, axis=0)[:done]
         completed = done == length
-        log = dict(phase=phase, depth=depth, nodes=keys, tau=tau, pulls=pulls, start=used, completed=completed)
+        log = dict(phase=phase, depth=depth, nodes=keys, tau=tau, pulls=pulls, start=used,
+                   completed=completed)
         if completed or cfg.final_upload:
             pulled = (np.arange(length) < done).reshape(num_nodes, pulls)
-            rewards = local.values(centres)[:, :, None] + noise.sample(
-                streams.observation, (m_clients, num_nodes, pulls)
-            )
+            rewards = local.values(centres)[:, :, None] + noise.sample(streams.observation,
+                                                                       (m_clients, num_nodes, pulls))
             forced += _apply_override(rewards, keys, reward_override, pulled)
             if privatizer is not None:
                 rewards = privatizer(rewards, streams.privacy)
@@ -203,7 +194,8 @@ def run_fed_pne(
             means = (rewards * pulled).sum(axis=2)[:, sent] / counts[sent]
             sent_keys = [key for key, s in zip(keys, sent, strict=True) if s]
             for m in range(m_clients):
-                transcript.add(phase, agent_name(m), SERVER, "local_means", {"nodes": sent_keys, "means": means[m]})
+                transcript.add(phase, agent_name(m), SERVER, "local_means",
+                               {"nodes": sent_keys, "means": means[m]})
             rounds += 1
             uplink += m_clients * len(sent_keys)
         if not completed:
@@ -215,42 +207,14 @@ def run_fed_pne(
         best = int(np.argmax(mu))
         eliminated = mu + radius + cfg.nu1 * cfg.rho**depth < mu[best] - radius
         recommendation = centres[best]
-        phases.append(
-            PhaseLog(
-                **log,
-                radius=radius,
-                best=keys[best],
-                eliminated=[key for key, e in zip(keys, eliminated, strict=True) if e],
-            )
-        )
+        phases.append(PhaseLog(**log, radius=radius, best=keys[best],
+                               eliminated=[key for key, e in zip(keys, eliminated, strict=True) if e]))
         active = part.children(active.take(~eliminated))
-    params = {
-        "k": cfg.k,
-        "nu1": cfg.nu1,
-        "rho": cfg.rho,
-        "c": cfg.c,
-        "c1": cfg.c1,
-        "conf_delta": cfg.conf_delta,
-        "expansion": cfg.expansion,
-        "final_upload": cfg.final_upload,
-        "heterogeneity": heterogeneity,
-        "heterogeneity_kind": heterogeneity_kind,
-        "noise": {"kind": noise.kind, "width": noise.width},
-        "partition": part.describe(),
-        "override_applied": forced,
-    }
-    return BanditRun(
-        algorithm,
-        obj.name,
-        m_clients,
-        horizon,
-        instant,
-        points,
-        np.asarray(recommendation),
-        communication_rounds=rounds,
-        uplink_floats=uplink,
-        downlink_values=downlink,
-        phases=phases,
-        transcript=transcript,
-        parameters=params,
-    )
+    params = {"k": cfg.k, "nu1": cfg.nu1, "rho": cfg.rho, "c": cfg.c, "c1": cfg.c1,
+              "conf_delta": cfg.conf_delta, "expansion": cfg.expansion, "final_upload": cfg.final_upload,
+              "heterogeneity": heterogeneity, "heterogeneity_kind": heterogeneity_kind,
+              "noise": {"kind": noise.kind, "width": noise.width}, "partition": part.describe(),
+              "override_applied": forced}
+    return BanditRun(algorithm, obj.name, m_clients, horizon, instant, points, np.asarray(recommendation),
+                     communication_rounds=rounds, uplink_floats=uplink, downlink_values=downlink,
+                     phases=phases, transcript=transcript, parameters=params)

@@ -67,26 +67,14 @@ class _Tree:
     def expand(self, node: int) -> None:
         from dpfed.pne.partition import Nodes
 
-        one = Nodes(
-            np.array([self.depth[node]]), np.array([self.index[node]]), self.lo[node][None, :], self.hi[node][None, :]
-        )
+        one = Nodes(np.array([self.depth[node]]), np.array([self.index[node]]),
+                    self.lo[node][None, :], self.hi[node][None, :])
         self.children[node] = self._add(self.partition.children(one), node)
 
 
-def run_hct(
-    objective: str | Objective = "garland",
-    horizon: int = 1000,
-    *,
-    seed=None,
-    nu1: float = 1.0,
-    rho: float = 0.75,
-    c: float = 0.1,
-    c1: float | None = None,
-    conf_delta: float = 0.01,
-    k: int = 2,
-    noise: ObservationNoise | None = None,
-    partition: Partition | None = None,
-) -> BanditRun:
+def run_hct(objective: str | Objective = "garland", horizon: int = 1000, *, seed=None, nu1: float = 1.0,
+            rho: float = 0.75, c: float = 0.1, c1: float | None = None, conf_delta: float = 0.01, k: int = 2,
+            noise: ObservationNoise | None = None, partition: Partition | None = None) -> BanditRun:
     """Run HCT for ``horizon`` evaluations of the global objective; returns a one-client ``BanditRun``.
 
     ``seed`` gives the partition seed and the observation noise through the same streams as Fed-PNE,
@@ -135,7 +123,8 @@ def run_hct(
             lt = log_term(t)
             refresh_all(lt)
         node, path = 0, [0]
-        while children[node] is not None and (node == 0 or count[node] >= _tau(c2, lt, nu1, rho, depth[node])):
+        while children[node] is not None and (node == 0 or
+                                              count[node] >= _tau(c2, lt, nu1, rho, depth[node])):
             kids = children[node]
             node = max(kids, key=lambda j: b[j])  # first maximum on ties
             path.append(node)
@@ -148,27 +137,17 @@ def run_hct(
         for j in reversed(path):
             kids = children[j]
             b[j] = upper[j] if kids is None else min(upper[j], max(b[q] for q in kids))
-        if (
-            children[node] is None
-            and count[node] >= _tau(c2, lt, nu1, rho, depth[node])
-            and depth[node] < part.max_depth
-        ):
+        if children[node] is None and count[node] >= _tau(c2, lt, nu1, rho, depth[node]) \
+                and depth[node] < part.max_depth:
             tree.expand(node)
             b[node] = upper[node]
     points = np.asarray(tree.centre)[pulled]
     best = max(range(len(count)), key=lambda j: (count[j], -depth[j]))
-    params = {
-        "nu1": nu1,
-        "rho": rho,
-        "c": c,
-        "c1": c1,
-        "conf_delta": conf_delta,
-        "k": k,
-        "noise": {"kind": noise.kind, "width": noise.width},
-        "partition": part.describe(),
-        "tree_size": len(count),
-    }
-    return BanditRun("hct", obj.name, 1, horizon, instant, points, np.asarray(tree.centre[best]), parameters=params)
+    params = {"nu1": nu1, "rho": rho, "c": c, "c1": c1, "conf_delta": conf_delta, "k": k,
+              "noise": {"kind": noise.kind, "width": noise.width}, "partition": part.describe(),
+              "tree_size": len(count)}
+    return BanditRun("hct", obj.name, 1, horizon, instant, points, np.asarray(tree.centre[best]),
+                     parameters=params)
 
 
 def _tau(c2: float, lt: float, nu1: float, rho: float, h: int) -> int:

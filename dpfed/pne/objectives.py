@@ -73,13 +73,11 @@ def _himmelblau(x: np.ndarray) -> np.ndarray:
 
 
 OBJECTIVES = {
-    "garland": lambda: Objective(
-        "garland", np.array([[0.0, 1.0]]), _garland, 4.0 * (math.pi / 6) * (1.0 - math.pi / 6), np.array([math.pi / 6])
-    ),
+    "garland": lambda: Objective("garland", np.array([[0.0, 1.0]]), _garland,
+                                 4.0 * (math.pi / 6) * (1.0 - math.pi / 6), np.array([math.pi / 6])),
     "doublesine": lambda: Objective("doublesine", np.array([[0.0, 1.0]]), _doublesine, 1.0, np.array([0.5])),
-    "himmelblau": lambda: Objective(
-        "himmelblau", np.array([[-5.0, 5.0], [-5.0, 5.0]]), _himmelblau, 1.0, np.array([3.0, 2.0])
-    ),
+    "himmelblau": lambda: Objective("himmelblau", np.array([[-5.0, 5.0], [-5.0, 5.0]]), _himmelblau, 1.0,
+                                    np.array([3.0, 2.0])),
 }
 
 
@@ -87,7 +85,8 @@ def get_objective(name: str) -> Objective:
     """The global objective called ``name`` (garland, doublesine, himmelblau)."""
     key = str(name).lower()
     if key not in OBJECTIVES:
-        raise ConfigurationError("objective", f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
+        raise ConfigurationError("objective",
+                                 f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}")
     return OBJECTIVES[key]()
 
 
@@ -103,20 +102,14 @@ class LocalObjectives:
     rng : seed or Generator drawing the perturbations (once, at construction).
     """
 
-    def __init__(
-        self,
-        objective: Objective,
-        num_clients: int,
-        heterogeneity: float = 0.1,
-        kind: str = "bumps",
-        rng=None,
-        waves: int = 3,
-    ):
+    def __init__(self, objective: Objective, num_clients: int, heterogeneity: float = 0.1,
+                 kind: str = "bumps", rng=None, waves: int = 3):
         self.objective = objective
         self.num_clients = int(require_number("clients", num_clients, low=1, integer=True))
         self.heterogeneity = require_number("heterogeneity", heterogeneity, low=0)
         if kind not in ("bumps", "shift", "none"):
-            raise ConfigurationError("heterogeneity_kind", f"unknown kind {kind!r}; choose bumps, shift or none")
+            raise ConfigurationError("heterogeneity_kind",
+                                     f"unknown kind {kind!r}; choose bumps, shift or none")
         self.kind = kind
         gen = as_generator(rng)
         d = objective.domain.shape[0]
@@ -141,7 +134,8 @@ class LocalObjectives:
             lo, hi = self.objective.domain[:, 0], self.objective.domain[:, 1]
             unit = (x - lo) / (hi - lo)  # (n, d) in [0, 1]^d
             angle = 2.0 * np.pi * self._freq[:, :, None] * np.einsum("mwd,nd->mwn", self._dirs, unit)
-            raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight, np.sin(angle + self._phase[:, :, None]))
+            raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight,
+                                                 np.sin(angle + self._phase[:, :, None]))
         return raw - raw.mean(axis=0, keepdims=True)
 
     def values(self, x) -> np.ndarray:

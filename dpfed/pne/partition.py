@@ -123,12 +123,8 @@ class Partition:
         return int(self.domain.shape[0])
 
     def root(self) -> Nodes:
-        return Nodes(
-            np.zeros(1, dtype=np.int64),
-            np.ones(1, dtype=np.int64),
-            self.domain[None, :, 0].copy(),
-            self.domain[None, :, 1].copy(),
-        )
+        return Nodes(np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64),
+                     self.domain[None, :, 0].copy(), self.domain[None, :, 1].copy())
 
     def split_dimension(self, depth, index) -> np.ndarray:
         """The dimension each node (h, i) is split along."""
@@ -144,7 +140,8 @@ class Partition:
         if self.split == "midpoint":
             row = np.arange(1, self.k, dtype=float) / self.k
             return np.broadcast_to(row, (depth.shape[0], self.k - 1))
-        draws = np.stack([node_uniform(self.seed, depth, index, salt=2 + j) for j in range(self.k - 1)], axis=1)
+        draws = np.stack([node_uniform(self.seed, depth, index, salt=2 + j) for j in range(self.k - 1)],
+                         axis=1)
         return np.sort(draws, axis=1)
 
     def children(self, nodes: Nodes) -> Nodes:
@@ -193,10 +190,5 @@ class Partition:
         return set(nodes.keys())
 
     def describe(self) -> dict:
-        return {
-            "domain": self.domain.tolist(),
-            "k": self.k,
-            "dimension": self.dimension,
-            "split": self.split,
-            "seed": self.seed,
-        }
+        return {"domain": self.domain.tolist(), "k": self.k, "dimension": self.dimension,
+                "split": self.split, "seed": self.seed}

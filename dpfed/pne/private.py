@@ -63,20 +63,10 @@ def noise_aware_c(c: float, mechanism: Gaussian) -> float:
     return c * math.sqrt(1.0 + 4.0 * mechanism.noise_std**2)
 
 
-def run_dp_fed_pne(
-    objective: str | Objective = "garland",
-    clients: int = 10,
-    horizon: int = 1000,
-    *,
-    epsilon: float = 1.0,
-    dp_delta: float = 1e-5,
-    calibration: str = "analytic",
-    seed=None,
-    c: float = 0.1,
-    scale_c_for_noise: bool = True,
-    reward_override: RewardOverride | None = None,
-    **kwargs,
-) -> BanditRun:
+def run_dp_fed_pne(objective: str | Objective = "garland", clients: int = 10, horizon: int = 1000, *,
+                   epsilon: float = 1.0, dp_delta: float = 1e-5, calibration: str = "analytic",
+                   seed=None, c: float = 0.1, scale_c_for_noise: bool = True,
+                   reward_override: RewardOverride | None = None, **kwargs) -> BanditRun:
     """Run DP-Fed-PNE; ``epsilon``/``dp_delta`` are the event-level privacy target (``dp_delta`` is
     unrelated to the confidence level ``conf_delta``). Other keyword arguments go to ``run_fed_pne``.
 
@@ -89,26 +79,11 @@ def run_dp_fed_pne(
         config = dataclasses.replace(config, c=c_used)
     else:
         kwargs["c"] = c_used
-    run = run_fed_pne(
-        objective,
-        clients,
-        horizon,
-        seed=seed,
-        config=config,
-        privatizer=RewardPrivatizer(mechanism),
-        reward_override=reward_override,
-        algorithm="dp-fed-pne",
-        **kwargs,
-    )
+    run = run_fed_pne(objective, clients, horizon, seed=seed, config=config,
+                      privatizer=RewardPrivatizer(mechanism), reward_override=reward_override,
+                      algorithm="dp-fed-pne", **kwargs)
     run.mechanism = mechanism
-    run.parameters.update(
-        {
-            "epsilon": float(epsilon),
-            "dp_delta": float(dp_delta),
-            "calibration": calibration,
-            "noise_std": mechanism.noise_std,
-            "c_base": c,
-            "scale_c_for_noise": scale_c_for_noise,
-        }
-    )
+    run.parameters.update({"epsilon": float(epsilon), "dp_delta": float(dp_delta),
+                           "calibration": calibration, "noise_std": mechanism.noise_std, "c_base": c,
+                           "scale_c_for_noise": scale_c_for_noise})
     return run

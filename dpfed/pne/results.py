@@ -28,18 +28,10 @@ class PhaseLog:
     eliminated: list[tuple[int, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {
-            "phase": self.phase,
-            "depth": self.depth,
-            "num_nodes": len(self.nodes),
-            "tau": self.tau,
-            "pulls": self.pulls,
-            "start": self.start,
-            "completed": self.completed,
-            "radius": self.radius,
-            "best": list(self.best) if self.best else None,
-            "num_eliminated": len(self.eliminated),
-        }
+        return {"phase": self.phase, "depth": self.depth, "num_nodes": len(self.nodes), "tau": self.tau,
+                "pulls": self.pulls, "start": self.start, "completed": self.completed,
+                "radius": self.radius, "best": list(self.best) if self.best else None,
+                "num_eliminated": len(self.eliminated)}
 
 
 @dataclass
@@ -104,21 +96,12 @@ class BanditRun:
     def canary_slots(self, max_pulls: int = 1) -> list[tuple[int, int, int, int]]:
         """(phase, depth, index, pulls) of every node of a completed phase pulled at most ``max_pulls``
         times per client: where one forced reward moves an upload the most (mu = 1/(sigma sqrt(t)))."""
-        return [
-            (p.phase, d, i, p.pulls) for p in self.phases if p.completed and p.pulls <= max_pulls for d, i in p.nodes
-        ]
+        return [(p.phase, d, i, p.pulls) for p in self.phases if p.completed and p.pulls <= max_pulls
+                for d, i in p.nodes]
 
     def summary(self) -> dict:
-        return {
-            "algorithm": self.algorithm,
-            "objective": self.objective,
-            "clients": self.num_clients,
-            "horizon": self.horizon,
-            "final_regret": self.final_regret,
-            "communication_rounds": self.communication_rounds,
-            "uplink_floats": self.uplink_floats,
-            "downlink_values": self.downlink_values,
-            "recommendation": self.recommendation.tolist(),
-            "phases": [p.to_dict() for p in self.phases],
-            "parameters": self.parameters,
-        }
+        return {"algorithm": self.algorithm, "objective": self.objective, "clients": self.num_clients,
+                "horizon": self.horizon, "final_regret": self.final_regret,
+                "communication_rounds": self.communication_rounds, "uplink_floats": self.uplink_floats,
+                "downlink_values": self.downlink_values, "recommendation": self.recommendation.tolist(),
+                "phases": [p.to_dict() for p in self.phases], "parameters": self.parameters}

@@ -28,9 +28,5 @@ class RunStreams:
         else:
             seq = np.random.SeedSequence(seed)
         part, obj, obs, priv = seq.spawn(4)
-        return cls(
-            int(part.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)),
-            np.random.default_rng(obj),
-            np.random.default_rng(obs),
-            np.random.default_rng(priv),
-        )
+        return cls(int(part.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1)),
+                   np.random.default_rng(obj), np.random.default_rng(obs), np.random.default_rng(priv))
