@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_BAD_INPUT
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for provenance
     try:
         return int(args.func(args) or 0)
     except ConfigurationError as exc:

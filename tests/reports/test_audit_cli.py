@@ -68,7 +68,7 @@ def test_small_audit_writes_three_valid_files(small_audit):
     assert second["verdict"]["status"] == "PASS"
     assert not any(f["id"] == "claim-refuted" for f in second["findings"])  # findings stay with their target
     prov = report["provenance"]
-    assert prov["command"].startswith("dpaudit audit") and "--out" in prov["command"]
+    assert prov["command"] == f"dpaudit audit {SMALL} --out {out} --quiet"  # as typed
     assert prov["reused_from"] is None and prov["reused_sections"] == []
     assert prov["seed"] == 7 and prov["config_hash"].startswith("sha256:") and prov["duration_seconds"] >= 0
     assert prov["packages"]["numpy"] and prov["started"] <= prov["finished"]
@@ -347,6 +347,8 @@ def test_dp_fed_pne_example_finds_the_classic_calibration_flaw(tmp_path):
     assert finding["values"]["true_delta_at_claim"] == pytest.approx(2.27e-5, rel=0.01)
     assert all(p["outcome"] == "ran" for p in classic["probes"])  # mechanism-level and end-to-end
     assert {p["kind"] for p in classic["probes"]} == {"mechanism", "end-to-end"}
+    # --trials sets the mechanism-level budget; the end-to-end probe keeps its configured one
+    assert {p["kind"]: p["trials"] for p in classic["probes"]} == {"mechanism": 500, "end-to-end": 100}
 
 
 def test_a_failed_probe_is_in_the_summary_and_the_target_cannot_pass(tmp_path, monkeypatch, capsys):

@@ -105,3 +105,18 @@ def test_hostile_text_from_a_hand_edited_report_is_escaped_everywhere():
     assert "<img" not in html  # neither in the page nor in any SVG aria-label, title or comment
     md = render_markdown(report)
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)>" in md
+
+
+def test_an_infinite_epsilon_survives_json_and_renders():
+    """A non-private configuration: the accountants say epsilon = inf. The JSON holds "inf" (never an
+    Infinity token), the report validates and both renderings show it."""
+    from reports.model import dumps_report, validate_report
+
+    report = synthetic_report()
+    target = report["targets"][0]
+    target["accounting"]["rows"][0]["epsilon"] = "inf"
+    target["verdict"]["upper_bound"] = {"epsilon": "inf", "source": "exact"}
+    text = dumps_report(validate_report(report))
+    assert "Infinity" not in text and '"inf"' in text
+    assert "| exact * | add-remove | none | 1e-05 | inf |" in render_markdown(json.loads(text))
+    assert "<td>inf</td>" in render_html(json.loads(text))
