@@ -104,6 +104,21 @@ def _classic(v: dict, claim: dict) -> str:
     return text + f" This target uses the {v['method']} calibration, which meets its claim."
 
 
+def _privacy_remark(v: dict, claim: dict) -> str:
+    reached = (
+        f"reaches the estimator's ceiling ({f(v['ceiling'])} at {v['trials']} trials per world): the empirical "
+        "epsilon is limited only by the number of trials"
+        if v["reaches_ceiling"]
+        else f"stays below the estimator's ceiling of {f(v['ceiling'])} at {v['trials']} trials per world"
+    )
+    return (
+        "FedZero's closing remark that sending only function values under a shared seed 'may offer "
+        "privacy-preserving benefits' is not a differential-privacy guarantee: the membership probe "
+        f"{v['probe']} ({v['threat_model']}) certifies epsilon >= {f(v['lower_bound'])} on non-private FedZero, "
+        f"which {reached}. Privacy needs noise, as in DP-FedZero (ours)."
+    )
+
+
 FINDINGS = {
     "implementation-bug": lambda v, c: (
         f"The accountants prove the claim ({v['accountant']}: epsilon = {f(v['upper_bound'])}), yet a rigorous "
@@ -133,6 +148,7 @@ FINDINGS = {
     ),
     "accountants-disagree": lambda v, c: v["note"],
     "classic-calibration": _classic,
+    "privacy-remark": _privacy_remark,
 }
 
 
@@ -171,12 +187,36 @@ def utility_note(u: dict) -> str:
             f"one noisy release, so the epsilon spent per reward ({f(u['epsilon_spent'][-1])} at delta = "
             f"{f(u['delta'])}, {u['epsilon_accountant']} accountant) does not grow with rounds."
         )
+    if u["system"] in BANDIT_SYSTEMS:
+        return _bandit_utility_note(u)
     released = ", ".join(u.get("released", [])) or "n/a"
     return (
         f"Mean over {u['runs']} runs of the agents' mean {u['metric']} (lower is better) after initialisation "
         f"(round 0) and each broadcast; epsilon spent after each round from the {u['epsilon_accountant']} "
         f"accountant at delta = {f(u['delta'])}. The runs released {released}."
     )
+
+
+BANDIT_SYSTEMS = {
+    "dp-duets": "DP-DUETS (our private variant)",
+    "duets": "DUETS (non-private seed)",
+    "dp-fedzero": "DP-FedZero (our private variant)",
+    "fedzero": "FedZero (non-private seed)",
+    "dp-fkm": "DP-FKM (our private variant)",
+    "fkm": "FKM (non-private seed)",
+}
+
+
+def _bandit_utility_note(u: dict) -> str:
+    context = ", ".join(f"{k} = {v}" for k, v in sorted(u.get("context", {}).items()))
+    text = (
+        f"{u['metric'].capitalize()} of {BANDIT_SYSTEMS[u['system']]} ({context}) after each round, mean over "
+        f"{u['runs']} runs (lower is better); epsilon spent after each round from the {u['epsilon_accountant']} "
+        f"accountant at delta = {f(u['delta'])}."
+    )
+    if not u["system"].startswith("dp-"):
+        text += " The run adds no noise, so the epsilon spent is infinite from its first release."
+    return text
 
 
 def fmt_stderr(se, value) -> str:

@@ -96,6 +96,8 @@ def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), ro
     """Every accountant's epsilon at the claimed delta for each relation/sampling variant of the target's
     mechanism, the claimed setting at the target's reference delta, notes and epsilon over rounds."""
     claim, mechanism, steps = target.claim, target.mechanism, target.releases
+    if mechanism is None:
+        return no_noise_section(target, names)
     reference_delta = target.spec.reference_delta
     rows, notes = [], []
     for variant in variants(mechanism):
@@ -124,6 +126,37 @@ def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), ro
         series,
         reason,
     )
+
+
+NO_NOISE = "no noise"
+
+
+def _no_noise_rows(names, claim, delta: float) -> tuple[AccountantRow, ...]:
+    return tuple(
+        AccountantRow(name, claim.neighbouring, "none", float(delta), math.inf, "ok", NO_NOISE, True) for name in names
+    )
+
+
+def no_noise_section(target, names) -> AccountingSection:
+    """A target that adds no noise: every accountant's epsilon is infinite at every delta < 1 (the limit of
+    vanishing noise; the canary's effect on the output is deterministic)."""
+    claim, reference_delta = target.claim, target.spec.reference_delta
+    return AccountingSection(
+        NO_NOISE,
+        target.releases,
+        _no_noise_rows(names, claim, claim.delta),
+        (),
+        float(reference_delta),
+        () if math.isclose(reference_delta, claim.delta) else _no_noise_rows(names, claim, reference_delta),
+        (),
+        "the run adds no noise: epsilon is infinite from its first release",
+    )
+
+
+def no_noise_tradeoff(fpr=None) -> Series:
+    """Without noise a test separates the worlds perfectly: TPR = 1 at every FPR."""
+    fpr = np.logspace(-7, 0, 120) if fpr is None else np.asarray(fpr, dtype=float)
+    return Series("no noise: perfect test (TPR = 1)", tuple(fpr.tolist()), tuple(np.ones_like(fpr).tolist()))
 
 
 def tradeoff_curve(mechanism, steps: int, fpr=None) -> Series | Unavailable:

@@ -8,7 +8,8 @@ Layout::
 
     [[target]]
     name = "..."
-    algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism"
+    algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism" | "dp-duets" | "duets"
+              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm"
     description = "..."      # optional
     accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
     utility_runs = 2         # optional

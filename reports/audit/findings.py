@@ -206,4 +206,5 @@ def all_findings(target, accounting, calibration, verdict: TargetVerdict, probes
         out += other_relation(accounting, claim.neighbouring, claim.epsilon)
         out += accountants_disagree(accounting)
     out += classic_calibration(calibration) + probe_declined(verdict, reasons)
+    out += list(target.findings(verdict, probes))
     return tuple(sorted(out, key=lambda f: SEVERITY_ORDER.index(f.severity)))

@@ -14,6 +14,11 @@ and its mechanism object, and from then on offers
 Adding a system is one small class (subclass ``BaseTarget``: ``algorithms``, ``binders`` from probe names
 to its binder methods, ``__init__`` building ``mechanism`` and ``releases``, ``report_parameters``,
 ``utility``), decorated with ``@register``, in a module listed in ``TARGET_MODULES``.
+
+A non-private system (the seeds' DUETS, FedZero, FKM) is a target too: its ``mechanism`` is None (it adds no
+noise), so every accountant reports epsilon = infinity (the limit of vanishing noise), a finite claim is
+REFUTED by the tight accountants and its probes can reach only the estimator's ceiling; the verdict table
+then says VIOLATION. A system that claims nothing is audited against the claim its private variant makes.
 """
 
 from __future__ import annotations
@@ -31,7 +36,14 @@ from reports.audit.model import TargetSpec, Unavailable, UtilitySection
 MAX_UTILITY_POINTS = 120
 TARGETS: dict[str, type] = {}
 # modules whose ``@register`` classes are the audited systems (a new system adds its module here)
-TARGET_MODULES = ("reports.audit.target_fts", "reports.audit.target_pne", "reports.audit.target_mechanism")
+TARGET_MODULES = (
+    "reports.audit.target_fts",
+    "reports.audit.target_pne",
+    "reports.audit.target_mechanism",
+    "reports.audit.target_duets",
+    "reports.audit.target_fedzero",
+    "reports.audit.target_fkm",
+)
 
 
 class ProbeDeclined(Exception):
@@ -55,6 +67,7 @@ class Target(Protocol):
     def report_parameters(self) -> dict: ...
     def utility(self, seed: np.random.SeedSequence, runs: int, log) -> UtilitySection | Unavailable: ...
     def probe_parameters(self, name: str, explicit: dict) -> dict: ...
+    def findings(self, verdict, probes) -> list: ...
 
 
 def register(cls):
@@ -92,16 +105,24 @@ class BaseTarget:
         self.spec = spec
         self.claim = spec.claim
 
-    def composition(self) -> Composition:
-        return Composition.of(self.mechanism, self.releases)
+    def composition(self) -> Composition | None:
+        """What the run releases about one unit (None: it adds no noise, nothing private to compose)."""
+        return None if self.mechanism is None else Composition.of(self.mechanism, self.releases)
 
     def tradeoff(self):
         """The best ROC any attack can reach on this target (computed once; every probe draws it)."""
         if not hasattr(self, "_tradeoff"):
-            from reports.audit.accounting import tradeoff_curve
+            from reports.audit.accounting import no_noise_tradeoff, tradeoff_curve
 
-            self._tradeoff = tradeoff_curve(self.mechanism, self.releases)
+            if self.mechanism is None:
+                self._tradeoff = no_noise_tradeoff()
+            else:
+                self._tradeoff = tradeoff_curve(self.mechanism, self.releases)
         return self._tradeoff
+
+    def findings(self, verdict, probes) -> list:
+        """Findings only this kind of system has (``reports.audit.findings`` computes the common ones)."""
+        return []
 
     def units(self) -> tuple[int | None, str]:
         if self.claim.units is not None:
@@ -151,6 +172,66 @@ def decline_unless_add_remove_poisson(mechanism, probe: str) -> None:
         )
 
 
+def decline_preset_mismatch(name: str, **setting) -> None:
+    """ProbeDeclined if probe ``name`` (its class default, or its registry preset) fixes one of ``setting``'s
+    keys to another value: a variant such as a reward-level or non-private probe must not be silently turned
+    into another."""
+    import dataclasses
+
+    from attacks.probes import PROBES, probe_class
+
+    defaults = {f.name: f.default for f in dataclasses.fields(probe_class(name))}
+    preset = {**defaults, **PROBES[name][1]}
+    for key, value in setting.items():
+        if key in preset and preset[key] != value:
+            raise ProbeDeclined(f"{name} attacks {key} = {preset[key]}; this target has {key} = {value}")
+
+
+def decline_uncarried_fields(name: str, config, carried, ignored=()) -> None:
+    """ProbeDeclined if ``config`` sets a field away from its default that probe ``name`` cannot carry (the
+    probe would replay another setting than the target's)."""
+    import dataclasses
+
+    changed = [
+        f.name
+        for f in dataclasses.fields(config)
+        if f.name not in carried and f.name not in ignored and getattr(config, f.name) != f.default
+    ]
+    if changed:
+        raise ProbeDeclined(f"{name} replays the defaults of {', '.join(changed)}; this target sets them")
+
+
+def split_parameters(spec: TargetSpec, config_class, privacy_schema: dict) -> tuple[dict, dict]:
+    """A target's parameters checked strictly against ``config_class``'s fields and ``privacy_schema``:
+    (configuration fields, privacy fields). Only a private variant ("dp-...") takes privacy fields."""
+    from accounting import strict
+
+    schema = schema_of_dataclass(config_class, privacy_schema)
+    params = strict.check_table("parameters", dict(spec.parameters), schema)
+    privacy = {k: params.pop(k) for k in list(params) if k in privacy_schema}
+    if privacy and not spec.algorithm.startswith("dp-"):
+        raise ConfigurationError(
+            f"parameters.{next(iter(privacy))}", f"not a parameter of non-private {spec.algorithm}"
+        )
+    return params, privacy
+
+
+def regret_utility(target, metric: str, curves: np.ndarray, releases, context: dict) -> UtilitySection:
+    """The utility section of a regret curve (runs, rounds), with the epsilon spent after ``releases[t]``
+    releases at round t + 1 (RDP accountant)."""
+    claim = target.claim
+    return utility_curve(
+        metric,
+        np.arange(1, curves.shape[1] + 1),
+        curves,
+        spent_over_rounds(target.mechanism, releases, claim.delta),
+        system=target.spec.algorithm,
+        epsilon_accountant="rdp",
+        delta=claim.delta,
+        context=context,
+    )
+
+
 def schema_of_dataclass(cls, extra: dict | None = None) -> dict:
     """A strict-table schema (``accounting.strict``) from a dataclass's field types."""
     from accounting import strict
@@ -162,6 +243,21 @@ def schema_of_dataclass(cls, extra: dict | None = None) -> dict:
         kind = kinds.get(options[0], strict.ANY_TABLE)
         schema[name] = strict.NUMBER if kind is strict.INTEGER and float in options else kind
     return {**schema, **(extra or {})}
+
+
+def spent_over_rounds(mechanism, releases, delta: float) -> np.ndarray:
+    """Epsilon spent (RDP accountant, an upper bound) after each round, given how many releases each round
+    has made so far; a run without noise (``mechanism`` None) has spent infinity after its first release."""
+    from accounting.rdp import epsilon_curve
+
+    releases = np.asarray(releases, dtype=int)
+    if mechanism is None:
+        return np.where(releases > 0, math.inf, 0.0)
+    spent = np.zeros(len(releases))
+    counts, where = np.unique(releases[releases > 0], return_inverse=True)
+    if counts.size:
+        spent[releases > 0] = epsilon_curve(mechanism, counts, delta)[where]
+    return spent
 
 
 def utility_curve(metric: str, rounds, curves: np.ndarray, spent, **fields) -> UtilitySection:

@@ -42,9 +42,15 @@ def _count_calls_from_the_audit(monkeypatch, owner, name, counter: Counter):
     "path", sorted((ROOT / "configs").glob("audit_*.toml")) + [DEFAULT_CONFIG], ids=lambda p: p.name
 )
 def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypatch):
+    import attacks.probes.duets
+    import dpfed.fedzero.private
+    import dpfed.fkm.private
     import dpfed.pne.private
     import reports.audit.probes
     import reports.audit.target_mechanism
+    from dpfed.duets.config import DuetsConfig
+    from dpfed.fedzero.config import FedZeroConfig
+    from dpfed.fkm.config import FKMConfig
     from dpfed.fts.config import FTSConfig
     from reports.audit.model import ProbeSection
 
@@ -54,6 +60,12 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
         (FTSConfig, "mechanism"),
         (dpfed.pne.private, "dp_mechanism"),
         (reports.audit.target_mechanism, "_mechanism"),
+        (DuetsConfig, "from_dict"),
+        (attacks.probes.duets, "audit_mechanism"),
+        (FedZeroConfig, "__init__"),
+        (dpfed.fedzero.private, "dp_fedzero_release"),
+        (FKMConfig, "__init__"),
+        (dpfed.fkm.private, "dp_fkm_release"),
     ):
         _count_calls_from_the_audit(monkeypatch, owner, name, counter)
     # the probes' own runs and the utility runs are the algorithms' code, not the audit's: stub them
@@ -76,8 +88,24 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
             assert built == Counter({"from_preset": 1, "mechanism": 1}), (spec.name, built)
         elif spec.algorithm == "dp-fed-pne":
             assert built == Counter({"dp_mechanism": 1}), (spec.name, built)
+        elif spec.algorithm in NEW_SYSTEMS:
+            config, release = NEW_SYSTEMS[spec.algorithm]
+            expected = Counter({config: 1, release: 1}) if spec.algorithm.startswith("dp-") else Counter({config: 1})
+            assert built == expected, (spec.name, built)
         else:
             assert built == Counter({"_mechanism": 1}), (spec.name, built)
+
+
+# algorithm -> (the configuration's constructor, the release helper building its mechanism)
+NEW_SYSTEMS = {
+    name: entry
+    for base, entry in (
+        ("duets", ("from_dict", "audit_mechanism")),
+        ("fedzero", ("__init__", "dp_fedzero_release")),
+        ("fkm", ("__init__", "dp_fkm_release")),
+    )
+    for name in (base, f"dp-{base}")
+}
 
 
 def _mechanism_target(neighbouring="add-remove", **parameters):
