@@ -23,15 +23,6 @@ USER = ["attack", "--mechanism"]
 DS = ["--datasets", "ds.toml", "--trials", "200", "--seed", "1"]
 
 
-MERGED = {"acct", "audit", "counts"}
-
-
-def fixed_on(branch: str, what: str = ""):
-    if branch in MERGED:
-        return None
-    return pytest.mark.xfail(strict=True, reason=f"fixed on branch {branch}{': ' + what if what else ''}")
-
-
 def case(case_id: str, argv: list[str], code: int = BAD, mark=None, words: str = "", check=None):
     """A case: ``argv`` exits ``code``; stderr contains ``words``; ``check(stdout)`` holds if given."""
     return pytest.param(argv, code, words, check, id=case_id, marks=[mark] if mark else [])
@@ -110,7 +101,6 @@ ACCOUNT_CASES = (
                 "json",
             ],
             PASS,
-            fixed_on("acct", "z relative to the sensitivity"),
             check=dpa_rdp_replace_one,
         ),
         case(
@@ -129,7 +119,6 @@ ACCOUNT_CASES = (
                 "exact,pld,rdp",
             ],
             PASS,
-            fixed_on("acct", "epsilon infinite, not failed"),
             check=not_all_failed,
         ),
     ]
@@ -151,13 +140,11 @@ CALIBRATE_CASES = (
             "calibrate-check-classic-ignores-rate",
             CALIBRATE + ["--check-classic", "--rate", "0.1", "--steps", "10"],
             BAD,
-            fixed_on("acct", "flag ignored"),
         ),
         case(
             "calibrate-check-classic-violation-exits-1",
             ["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"],
             VIOLATION,
-            fixed_on("acct"),
         ),
     ]
 )
@@ -407,7 +394,7 @@ ATTACK_CASES = (
             "attack-config-mechanism-allowed-bad-import",
             ["attack", "--config", "attack_mechanism_code.toml", "--allow-code", "--trials", "20"],
         ),
-        case("attack-batch-size-zero", ATTACK + ["--batch-size", "0"], BAD, fixed_on("counts")),
+        case("attack-batch-size-zero", ATTACK + ["--batch-size", "0"], BAD),
         # 1e12 trials per world fit in constant memory (counts) and are a long run, not bad input.
         case("attack-trials-1e15-beyond-memory", ["attack", "gaussian", "--trials", "1e15"], BAD, words="trials"),
     ]
@@ -512,7 +499,6 @@ AUDIT_CASES = (
             f"audit-config-{f.removeprefix('audit_')[:-5]}",
             ["audit", f, "--quiet"],
             BAD,
-            fixed_on("audit", "strict audit configs"),
         )
         for f in [
             "audit_param_step.toml",
@@ -529,13 +515,11 @@ AUDIT_CASES = (
             "audit-config-user-code-without-allow-code",
             ["audit", "audit_user_code.toml", "--quiet"],
             BAD,
-            fixed_on("audit", "--allow-code in audit"),
         ),
         case(
             "audit-trials-1e5-parses",
             AUDIT + ["--trials", "1e5", "--out", "/proc/dpaudit/x"],
             BAD,
-            fixed_on("audit", "--trials 1e5"),
             words="error: out",
         ),
     ]
@@ -565,9 +549,8 @@ REPORT_CASES = bad(
         "report-inconsistent-status",
         ["report", "report_inconsistent.json"],
         BAD,
-        fixed_on("audit", "report consistency"),
     ),
-    case("report-roc-lengths", ["report", "report_roc_lengths.json"], BAD, fixed_on("audit", "report consistency")),
+    case("report-roc-lengths", ["report", "report_roc_lengths.json"], BAD),
 ]
 
 # ----- the command line itself -------------------------------------------------------------------------
