@@ -227,27 +227,7 @@ def run_attack(
     log = options.log or (lambda message: None)
     if plan.trials >= 10**7:
         log(plan.describe())
-    if plan.reduction == "counts":
-        grid, counts_out, counts_in, info = collect_counts(
-            probe, trials, root, plan, delta, confidence, options, checkpoint
-        )
-        bounds, roc = _counts_estimates(grid, counts_out, counts_in, delta, confidence, options, root)
-        extra = {"counts": {"grid": grid, "out": counts_out, "in": counts_in}}
-    else:
-        scores_out, scores_in, info = collect_scores(
-            probe,
-            trials,
-            root,
-            options.executor,
-            options.workers,
-            options.scheduler,
-            checkpoint,
-            options.progress,
-            plan.batch_size,
-            log=log,
-        )
-        bounds, roc = _sorted_estimates(scores_out, scores_in, delta, confidence, options, root)
-        extra = {"scores_out": scores_out, "scores_in": scores_in}
+    bounds, roc, extra, info = _collect_and_estimate(probe, trials, root, plan, delta, confidence, options, checkpoint)
     if info["recomputed"]:
         log(
             f"checkpoint: {len(info['recomputed'])} damaged batch file(s) recomputed "
@@ -255,15 +235,9 @@ def run_attack(
         )
     metadata = probe.metadata(delta)
     true_eps = metadata.get("true_epsilon")
-    source = "given"
-    if claim_epsilon is None and true_eps is not None:
-        claim_epsilon = float(true_eps) if claim_delta == delta else probe.true_epsilon(claim_delta)
-        source = "tight epsilon of the described mechanism"
-    verdict = None
-    if claim_epsilon is not None and math.isfinite(claim_epsilon):
-        from attacks.verdict import decide
-
-        verdict = decide(claim_epsilon, claim_delta, bounds, trials, confidence)
+    claim_epsilon, source, verdict = _claim_and_verdict(
+        probe, true_eps, claim_epsilon, claim_delta, delta, bounds, trials, confidence
+    )
     return AttackResult(
         probe=metadata,
         trials=trials,
@@ -289,6 +263,47 @@ def run_attack(
         backend=options.backend,
         **extra,
     )
+
+
+def _collect_and_estimate(probe, trials, root, plan, delta, confidence, options, checkpoint):
+    """Draw the trials as ``plan`` says (counts over a fixed grid, or every score) and estimate bounds and
+    the ROC: ``(bounds, roc, extra result fields, collection info)``."""
+    log = options.log or (lambda message: None)
+    if plan.reduction == "counts":
+        grid, counts_out, counts_in, info = collect_counts(
+            probe, trials, root, plan, delta, confidence, options, checkpoint
+        )
+        bounds, roc = _counts_estimates(grid, counts_out, counts_in, delta, confidence, options, root)
+        return bounds, roc, {"counts": {"grid": grid, "out": counts_out, "in": counts_in}}, info
+    scores_out, scores_in, info = collect_scores(
+        probe,
+        trials,
+        root,
+        options.executor,
+        options.workers,
+        options.scheduler,
+        checkpoint,
+        options.progress,
+        plan.batch_size,
+        log=log,
+    )
+    bounds, roc = _sorted_estimates(scores_out, scores_in, delta, confidence, options, root)
+    return bounds, roc, {"scores_out": scores_out, "scores_in": scores_in}, info
+
+
+def _claim_and_verdict(probe, true_eps, claim_epsilon, claim_delta, delta, bounds, trials, confidence):
+    """The claim judged (the given one, else the described mechanism's tight epsilon), where it came from,
+    and the verdict (None without a finite claim)."""
+    source = "given"
+    if claim_epsilon is None and true_eps is not None:
+        claim_epsilon = float(true_eps) if claim_delta == delta else probe.true_epsilon(claim_delta)
+        source = "tight epsilon of the described mechanism"
+    verdict = None
+    if claim_epsilon is not None and math.isfinite(claim_epsilon):
+        from attacks.verdict import decide
+
+        verdict = decide(claim_epsilon, claim_delta, bounds, trials, confidence)
+    return claim_epsilon, source, verdict
 
 
 def _sorted_estimates(scores_out, scores_in, delta, confidence, options, root):
