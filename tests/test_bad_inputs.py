@@ -474,6 +474,8 @@ AUDIT_CASES = (
             "seed-negative": ["--seed", "-1"],
             "executor": ["--executor", "cloud"],
             "dask-no-scheduler": ["--executor", "dask"],
+            "workers-inprocess": ["--executor", "inprocess", "--workers", "2"],
+            "scheduler-not-dask": ["--scheduler", "tcp://x:1"],
         },
     )
     + bad(

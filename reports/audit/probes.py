@@ -5,6 +5,7 @@ work (trials and a time estimate from a first batch), then run through ``attacks
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass
 
@@ -14,6 +15,15 @@ from reports.audit.model import ProbeSection, ProbeSpec, Series
 from reports.audit.targets import ProbeDeclined
 
 ESTIMATOR = "clopper-pearson (Bonferroni over its thresholds)"
+AUTO_PARALLEL_SECONDS = 10.0  # ``--executor auto`` runs a probe on worker processes above this estimate
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,16 @@ class PlannedProbe:
     probe: object | None
     params: dict
     reason: str | None = None
-    seconds_estimate: float | None = None
+    seconds_estimate: float | None = None  # one process, both worlds
+    executor: str = "inprocess"
+    workers: int = 1
+
+    @property
+    def wall_estimate(self) -> float | None:
+        """Estimated seconds on the chosen executor (batches spread over its workers)."""
+        if self.seconds_estimate is None:
+            return None
+        return self.seconds_estimate / (self.workers if self.executor == "processes" else 1)
 
 
 def probe_budget(spec: ProbeSpec, override: int | None) -> int:
@@ -49,28 +68,53 @@ def build_probe(target, spec: ProbeSpec):
 
 
 def estimate_seconds(probe, trials: int, seed: int, batch_size: int | None = None) -> float | None:
-    """Seconds for ``trials`` per world, from timing a small first batch (a twentieth of a batch) of the
-    world with the canary."""
+    """Seconds for ``trials`` per world in one process, from timing two small batches of the world with
+    the canary (a twentieth and a tenth of a batch, after a warm-up call): their difference is the cost
+    of the extra trials without the fixed cost of a call, which a small batch would otherwise multiply."""
     if probe.needs_training:
         return None  # a learned score must be trained before it can score
-    size = max(1, min(trials, batch_size or probe.batch_size) // 20)
-    started = time.perf_counter()
+    small = max(1, min(trials, batch_size or probe.batch_size) // 20)
     try:
-        probe.scores(1, size, named_rng(seed, "estimate"))
+        _time_scores(probe, small, seed)  # warm-up: first-call costs (imports, caches) are not per trial
+        seconds = [_time_scores(probe, size, seed) for size in (small, 2 * small)]
     except Exception:  # noqa: BLE001 - the probe's own run reports its failure; no estimate here
         return None
-    return 2.0 * trials * (time.perf_counter() - started) / size
+    per_trial = (seconds[1] - seconds[0]) / small
+    if per_trial <= 0:  # timer noise: fall back to the larger batch's mean
+        per_trial = seconds[1] / (2 * small)
+    return 2.0 * trials * per_trial
 
 
-def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, estimate: bool) -> PlannedProbe:
-    """Build (or decline) one probe and estimate its run time."""
+def _time_scores(probe, size: int, seed: int) -> float:
+    started = time.perf_counter()
+    probe.scores(1, size, named_rng(seed, "estimate"))
+    return time.perf_counter() - started
+
+
+def choose_executor(probe, trials: int, seconds: float | None, options) -> tuple[str, int]:
+    """The executor and worker count of one probe: as asked, or for ``auto`` worker processes when the
+    probe is long enough (estimate over ``AUTO_PARALLEL_SECONDS``); at most one worker per batch of
+    either world. Every
+    executor gives the same scores for the same seed, so the choice changes only the time."""
+    workers = int(options.workers or usable_cpus())
+    if options.executor != "auto":
+        return options.executor, (1 if options.executor == "inprocess" else workers)
+    batches = 2 * -(-int(trials) // max(1, int(probe.batch_size)))  # both worlds
+    if workers > 1 and batches > 1 and seconds is not None and seconds > AUTO_PARALLEL_SECONDS:
+        return "processes", min(workers, batches)
+    return "inprocess", 1
+
+
+def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options) -> PlannedProbe:
+    """Build (or decline) one probe, estimate its run time and choose where it runs."""
     trials = probe_budget(spec, override)
     try:
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
-    seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if estimate else None
-    return PlannedProbe(spec, trials, probe, params, None, seconds)
+    seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
+    executor, workers = choose_executor(probe, trials, seconds, options)
+    return PlannedProbe(spec, trials, probe, params, None, seconds, executor, workers)
 
 
 def declined_section(planned: PlannedProbe) -> ProbeSection:
@@ -91,8 +135,8 @@ def run_probe(
         planned.probe,
         planned.trials,
         seed=seed,
-        executor=options.executor,
-        workers=options.workers,
+        executor=planned.executor,
+        workers=planned.workers,
         scheduler=options.scheduler,
         checkpoint_dir=checkpoint,
         delta=claim.delta,

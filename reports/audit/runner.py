@@ -36,8 +36,8 @@ from reports.audit.targets import build_target
 class AuditOptions:
     seed: int = 0
     confidence: float = 0.95
-    executor: str = "inprocess"
-    workers: int = 2
+    executor: str = "auto"  # auto: worker processes for long probes (``probes.choose_executor``)
+    workers: int | None = None  # processes executor: default the CPUs this process may use
     scheduler: str | None = None
     trials: int | None = None  # overrides every mechanism-level probe's budget
     work_dir: str | None = None  # section cache and probe checkpoints
@@ -73,7 +73,7 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
     for i, probe in enumerate(spec.probes):
         seed = named_seed(options.seed, "audit", index, "probe", i, probe.name)
         try:
-            probes.append(plan_probe(target, probe, options.trials, seed, options.estimate))
+            probes.append(plan_probe(target, probe, options.trials, seed, options))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{field_path}.probes[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
     return PlannedTarget(index, target, probes)
@@ -230,6 +230,9 @@ def preflight_lines(planned: list[PlannedTarget]) -> list[str]:
             if p.probe is None:
                 lines.append(head + f"declined: {p.reason}")
                 continue
-            estimate = "" if p.seconds_estimate is None else f", about {max(1.0, p.seconds_estimate):.0f} s"
-            lines.append(head + f"{p.trials} trials per world{estimate}")
+            where = {"processes": f"on {p.workers} worker processes", "inprocess": "in this process"}.get(
+                p.executor, f"on {p.executor}"
+            )
+            estimate = "" if p.wall_estimate is None else f", about {max(1.0, p.wall_estimate):.0f} s"
+            lines.append(head + f"{p.trials} trials per world {where}{estimate}")
     return (["plan (before any work):"] + lines) if lines else []

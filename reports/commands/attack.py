@@ -12,12 +12,29 @@ from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.
-CONFIG_SCHEMA = {"probe": STRING, "trials": NUMBER, "seed": INTEGER, "delta": NUMBER, "claim_epsilon": NUMBER,
-                 "claim_delta": NUMBER, "confidence": NUMBER, "executor": STRING, "workers": INTEGER,
-                 "scheduler": STRING, "checkpoint": STRING, "methods": OneOf((STRING, STRINGS)),
-                 "batch_size": INTEGER, "params": ANY_TABLE, "mechanism": STRING, "datasets": STRING,
-                 "classifier": STRING, "timeout": NUMBER, "reduction": STRING, "backend": STRING,
-                 "device": STRING}
+CONFIG_SCHEMA = {
+    "probe": STRING,
+    "trials": NUMBER,
+    "seed": INTEGER,
+    "delta": NUMBER,
+    "claim_epsilon": NUMBER,
+    "claim_delta": NUMBER,
+    "confidence": NUMBER,
+    "executor": STRING,
+    "workers": INTEGER,
+    "scheduler": STRING,
+    "checkpoint": STRING,
+    "methods": OneOf((STRING, STRINGS)),
+    "batch_size": INTEGER,
+    "params": ANY_TABLE,
+    "mechanism": STRING,
+    "datasets": STRING,
+    "classifier": STRING,
+    "timeout": NUMBER,
+    "reduction": STRING,
+    "backend": STRING,
+    "device": STRING,
+}
 CONFIG_KEYS = tuple(CONFIG_SCHEMA)
 EXIT_PROBE_FAILED = 3  # reports/exit_codes.py: "INCONCLUSIVE, or a probe failed"
 DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
@@ -58,11 +75,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="probe parameter (repeatable)")
     parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
-    parser.add_argument("--allow-code", action="store_true",
-                        help="let a --config file name Python code to import (its 'mechanism' or "
-                             "params.function); a config is code then, so only with files you trust")
-    parser.add_argument("--timeout", type=float,
-                        help="seconds per batch of a user mechanism (run in a worker process; default: none)")
+    parser.add_argument(
+        "--allow-code",
+        action="store_true",
+        help="let a --config file name Python code to import (its 'mechanism' or "
+        "params.function); a config is code then, so only with files you trust",
+    )
+    parser.add_argument(
+        "--timeout", type=float, help="seconds per batch of a user mechanism (run in a worker process; default: none)"
+    )
     parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
     parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
     parser.add_argument(
@@ -111,8 +132,9 @@ def _settings(args) -> dict:
         if value is not None:
             settings[key] = value
     if settings["executor"] == "inprocess" and ("workers" in config or args.workers is not None):
-        raise ConfigurationError("workers", "the inprocess executor runs one batch at a time; "
-                                            "workers go with --executor processes or dask")
+        raise ConfigurationError(
+            "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
+        )
     settings["params"] = {**params, **parse_params(args.param)}
     return settings
 

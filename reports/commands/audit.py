@@ -33,7 +33,7 @@ PACKAGES = (
     "dask",
     "tqdm",
 )
-EXECUTORS = ("inprocess", "processes", "dask")
+EXECUTORS = ("auto", "inprocess", "processes", "dask")
 WORK_DIR_NAME = ".audit-work"
 FINISHED_MARKER = "finished"
 
@@ -65,7 +65,7 @@ def _command(args) -> str:
         ("--workers", args.workers),
         ("--scheduler", args.scheduler),
     ):
-        if value is not None and not (flag == "--executor" and value == "inprocess"):
+        if value is not None and not (flag == "--executor" and value == "auto"):
             parts += [flag, str(int(value) if isinstance(value, float) and value.is_integer() else value)]
     parts += [flag for flag, on in (("--allow-code", args.allow_code), ("--quiet", args.quiet)) if on]
     return shlex.join(parts)
@@ -90,11 +90,17 @@ def _options(args, config: dict, out_dir: Path):
 
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("scheduler", "the dask executor needs --scheduler ADDRESS")
+    if args.scheduler and args.executor != "dask":
+        raise ConfigurationError("scheduler", "--scheduler goes with --executor dask")
+    if args.executor == "inprocess" and args.workers is not None:
+        raise ConfigurationError(
+            "workers", "the inprocess executor runs one batch at a time; workers go with --executor auto or processes"
+        )
     return AuditOptions(
         seed=config["seed"] if args.seed is None else int(args.seed),
         confidence=config["confidence"],
         executor=args.executor,
-        workers=int(args.workers),
+        workers=None if args.workers is None else int(args.workers),
         scheduler=args.scheduler,
         trials=None if args.trials is None else int(args.trials),
         work_dir=str(out_dir / WORK_DIR_NAME),
@@ -179,9 +185,18 @@ def add_parser(subparsers) -> None:
         help="trials per world for every mechanism-level probe, for example 1e5 (end-to-end "
         "probes keep their configured budget)",
     )
-    parser.add_argument("--executor", choices=EXECUTORS, default="inprocess", help="where probe batches run")
     parser.add_argument(
-        "--workers", type=number_arg("workers", **STEPS), default=2, help="workers of the processes executor"
+        "--executor",
+        choices=EXECUTORS,
+        default="auto",
+        help="where probe batches run (default auto: worker processes for probes estimated over "
+        "10 s, in this process otherwise; every executor gives the same numbers)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=number_arg("workers", **STEPS),
+        default=None,
+        help="worker processes (default: the CPUs this process may use)",
     )
     parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
     parser.add_argument(

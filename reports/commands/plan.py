@@ -12,10 +12,12 @@ MAX_TRIALS = 1e18
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
-        "plan", help="what an attack budget can certify (statistical ceiling of a perfect attack)",
+        "plan",
+        help="what an attack budget can certify (statistical ceiling of a perfect attack)",
         description="Before running an attack: the largest epsilon N trials per world can certify (for a "
-                    "perfect attack at one threshold fixed in advance, and for the default Bonferroni "
-                    "Clopper-Pearson estimator, which the audit uses), or the trials a target epsilon needs.")
+        "perfect attack at one threshold fixed in advance, and for the default Bonferroni "
+        "Clopper-Pearson estimator, which the audit uses), or the trials a target epsilon needs.",
+    )
     parser.add_argument("--trials", type=float, help="trials per world")
     parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
     parser.add_argument("--delta", type=float, required=True, help="delta of the claim to certify against")

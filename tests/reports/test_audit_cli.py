@@ -122,7 +122,7 @@ def test_interrupted_audit_resumes_without_redoing_batches(tmp_path, monkeypatch
     resumed = load_report(out / "report.json")
     assert code == resumed["exit_code"]
     assert calls.count(2000) == 20 - 5  # only the unfinished batches ran again
-    assert len(calls) == 15 + 1 and calls[0] == 100  # and one small batch timed before any work
+    assert len(calls) == 15 + 3 and calls[:3] == [100, 100, 200]  # and three small batches timed before any work
     probe = resumed["targets"][0]["probes"][0]
     assert (probe["batches_total"], probe["batches_resumed"]) == (20, 5)
     assert "target-0/accounting" in resumed["provenance"]["reused_sections"]
