@@ -226,6 +226,10 @@ def audit_files() -> dict[str, str]:
         "audit_no_targets.toml": 'title = "empty"\n',
         "audit_probe_unknown.toml": _replace(g, 'name = "gaussian"', 'name = "no-such-probe"'),
         "audit_probe_key.toml": _replace(g, "trials = 200", "trials = 200\ncolour = 1"),
+        # a probe parameter the target binds (the probe would attack another mechanism than the claim's)
+        "audit_probe_overrides_target.toml": _replace(
+            g, "trials = 200", "trials = 200\n[target.probes.params]\nnoise_multiplier = 0.1"
+        ),
         "audit_user_code.toml": g
         + '[[target.probes]]\nname = "user"\nkind = "mechanism"\ntrials = 200\n'
         + '[target.probes.params]\nfunction = "shutil:rmtree"\ndatasets = "ds.toml"\n',

@@ -492,6 +492,7 @@ AUDIT_CASES = (
             "config-target-unknown": ["audit_target_unknown.toml"],
             "config-probe-unknown": ["audit_probe_unknown.toml"],
             "config-probe-key": ["audit_probe_key.toml"],
+            "config-probe-overrides-target": ["audit_probe_overrides_target.toml"],
             "config-delta-range": ["audit_delta_range.toml"],
             "config-algorithm": ["audit_algorithm_bad.toml"],
         },

@@ -27,7 +27,6 @@ RELEASE_FIELDS = (
     "weight_gap",
     "weight_hold",
     "weight_decay",
-    "empty_sample_fallback",
     "algorithm",
 )
 
@@ -95,6 +94,8 @@ class FtsTarget(BaseTarget):
             "weight_schedule": [c.weight_gap, c.weight_hold, c.weight_decay],
             "mechanism": describe(self.mechanism),
             "releases": self.releases,
+            **({"planted_bug": c.planted_bug} if c.planted_bug != "none" else {}),
+            **({"empty_sample_fallback": c.empty_sample_fallback} if c.empty_sample_fallback != "noise" else {}),
         }
 
     def _server_probe(self, name: str, explicit: dict) -> dict:
@@ -120,14 +121,14 @@ class FtsTarget(BaseTarget):
 
     def _end_to_end_probe(self, name: str, explicit: dict) -> dict:
         """The real run on the probe's preset (the target's, unless the configuration names a cheaper
-        one) with the target's rate, noise and rounds; declined if the target changes another field
-        that shapes the release."""
+        one) with the target's rate, noise, rounds, empty-sample fallback and planted bug (if any);
+        declined if the target changes another field that shapes the release."""
         decline_unless_add_remove_poisson(self.mechanism, name)
         preset = explicit.get("preset", self.preset)
         changed = _release_fields_differing_from_preset(self.config, preset)
         if changed:
             raise ProbeDeclined(
-                f"{name} runs preset {preset!r} with the target's rate, noise and rounds; "
+                f"{name} runs preset {preset!r} with the target's rate, noise, rounds and server code; "
                 f"the target also sets {', '.join(changed)}, which the probe cannot"
             )
         return {
@@ -135,6 +136,8 @@ class FtsTarget(BaseTarget):
             "rounds": self.config.rounds,
             "rate": self.config.rate,
             "noise_multiplier": self.config.noise_multiplier,
+            "planted_bug": self.config.planted_bug,
+            "empty_sample_fallback": self.config.empty_sample_fallback,
         }
 
     def utility(self, seed, runs: int, log):

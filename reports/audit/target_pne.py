@@ -18,6 +18,7 @@ SCHEMA = {
     "epsilon": strict.NUMBER,
     "dp_delta": strict.NUMBER,
     "c": strict.NUMBER,
+    "planted_bug": strict.STRING,  # a deliberate implementation bug, only for audits (dpfed.pne.private)
 }
 CALIBRATIONS = ("classic", "analytic")
 
@@ -35,7 +36,7 @@ class PneTarget(BaseTarget):
 
     def __init__(self, spec: TargetSpec):
         from dpfed.pne.objectives import OBJECTIVES
-        from dpfed.pne.private import dp_mechanism
+        from dpfed.pne.private import PLANTED_BUGS, dp_mechanism
 
         super().__init__(spec)
         p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
@@ -56,6 +57,11 @@ class PneTarget(BaseTarget):
             "parameters.dp_delta", p.get("dp_delta", spec.claim.delta), low=0, high=1, low_open=True, high_open=True
         )
         self.c = require_number("parameters.c", p.get("c", 0.1), low=0, low_open=True)
+        self.planted_bug = p.get("planted_bug", "none")
+        if self.planted_bug not in PLANTED_BUGS:
+            raise ConfigurationError(
+                "parameters.planted_bug", f"unknown {self.planted_bug!r}; choose one of {', '.join(PLANTED_BUGS)}"
+            )
         self.mechanism = dp_mechanism(self.epsilon, self.dp_delta, self.calibration_method)
         self.releases = 1
 
@@ -76,6 +82,7 @@ class PneTarget(BaseTarget):
             "c": self.c,
             "mechanism": describe(self.mechanism),
             "releases": self.releases,
+            **({"planted_bug": self.planted_bug} if self.planted_bug != "none" else {}),
         }
 
     def _reward_probe(self, name: str, explicit: dict) -> dict:
@@ -90,6 +97,7 @@ class PneTarget(BaseTarget):
             "clients": self.clients,
             "horizon": self.horizon,
             "c": self.c,
+            "planted_bug": self.planted_bug,
         }
 
     def utility(self, seed, runs: int, log):
@@ -108,6 +116,7 @@ class PneTarget(BaseTarget):
                 calibration=self.calibration_method,
                 seed=stream,
                 c=self.c,
+                planted_bug=self.planted_bug,
             )
             curves.append(np.asarray(result.regret, dtype=float))
         spent = gaussian_epsilon(1.0 / self.mechanism.noise_multiplier, self.claim.delta)

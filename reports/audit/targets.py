@@ -34,6 +34,9 @@ from accounting.mechanisms import Composition, Neighbouring, Sampling, Subsample
 from reports.audit.model import TargetSpec, Unavailable, UtilitySection
 
 MAX_UTILITY_POINTS = 120
+# probe parameters a configuration may set although the target binds them: the DP-FTS-DE end-to-end
+# probe's cheaper preset (its release fields are checked equal to the target's)
+PROBE_MAY_OVERRIDE = frozenset({"preset"})
 TARGETS: dict[str, type] = {}
 # modules whose ``@register`` classes are the audited systems (a new system adds its module here)
 TARGET_MODULES = (
@@ -153,7 +156,15 @@ class BaseTarget:
         self.check_probe(name)
         if name == "user":  # the user's own mechanism: only the delta of the claim is shared
             return {"delta": self.claim.delta, **explicit}
-        return {**getattr(self, self.binders[name])(name, explicit), **explicit}
+        bound = getattr(self, self.binders[name])(name, explicit)
+        clash = sorted(set(bound) & set(explicit) - PROBE_MAY_OVERRIDE)
+        if clash:
+            raise ConfigurationError(
+                f"params.{clash[0]}",
+                f"set by the target (probe {name!r} attacks the target's own setting); "
+                "change it in the target's [parameters] instead",
+            )
+        return {**bound, **explicit}
 
 
 def decline_unless_add_remove_poisson(mechanism, probe: str) -> None:

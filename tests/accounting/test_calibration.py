@@ -48,5 +48,5 @@ def test_bad_targets_name_the_field():
 
 def test_noise_calibration_matches_moments_reference():
     # The published z = 1 gives 15.17 under the moments accountant; calibrating for 15.17 returns ~1.
-    result = calibrate_noise_multiplier(15.17, 29 ** -1.1, 0.35, 60, "moments")
+    result = calibrate_noise_multiplier(15.17, 29**-1.1, 0.35, 60, "moments")
     assert result.noise_multiplier == pytest.approx(1.0, rel=2e-3) and result.achieved_epsilon <= 15.17

@@ -10,13 +10,16 @@ from accounting.calibration import calibrate_noise_multiplier
 NAMES = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]
 
 
-@pytest.mark.parametrize("q, z, steps, delta", [
-    (1.0, 1.0, 10, 1e-5),
-    (1e-6, 1.0, 1000, 1e-5),
-    (0.1, 0.3, 100, 1e-5),
-    (0.01, 1.0, 1_000_000, 1e-5),
-    (0.1, 1.0, 100, 1e-12),
-])
+@pytest.mark.parametrize(
+    "q, z, steps, delta",
+    [
+        (1.0, 1.0, 10, 1e-5),
+        (1e-6, 1.0, 1000, 1e-5),
+        (0.1, 0.3, 100, 1e-5),
+        (0.01, 1.0, 1_000_000, 1e-5),
+        (0.1, 1.0, 100, 1e-12),
+    ],
+)
 def test_edge_configurations_answer_or_explain(q, z, steps, delta):
     results = account_all(Composition.of(SubsampledGaussian(q, z), steps), delta, NAMES)
     for r in results:

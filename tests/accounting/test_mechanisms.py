@@ -18,17 +18,20 @@ from accounting import (
 )
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(rate=0.0, noise_multiplier=1.0), "rate"),
-    (dict(rate=1.5, noise_multiplier=1.0), "rate"),
-    (dict(rate=0.5, noise_multiplier=0.0), "noise_multiplier"),
-    (dict(rate=0.5, noise_multiplier=-1.0), "noise_multiplier"),
-    (dict(rate=0.5, noise_multiplier=1.0, clip=-2.0), "clip"),
-    (dict(rate=0.5, noise_multiplier="abc"), "noise_multiplier"),
-    (dict(rate=0.5, noise_multiplier=1.0, sampling="bernoulli"), "sampling"),
-    (dict(rate=0.5, noise_multiplier=1.0, neighbouring="swap"), "neighbouring"),
-    (dict(rate=0.5, noise_multiplier=1.0, sampling="fixed-size"), "population"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(rate=0.0, noise_multiplier=1.0), "rate"),
+        (dict(rate=1.5, noise_multiplier=1.0), "rate"),
+        (dict(rate=0.5, noise_multiplier=0.0), "noise_multiplier"),
+        (dict(rate=0.5, noise_multiplier=-1.0), "noise_multiplier"),
+        (dict(rate=0.5, noise_multiplier=1.0, clip=-2.0), "clip"),
+        (dict(rate=0.5, noise_multiplier="abc"), "noise_multiplier"),
+        (dict(rate=0.5, noise_multiplier=1.0, sampling="bernoulli"), "sampling"),
+        (dict(rate=0.5, noise_multiplier=1.0, neighbouring="swap"), "neighbouring"),
+        (dict(rate=0.5, noise_multiplier=1.0, sampling="fixed-size"), "population"),
+    ],
+)
 def test_invalid_descriptions_name_the_field(kwargs, field):
     with pytest.raises(ConfigurationError) as info:
         SubsampledGaussian(**kwargs)

@@ -19,8 +19,7 @@ def noisy_text(dataset, rng):
 
 
 def test_json_output_and_pass_exit_code(capsys):
-    code = main(["attack", "gaussian", "--trials", "20000", "--seed", "1", "--format", "json",
-                 "--no-progress"])
+    code = main(["attack", "gaussian", "--trials", "20000", "--seed", "1", "--format", "json", "--no-progress"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"]["status"] == "PASS"
     assert out["trials_per_world"] == 20000 and out["claim"]["epsilon"] == pytest.approx(2.0)
@@ -41,8 +40,23 @@ def test_inconclusive_exit_code(capsys):
 
 
 def test_user_mechanism_from_the_command_line(capsys):
-    code = main(["attack", "--mechanism", "attacks.probes.examples:leaky_count", "--datasets", DATASETS,
-                 "--trials", "20000", "--seed", "4", "--claim-epsilon", "1", "--format", "json"])
+    code = main(
+        [
+            "attack",
+            "--mechanism",
+            "attacks.probes.examples:leaky_count",
+            "--datasets",
+            DATASETS,
+            "--trials",
+            "20000",
+            "--seed",
+            "4",
+            "--claim-epsilon",
+            "1",
+            "--format",
+            "json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["training_trials_per_world"] == 10000 and out["trials_per_world"] == 10000
 
@@ -56,8 +70,10 @@ def test_config_file_and_params(capsys, tmp_path):
     assert out["probe"]["params"]["noise_multiplier"] == 3
 
 
-@pytest.mark.parametrize("name", ["attack_fts_server.toml", "attack_fts_server_reference.toml",
-                                  "attack_gaussian.toml", "attack_planted_bugs.toml"])
+@pytest.mark.parametrize(
+    "name",
+    ["attack_fts_server.toml", "attack_fts_server_reference.toml", "attack_gaussian.toml", "attack_planted_bugs.toml"],
+)
 def test_shipped_configs_parse(name):
     from reports.commands.attack import build_probe, load_config
 
@@ -65,18 +81,21 @@ def test_shipped_configs_parse(name):
     build_probe({**config, "params": config.get("params", {})})
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["gaussian", "--trials", "0"], "trials"),
-    (["gaussian", "--trials", "2.5"], "trials"),
-    (["gaussian", "--confidence", "1.5"], "confidence"),
-    (["gaussian", "--confidence", "0"], "confidence"),
-    (["no-such-probe"], "probe"),
-    (["gaussian", "--param", "colour=red"], "params.colour"),
-    (["--mechanism", "no_such_module_xyz:f", "--datasets", DATASETS], "mechanism"),
-    (["--mechanism", "tests.attacks.test_attack_cli:noisy_text", "--datasets", DATASETS], "mechanism"),
-    (["--mechanism", "attacks.probes.examples:laplace_count"], "mechanism"),
-    (["gaussian", "--checkpoint", "/proc/no/such/dir"], "checkpoint"),
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["gaussian", "--trials", "0"], "trials"),
+        (["gaussian", "--trials", "2.5"], "trials"),
+        (["gaussian", "--confidence", "1.5"], "confidence"),
+        (["gaussian", "--confidence", "0"], "confidence"),
+        (["no-such-probe"], "probe"),
+        (["gaussian", "--param", "colour=red"], "params.colour"),
+        (["--mechanism", "no_such_module_xyz:f", "--datasets", DATASETS], "mechanism"),
+        (["--mechanism", "tests.attacks.test_attack_cli:noisy_text", "--datasets", DATASETS], "mechanism"),
+        (["--mechanism", "attacks.probes.examples:laplace_count"], "mechanism"),
+        (["gaussian", "--checkpoint", "/proc/no/such/dir"], "checkpoint"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(capsys, argv, field):
     code = main(["attack", *argv, "--trials" if "--trials" not in argv else "--seed", "10"])
     err = capsys.readouterr().err.strip()

@@ -46,19 +46,19 @@ def test_p_value_is_the_smallest_rejecting_level():
 
 
 def test_order_statistic_tests_count_correctly():
-    out = np.arange(10.0)            # 0..9
-    inn = np.arange(5.0, 15.0)       # 5..14
+    out = np.arange(10.0)  # 0..9
+    inn = np.arange(5.0, 15.0)  # 5..14
     tests = order_statistic_tests(out, inn, 4)
     k = rank_grid(10, 4)
     high = tests.direction == "in-high"
     np.testing.assert_array_equal(tests.threshold[high], out[10 - k])
     np.testing.assert_array_equal(tests.lower_counts[high], [(inn > t).sum() for t in out[10 - k]])
-    np.testing.assert_array_equal(tests.upper_counts[high], k - 1)   # out scores strictly above t
+    np.testing.assert_array_equal(tests.upper_counts[high], k - 1)  # out scores strictly above t
     low = ~high
     np.testing.assert_array_equal(tests.lower_counts[low], [(out < s).sum() for s in inn[k - 1]])
     fixed = fixed_threshold_tests(out, inn, ["in-high", "out-low"], [7.0, 7.0])
-    np.testing.assert_array_equal(fixed.lower_counts, [7, 7])   # in > 7: 8..14; out < 7: 0..6
-    np.testing.assert_array_equal(fixed.upper_counts, [2, 2])   # out > 7: 8, 9; in < 7: 5, 6
+    np.testing.assert_array_equal(fixed.lower_counts, [7, 7])  # in > 7: 8..14; out < 7: 0..6
+    np.testing.assert_array_equal(fixed.upper_counts, [2, 2])  # out > 7: 8, 9; in < 7: 5, 6
 
 
 @pytest.mark.parametrize("selection", ["bonferroni", "split"])
@@ -85,12 +85,19 @@ def test_bound_serialises_and_sanitises():
     assert EpsilonBound("x", -1.0, 1e-5, 0.95, True, "a").epsilon == 0.0
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"delta": 1.0}, "delta"), ({"delta": -0.1}, "delta"), ({"confidence": 1.0}, "confidence"),
-    ({"confidence": 0.0}, "confidence"), ({"scores_out": [np.nan, 1.0]}, "scores_out"),
-    ({"scores_in": []}, "scores_in"), ({"scores_in": ["a"]}, "scores_in"),
-    ({"threshold_selection": "best"}, "threshold_selection"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"delta": 1.0}, "delta"),
+        ({"delta": -0.1}, "delta"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"confidence": 0.0}, "confidence"),
+        ({"scores_out": [np.nan, 1.0]}, "scores_out"),
+        ({"scores_in": []}, "scores_in"),
+        ({"scores_in": ["a"]}, "scores_in"),
+        ({"threshold_selection": "best"}, "threshold_selection"),
+    ],
+)
 def test_bad_input_names_the_field(kwargs, field):
     args = {"scores_out": [0.0, 1.0], "scores_in": [1.0, 2.0], "delta": 1e-5, **kwargs}
     with pytest.raises(ConfigurationError) as info:
@@ -112,8 +119,8 @@ def test_sorted_cache_follows_in_place_changes():
 
     scores = np.random.default_rng(2).normal(size=200_000)
     first = as_sorted(scores)
-    assert as_sorted(scores) is first                       # one sort per audit
-    scores[0] = 1e9                                        # the caller changes the array
+    assert as_sorted(scores) is first  # one sort per audit
+    scores[0] = 1e9  # the caller changes the array
     np.testing.assert_array_equal(as_sorted(scores), np.sort(scores))
 
 

@@ -24,18 +24,19 @@ from attacks.roc import empirical_roc
 def mp_one_run_p_value(eps, delta, m, r, v):
     """Independent high-precision evaluation of Steinke-Nasr-Jagielski's p-value bound."""
     mpmath.mp.dps = 40
-    q = mpmath.e ** eps / (1 + mpmath.e ** eps)
+    q = mpmath.e**eps / (1 + mpmath.e**eps)
     pmf = [mpmath.binomial(r, j) * q**j * (1 - q) ** (r - j) for j in range(r + 1)]
     beta = mpmath.fsum(pmf[v:])
-    alpha = max(mpmath.fsum(pmf[v - i:v]) / i for i in range(1, v + 1))
+    alpha = max(mpmath.fsum(pmf[v - i : v]) / i for i in range(1, v + 1))
     return float(min(1, beta + 2 * m * delta * alpha))
 
 
-@pytest.mark.parametrize("eps, delta, m, r, v", [(1.0, 1e-5, 1000, 100, 80), (0.5, 0.0, 500, 60, 40),
-                                                 (2.0, 1e-3, 200, 50, 50), (0.2, 1e-6, 10**4, 300, 170)])
+@pytest.mark.parametrize(
+    "eps, delta, m, r, v",
+    [(1.0, 1e-5, 1000, 100, 80), (0.5, 0.0, 500, 60, 40), (2.0, 1e-3, 200, 50, 50), (0.2, 1e-6, 10**4, 300, 170)],
+)
 def test_one_run_p_value_matches_mpmath(eps, delta, m, r, v):
-    assert one_run_p_value(eps, delta, m, r, v) == pytest.approx(mp_one_run_p_value(eps, delta, m, r, v),
-                                                                 rel=1e-8)
+    assert one_run_p_value(eps, delta, m, r, v) == pytest.approx(mp_one_run_p_value(eps, delta, m, r, v), rel=1e-8)
 
 
 def test_one_run_closed_form_and_published_ceilings():
@@ -45,14 +46,13 @@ def test_one_run_closed_form_and_published_ceilings():
         expected = math.log(q / (1 - q))
         assert one_run_lower_bound(10 * r, r, r, 0.0).epsilon == pytest.approx(expected, rel=1e-7)
     # Ceilings tabulated in notes/anchors_audit.md 2.8 (perfect guesses, delta = 1e-5, 95%).
-    for m, r, expected in [(1000, 100, 3.47), (10_000, 1000, 5.53), (10_000, 10_000, 7.83),
-                           (100_000, 10_000, 5.82)]:
+    for m, r, expected in [(1000, 100, 3.47), (10_000, 1000, 5.53), (10_000, 10_000, 7.83), (100_000, 10_000, 5.82)]:
         assert one_run_lower_bound(m, r, r, 1e-5).epsilon == pytest.approx(expected, abs=0.006)
 
 
 def test_one_run_from_scores_guesses_from_both_ends_and_validates():
     included = np.array([True, False] * 50)
-    scores = included.astype(float)               # perfect separation
+    scores = included.astype(float)  # perfect separation
     bound = one_run_from_scores(scores, included, 1e-5, guess_counts=[100])
     assert bound.details["correct"] == 100 and bound.rigorous
     with pytest.raises(ConfigurationError, match="included"):
@@ -69,7 +69,7 @@ def test_gdp_route_reaches_the_closed_form_on_a_gaussian():
     assert 0.9 * mu < bound.details["mu_lower_bound"] <= mu
     assert bound.epsilon == pytest.approx(gaussian_epsilon(bound.details["mu_lower_bound"], 1e-5))
     assert bound.epsilon < gaussian_epsilon(mu, 1e-5)
-    assert gdp_lower_bound(out, out[::-1].copy(), 1e-5).epsilon == 0.0   # identical worlds: no evidence
+    assert gdp_lower_bound(out, out[::-1].copy(), 1e-5).epsilon == 0.0  # identical worlds: no evidence
 
 
 def test_bayesian_is_labelled_and_brackets_the_truth():

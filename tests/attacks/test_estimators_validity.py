@@ -43,8 +43,9 @@ def tie_unsafe_bound(out, inn, delta):
     high = tests.direction == "in-high"
     inn_sorted = np.sort(inn)
     tp = inn.size - np.searchsorted(inn_sorted, tests.threshold[high], side="left")
-    eps, _, _ = threshold_epsilons(tp, inn.size, tests.upper_counts[high], out.size, delta,
-                                   (1 - CONFIDENCE) / len(tests))
+    eps, _, _ = threshold_epsilons(
+        tp, inn.size, tests.upper_counts[high], out.size, delta, (1 - CONFIDENCE) / len(tests)
+    )
     return float(eps.max())
 
 
@@ -52,8 +53,10 @@ def test_validity_check_has_power_against_a_tie_unsafe_estimator():
     # The harness itself must be able to fail: on tied null scores the unsafe variant is positive in
     # (nearly) every audit, and the check rejects it.
     rng = np.random.default_rng(11)
-    wrong = sum(tie_unsafe_bound(rng.integers(0, 4, TRIALS).astype(float),
-                                 rng.integers(0, 4, TRIALS).astype(float), 1e-3) > 0 for _ in range(AUDITS))
+    wrong = sum(
+        tie_unsafe_bound(rng.integers(0, 4, TRIALS).astype(float), rng.integers(0, 4, TRIALS).astype(float), 1e-3) > 0
+        for _ in range(AUDITS)
+    )
     p = stats.binomtest(wrong, AUDITS, 0.05, alternative="greater").pvalue
     assert p < LEVEL
 
@@ -68,8 +71,7 @@ def test_rigorous_cp_on_null_worlds(selection, scores):
             out, inn = rng.normal(size=TRIALS), rng.normal(size=TRIALS)
         else:  # heavy ties: the order-statistic argument must hold for atoms too
             out, inn = rng.integers(0, 4, TRIALS).astype(float), rng.integers(0, 4, TRIALS).astype(float)
-        bound = clopper_pearson_lower_bound(out, inn, 1e-3, CONFIDENCE, threshold_selection=selection,
-                                            rng=rng)
+        bound = clopper_pearson_lower_bound(out, inn, 1e-3, CONFIDENCE, threshold_selection=selection, rng=rng)
         wrong += bound.epsilon > 0
     assert_at_most_nominal(wrong)
 
@@ -86,8 +88,10 @@ def test_rigorous_cp_on_exact_gaussian_mechanism(epsilon, delta, selection):
     wrong = 0
     for _ in range(AUDITS):
         out, inn = gaussian_worlds(rng, z)
-        wrong += clopper_pearson_lower_bound(out, inn, delta, CONFIDENCE, threshold_selection=selection,
-                                             rng=rng).epsilon > true_epsilon
+        wrong += (
+            clopper_pearson_lower_bound(out, inn, delta, CONFIDENCE, threshold_selection=selection, rng=rng).epsilon
+            > true_epsilon
+        )
     assert_at_most_nominal(wrong)
 
 

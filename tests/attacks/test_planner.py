@@ -37,15 +37,18 @@ def test_trials_needed_is_the_smallest_sufficient_budget(target):
     assert n == 1 or max_certifiable_epsilon(n - 1, 1e-5) < target
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: max_certifiable_epsilon(0, 1e-5), "trials"),
-    (lambda: max_certifiable_epsilon(10.5, 1e-5), "trials"),
-    (lambda: max_certifiable_epsilon(10, 0.0), "delta"),
-    (lambda: max_certifiable_epsilon(10, 1.0), "delta"),
-    (lambda: max_certifiable_epsilon(10, 1e-5, 1.0), "confidence"),
-    (lambda: max_certifiable_epsilon(10, 1e-5, 0.0), "confidence"),
-    (lambda: trials_needed(-1.0, 1e-5), "target_epsilon"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: max_certifiable_epsilon(0, 1e-5), "trials"),
+        (lambda: max_certifiable_epsilon(10.5, 1e-5), "trials"),
+        (lambda: max_certifiable_epsilon(10, 0.0), "delta"),
+        (lambda: max_certifiable_epsilon(10, 1.0), "delta"),
+        (lambda: max_certifiable_epsilon(10, 1e-5, 1.0), "confidence"),
+        (lambda: max_certifiable_epsilon(10, 1e-5, 0.0), "confidence"),
+        (lambda: trials_needed(-1.0, 1e-5), "target_epsilon"),
+    ],
+)
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(ConfigurationError) as info:
         call()
@@ -60,14 +63,17 @@ def test_cli_prints_ceiling_and_trials(capsys):
     assert result["trials_needed"] == trials_needed(2.0, 1e-5)
 
 
-@pytest.mark.parametrize("argv", [
-    ["plan", "--trials", "0", "--delta", "1e-5"],
-    ["plan", "--trials", "100", "--delta", "1e-5", "--confidence", "1.5"],
-    ["plan", "--trials", "100", "--delta", "0"],
-    ["plan", "--trials", "100", "--delta", "1"],
-    ["plan", "--delta", "1e-5"],
-    ["plan", "--trials", "many", "--delta", "1e-5"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "--trials", "0", "--delta", "1e-5"],
+        ["plan", "--trials", "100", "--delta", "1e-5", "--confidence", "1.5"],
+        ["plan", "--trials", "100", "--delta", "0"],
+        ["plan", "--trials", "100", "--delta", "1"],
+        ["plan", "--delta", "1e-5"],
+        ["plan", "--trials", "many", "--delta", "1e-5"],
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(argv, capsys):
     try:
         code = main(argv)

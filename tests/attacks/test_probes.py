@@ -13,8 +13,15 @@ from accounting.mechanisms import Gaussian, Laplace, SubsampledGaussian
 from attacks.probes import PROBES, get_probe
 from attacks.probes.mechanisms import laplace_epsilon
 
-MECHANISM_PROBES = ["gaussian", "laplace", "subsampled-gaussian", "empty-sample", "bug-weak-noise",
-                    "bug-no-clip", "bug-uniform-fallback"]
+MECHANISM_PROBES = [
+    "gaussian",
+    "laplace",
+    "subsampled-gaussian",
+    "empty-sample",
+    "bug-weak-noise",
+    "bug-no-clip",
+    "bug-uniform-fallback",
+]
 
 
 @pytest.mark.parametrize("name", MECHANISM_PROBES)
@@ -25,8 +32,7 @@ def test_probe_scores_shape_and_metadata(name):
         scores = probe.scores(world, 257, rng)
         assert scores.shape == (257,) and np.all(np.isfinite(scores))
     info = probe.metadata(1e-5)
-    assert info["name"] == probe.name and info["threat_model"] in ("server view", "broadcast view",
-                                                                    "output only")
+    assert info["name"] == probe.name and info["threat_model"] in ("server view", "broadcast view", "output only")
     assert info["true_epsilon"] is not None and info["true_epsilon"] > 0
 
 
@@ -40,9 +46,15 @@ def test_registry_rejects_unknown_probe_parameter_and_world():
     assert set(MECHANISM_PROBES) <= set(PROBES)
 
 
-@pytest.mark.parametrize("name, cls", [("gaussian", Gaussian), ("laplace", Laplace),
-                                       ("subsampled-gaussian", SubsampledGaussian),
-                                       ("fts-server", SubsampledGaussian)])
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("gaussian", Gaussian),
+        ("laplace", Laplace),
+        ("subsampled-gaussian", SubsampledGaussian),
+        ("fts-server", SubsampledGaussian),
+    ],
+)
 def test_probes_call_the_mechanism_release(monkeypatch, name, cls):
     calls = []
     original = cls.release
@@ -76,16 +88,20 @@ def test_laplace_profile_matches_numerical_hockey_stick():
     b = 0.5
     p0, p1 = stats.laplace(0, b).pdf, stats.laplace(1, b).pdf
     for eps in (0.3, 1.0, 1.7):
-        delta, _ = integrate.quad(lambda x, e=eps: max(0.0, p1(x) - math.exp(e) * p0(x)), -20, 20,
-                                  points=[0, 1], limit=200)
+        delta, _ = integrate.quad(
+            lambda x, e=eps: max(0.0, p1(x) - math.exp(e) * p0(x)), -20, 20, points=[0, 1], limit=200
+        )
         assert laplace_epsilon(1 / b, delta) == pytest.approx(eps, abs=1e-6)
 
 
-@pytest.mark.parametrize("name, params", [
-    ("subsampled-gaussian", {"rounds": 1, "noise_multiplier": 1.5}),
-    ("fts-server", {"rounds": 3}),
-    ("fts-server", {"rounds": 3, "schedule": "reference"}),
-])
+@pytest.mark.parametrize(
+    "name, params",
+    [
+        ("subsampled-gaussian", {"rounds": 1, "noise_multiplier": 1.5}),
+        ("fts-server", {"rounds": 3}),
+        ("fts-server", {"rounds": 3, "schedule": "reference"}),
+    ],
+)
 def test_log_likelihood_ratio_is_calibrated(name, params):
     # For the exact likelihood ratio L: E_0[L] = 1 and E_1[1/L] = 1. Mean of 40 000 draws within 5
     # standard errors: false-failure probability below 1e-6 per check (normal approximation).

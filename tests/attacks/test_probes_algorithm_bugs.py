@@ -56,9 +56,7 @@ def test_renormalising_server_rescales_by_the_sampled_weight():
     expected = np.where(weight > 0, 0.5 / np.where(weight > 0, weight, 1.0), 1.0)
     np.testing.assert_allclose(bug_blocks, blocks * expected[..., None], rtol=1e-12)
     assert correct.final_release(uploads, present, 0) is None
-    final = Server(np.arange(6) % 2, 2, mech, planted_bug="unnoised-final-aggregate").final_release(
-        uploads, present, 0
-    )
+    final = Server(np.arange(6) % 2, 2, mech, planted_bug="unnoised-final-aggregate").final_release(uploads, present, 0)
     np.testing.assert_allclose(final, correct.weights(0) @ np.where(present[:, None], uploads, 0.0))
 
 

@@ -57,8 +57,7 @@ def test_fts_end_to_end_runs_the_real_algorithm():
     assert 0 < probe.true_epsilon(probe.default_delta) < 5
 
 
-@pytest.mark.parametrize("name, low, tight", [("fts-server", 5.5, 10.38),
-                                             ("fts-server-reference", 4.2, 6.20)])
+@pytest.mark.parametrize("name, low, tight", [("fts-server", 5.5, 10.38), ("fts-server-reference", 4.2, 6.20)])
 def test_fts_server_bounds_approach_but_stay_below_the_tight_epsilon(name, low, tight):
     # seed_dpftsde.md 4.5/4.8: tight PLD epsilon 10.38 (uniform weights) and 6.20 (reference schedule).
     # Upper side: a correct mechanism exceeds it with probability <= 5% (validity of the bound).
@@ -74,7 +73,8 @@ def test_user_probe_passes_a_correct_mechanism_and_supports_batched_callables():
     probe = get_probe("user", function="attacks.probes.examples:laplace_count", datasets=CONFIGS)
     result = run_attack(probe, 4000, seed=6, claim_epsilon=1.0)
     assert result.status == "PASS" and result.training_trials == 2000
-    batched = get_probe("user", function="attacks.probes.examples:gaussian_sum", datasets=CONFIGS,
-                        classifier="boosting")
+    batched = get_probe(
+        "user", function="attacks.probes.examples:gaussian_sum", datasets=CONFIGS, classifier="boosting"
+    )
     result = run_attack(batched, 4000, seed=7, claim_epsilon=5.0)  # true epsilon about 4.4 (mu = 1)
     assert result.status == "PASS" and result.roc["auc"] > 0.6

@@ -34,9 +34,10 @@ def test_planted_mechanisms_misbehave_as_described():
     assert isinstance(with_bug(SubsampledGaussian(0.5, 1.0), None), SubsampledGaussian)
 
 
-@pytest.mark.parametrize("bug, correct", [("bug-weak-noise", "gaussian"),
-                                          ("bug-no-clip", "subsampled-gaussian"),
-                                          ("bug-uniform-fallback", "empty-sample")])
+@pytest.mark.parametrize(
+    "bug, correct",
+    [("bug-weak-noise", "gaussian"), ("bug-no-clip", "subsampled-gaussian"), ("bug-uniform-fallback", "empty-sample")],
+)
 def test_planted_bug_caught_and_correct_version_passes(bug, correct):
     # The claim is the tight epsilon of the described mechanism (2.0, 1.85 and 1.07 at delta 1e-5).
     # A correct mechanism gets VIOLATION with probability at most 1 - confidence = 1% (validity of the

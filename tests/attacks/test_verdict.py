@@ -91,9 +91,15 @@ def test_one_run_and_foreign_bounds():
     assert decide(2.0, 1e-5, [bare], trials=10**6).status == "VIOLATION"
 
 
-@pytest.mark.parametrize("kwargs, field", [({"claim_delta": 0.0}, "claim_delta"),
-                                           ({"claim_epsilon": -1.0}, "claim_epsilon"),
-                                           ({"confidence": 1.0}, "confidence"), ({"trials": 0}, "trials")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"claim_delta": 0.0}, "claim_delta"),
+        ({"claim_epsilon": -1.0}, "claim_epsilon"),
+        ({"confidence": 1.0}, "confidence"),
+        ({"trials": 0}, "trials"),
+    ],
+)
 def test_bad_input(kwargs, field):
     args = {"claim_epsilon": 1.0, "claim_delta": 1e-5, "bounds": [], "trials": 100, **kwargs}
     with pytest.raises(ConfigurationError) as info:

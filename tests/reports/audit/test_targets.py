@@ -202,3 +202,33 @@ unit = "one record"
 name = "subsampled-gaussian"
 trials = 100
 """
+
+
+def test_a_planted_bug_of_the_target_reaches_its_end_to_end_probe():
+    """The bug is part of the audited system: the end-to-end probe must run it (and only it)."""
+    fts_claim = Claim(0.3, 29.0**-1.1, "add-remove", "one agent")
+    params = {"preset": "synthetic", "noise_multiplier": 8.0, "planted_bug": "renormalise-sampled"}
+    fts = build_target(TargetSpec("f", "dp-fts-de", fts_claim, parameters=params))
+    probe, bound = build_probe(fts, ProbeSpec("fts-end-to-end", "end-to-end", 10))
+    assert bound["planted_bug"] == probe.planted_bug == "renormalise-sampled"
+    assert fts.report_parameters()["planted_bug"] == "renormalise-sampled"
+    pne_claim = Claim(1.0, 1e-5, "replace-one", "one reward")
+    pne = build_target(TargetSpec("p", "dp-fed-pne", pne_claim, parameters={"planted_bug": "unnoised-final-upload"}))
+    probe, _ = build_probe(pne, ProbeSpec("pne-end-to-end", "end-to-end", 10, {"final_upload": True}))
+    assert probe.planted_bug == "unnoised-final-upload"
+    with pytest.raises(ConfigurationError, match="planted_bug"):
+        build_target(TargetSpec("p", "dp-fed-pne", pne_claim, parameters={"planted_bug": "typo"}))
+
+
+def test_a_probe_parameter_the_target_binds_is_refused():
+    """Overriding the target's noise in a probe would attack another mechanism than the claimed one."""
+    claim = Claim(1.0, 1e-5, "add-remove", "one record")
+    target = build_target(
+        TargetSpec("g", "mechanism", claim, parameters={"type": "gaussian", "calibration": "classic"})
+    )
+    with pytest.raises(ConfigurationError, match="noise_multiplier.*set by the target"):
+        build_probe(target, ProbeSpec("gaussian", "mechanism", 100, {"noise_multiplier": 0.1}))
+    # the DP-FTS-DE end-to-end probe's cheaper preset is the one allowed exception
+    fts = build_target(TargetSpec("f", "dp-fts-de", Claim(15.17, 29.0**-1.1, "add-remove", "one agent")))
+    probe, _ = build_probe(fts, ProbeSpec("fts-end-to-end", "end-to-end", 10, {"preset": "synthetic"}))
+    assert probe.preset == "synthetic"
