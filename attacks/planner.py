@@ -35,7 +35,8 @@ def max_certifiable_epsilon(trials: int, delta: float, confidence: float = 0.95)
     return _ceiling(float(trials), float(delta), float(confidence))
 
 
-def bonferroni_ceiling(trials: int, delta: float, confidence: float = 0.95, candidates: int | None = None) -> float:
+def bonferroni_ceiling(trials: int, delta: float, confidence: float = 0.95,
+                       candidates: int | None = None) -> float:
     """The most the default (Bonferroni) Clopper-Pearson estimator can certify with ``trials`` per world.
 
     It runs 2 x len(rank grid) tests, each at significance (1 - confidence) / (number of tests), so its

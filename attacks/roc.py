@@ -20,21 +20,15 @@ def empirical_roc(scores_out, scores_in, max_points: int = 512) -> tuple[np.ndar
     # Mann-Whitney: AUC = P(in > out) + P(in == out) / 2, by binary search of the sorted in-scores.
     below = np.searchsorted(out_sorted, in_sorted, side="left")
     greater = float(below.sum(dtype=np.float64))
-    np.minimum(below, n_out - 1, out=below)  # in place; entries with a tie are below n_out already
+    np.minimum(below, n_out - 1, out=below)   # in place; entries with a tie are below n_out already
     tied = out_sorted[below] == in_sorted
     ties = 0.0
     if tied.any():
         ties = float((np.searchsorted(out_sorted, in_sorted[tied], side="right") - below[tied]).sum())
     auc = (greater + 0.5 * ties) / (float(n_in) * n_out)
     k = max(2, int(max_points) - 2)
-    thresholds = np.unique(
-        np.concatenate(
-            [
-                out_sorted[np.linspace(0, n_out - 1, k // 2).astype(np.int64)],
-                in_sorted[np.linspace(0, n_in - 1, k - k // 2).astype(np.int64)],
-            ]
-        )
-    )
+    thresholds = np.unique(np.concatenate([out_sorted[np.linspace(0, n_out - 1, k // 2).astype(np.int64)],
+                                           in_sorted[np.linspace(0, n_in - 1, k - k // 2).astype(np.int64)]]))
     thresholds = np.concatenate([[np.inf], thresholds[::-1]])
     fpr = (n_out - np.searchsorted(out_sorted, thresholds, side="left")) / n_out
     tpr = (n_in - np.searchsorted(in_sorted, thresholds, side="left")) / n_in

@@ -22,20 +22,16 @@ from attacks.planner import max_certifiable_epsilon
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str  # "PASS" | "VIOLATION" | "INCONCLUSIVE"
-    p_value: float | None  # for the null "the claim holds"; None without rigorous evidence
+    status: str                      # "PASS" | "VIOLATION" | "INCONCLUSIVE"
+    p_value: float | None            # for the null "the claim holds"; None without rigorous evidence
     best_bound: EpsilonBound | None  # the largest rigorous bound (None if there is none)
-    ceiling: float  # planner: the most any attack could certify with these trials
+    ceiling: float                   # planner: the most any attack could certify with these trials
     reason: str
 
     def to_dict(self) -> dict:
-        return {
-            "status": self.status,
-            "p_value": self.p_value,
-            "best_bound": None if self.best_bound is None else self.best_bound.to_dict(),
-            "ceiling": _plain(self.ceiling),
-            "reason": self.reason,
-        }
+        return {"status": self.status, "p_value": self.p_value,
+                "best_bound": None if self.best_bound is None else self.best_bound.to_dict(),
+                "ceiling": _plain(self.ceiling), "reason": self.reason}
 
 
 def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float) -> float | None:
@@ -50,13 +46,15 @@ def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float)
     if "tests" in details:
         return tests_p_value(details["tests"], claim_epsilon, claim_delta)
     if bound.method == "one-run" and {"canaries", "guesses", "correct"} <= set(details):
-        p = one_run_p_value(claim_epsilon, claim_delta, details["canaries"], details["guesses"], details["correct"])
+        p = one_run_p_value(claim_epsilon, claim_delta, details["canaries"], details["guesses"],
+                            details["correct"])
         return min(1.0, p * details.get("corrected_for", 1))
     exceeds = bound.epsilon > claim_epsilon and bound.delta >= claim_delta * (1 - 1e-12)
     return 1.0 - bound.confidence if exceeds else 1.0
 
 
-def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int, confidence: float = 0.95) -> Verdict:
+def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
+           confidence: float = 0.95) -> Verdict:
     """Verdict on the claim from the estimators' ``bounds`` and the trials per world behind them."""
     claim_epsilon = require_number("claim_epsilon", claim_epsilon, low=0.0)
     claim_delta = require_number("claim_delta", claim_delta, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -69,30 +67,16 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int, confid
     level = 1.0 - confidence
     if p_value is not None and p_value <= level:
         correction = f" (Bonferroni over {len(p_values)} rigorous estimators)" if len(p_values) > 1 else ""
-        return Verdict(
-            "VIOLATION",
-            p_value,
-            best,
-            ceiling,
-            f"{best.method} certifies epsilon >= {best.epsilon:.4g} at delta = {best.delta:g} "
-            f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
-            f"p = {p_value:.3g}{correction}.",
-        )
+        return Verdict("VIOLATION", p_value, best, ceiling,
+                       f"{best.method} certifies epsilon >= {best.epsilon:.4g} at delta = {best.delta:g} "
+                       f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
+                       f"p = {p_value:.3g}{correction}.")
     if ceiling <= claim_epsilon:
-        return Verdict(
-            "INCONCLUSIVE",
-            p_value,
-            best,
-            ceiling,
-            f"with {trials} trials per world no attack can certify more than epsilon = "
-            f"{ceiling:.4g} at delta = {claim_delta:g}, so the claim {claim_epsilon:g} "
-            f"cannot be refuted; use more trials.",
-        )
+        return Verdict("INCONCLUSIVE", p_value, best, ceiling,
+                       f"with {trials} trials per world no attack can certify more than epsilon = "
+                       f"{ceiling:.4g} at delta = {claim_delta:g}, so the claim {claim_epsilon:g} "
+                       f"cannot be refuted; use more trials.")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return Verdict(
-        "PASS",
-        p_value,
-        best,
-        ceiling,
-        f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling {ceiling:.4g}.",
-    )
+    return Verdict("PASS", p_value, best, ceiling,
+                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling "
+                   f"{ceiling:.4g}.")

@@ -19,9 +19,8 @@ DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
 
 
-def estimate_all(
-    scores_out, scores_in, delta: float, confidence: float = 0.95, methods=None, rng=None
-) -> list[EpsilonBound]:
+def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, methods=None,
+                 rng=None) -> list[EpsilonBound]:
     """Run the score-based estimators (``DEFAULT_METHODS`` unless ``methods`` is given) on one audit.
 
     Scores are sorted once and shared. One-run auditing needs canary inclusions rather than two
@@ -33,7 +32,8 @@ def estimate_all(
     methods = DEFAULT_METHODS if methods is None else tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
+        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from "
+                                 f"{', '.join(METHODS)}")
     out_scores, in_scores = check_audit_inputs(scores_out, scores_in, delta, confidence)
     out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
     gen = as_generator(0 if rng is None else rng)
@@ -42,11 +42,8 @@ def estimate_all(
         if method == "clopper-pearson":
             results.append(clopper_pearson_lower_bound(out_sorted, in_sorted, delta, confidence))
         elif method == "clopper-pearson-split":
-            results.append(
-                clopper_pearson_lower_bound(
-                    out_sorted, in_sorted, delta, confidence, threshold_selection="split", rng=gen
-                )
-            )
+            results.append(clopper_pearson_lower_bound(out_sorted, in_sorted, delta, confidence,
+                                                       threshold_selection="split", rng=gen))
         elif method == "bayesian-jeffreys":
             results.append(bayesian_lower_bound(out_sorted, in_sorted, delta, confidence, rng=gen))
         elif method == "gdp":
@@ -55,16 +52,7 @@ def estimate_all(
 
 
 __all__ = [
-    "DEFAULT_METHODS",
-    "METHODS",
-    "EpsilonBound",
-    "bayesian_lower_bound",
-    "clopper_pearson_lower_bound",
-    "cp_lower",
-    "cp_upper",
-    "estimate_all",
-    "gdp_lower_bound",
-    "one_run_from_scores",
-    "one_run_lower_bound",
+    "DEFAULT_METHODS", "METHODS", "EpsilonBound", "bayesian_lower_bound", "clopper_pearson_lower_bound",
+    "cp_lower", "cp_upper", "estimate_all", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",
     "one_run_p_value",
 ]

@@ -58,7 +58,8 @@ def threshold_p_values(lower_count, lower_total, upper_count, upper_total, epsil
     hi = np.zeros(shape)
 
     def rejects(log_alpha):
-        eps, _, _ = threshold_epsilons(lower_count, lower_total, upper_count, upper_total, delta, np.exp(log_alpha))
+        eps, _, _ = threshold_epsilons(lower_count, lower_total, upper_count, upper_total, delta,
+                                  np.exp(log_alpha))
         return eps > epsilon
 
     never = ~rejects(hi)
@@ -75,14 +76,9 @@ def threshold_p_values(lower_count, lower_total, upper_count, upper_total, epsil
 
 def tests_p_value(tests: dict, epsilon: float, delta: float) -> float:
     """Bonferroni p-value of a family of threshold tests stored as ``details["tests"]`` of a bound."""
-    p = threshold_p_values(
-        np.asarray(tests["lower_counts"]),
-        np.asarray(tests["lower_totals"]),
-        np.asarray(tests["upper_counts"]),
-        np.asarray(tests["upper_totals"]),
-        epsilon,
-        delta,
-    )
+    p = threshold_p_values(np.asarray(tests["lower_counts"]), np.asarray(tests["lower_totals"]),
+                      np.asarray(tests["upper_counts"]), np.asarray(tests["upper_totals"]),
+                      epsilon, delta)
     return float(min(1.0, tests["corrected_for"] * float(np.min(p)))) if p.size else 1.0
 
 
@@ -100,7 +96,7 @@ def check_audit_inputs(scores_out, scores_in, delta, confidence):
         if array.size == 0:
             raise ConfigurationError(name, "needs at least one score")
         with np.errstate(invalid="ignore", over="ignore"):
-            suspicious = not np.isfinite(np.sum(array))  # cheap first check for NaN
+            suspicious = not np.isfinite(np.sum(array))       # cheap first check for NaN
         if suspicious and np.isnan(array).any():
             raise ConfigurationError(name, "scores contain NaN")
         arrays.append(array)

@@ -32,9 +32,8 @@ DEFAULT_CANDIDATES = 32  # ranks per direction for the Bonferroni grid
 
 
 def _best(tests: ThresholdTests, delta: float, alpha_per_test: float):
-    eps, lower, upper = threshold_epsilons(
-        tests.lower_counts, tests.lower_totals, tests.upper_counts, tests.upper_totals, delta, alpha_per_test
-    )
+    eps, lower, upper = threshold_epsilons(tests.lower_counts, tests.lower_totals, tests.upper_counts,
+                                           tests.upper_totals, delta, alpha_per_test)
     i = int(np.argmax(eps))
     return i, eps, lower, upper
 
@@ -49,37 +48,20 @@ def _bound(method, tests, i, eps, lower, upper, delta, confidence, corrected_for
         "lower_rate_bound": float(lower[i]),
         "upper_rate": "FPR" if d == "in-high" else "FNR",
         "upper_rate_bound": float(upper[i]),
-        "counts": {
-            "lower": int(tests.lower_counts[i]),
-            "lower_total": int(tests.lower_totals[i]),
-            "upper": int(tests.upper_counts[i]),
-            "upper_total": int(tests.upper_totals[i]),
-        },
+        "counts": {"lower": int(tests.lower_counts[i]), "lower_total": int(tests.lower_totals[i]),
+                   "upper": int(tests.upper_counts[i]), "upper_total": int(tests.upper_totals[i])},
         "thresholds_tried": int(corrected_for),
         "tests": tests.as_details(corrected_for),
         **extra,
     }
-    return EpsilonBound(
-        method=method,
-        epsilon=float(eps[i]),
-        delta=float(delta),
-        confidence=float(confidence),
-        rigorous=True,
-        assumptions=assumptions,
-        details=details,
-    )
+    return EpsilonBound(method=method, epsilon=float(eps[i]), delta=float(delta),
+                        confidence=float(confidence), rigorous=True, assumptions=assumptions,
+                        details=details)
 
 
-def clopper_pearson_lower_bound(
-    scores_out,
-    scores_in,
-    delta: float,
-    confidence: float = 0.95,
-    threshold_selection: str = "bonferroni",
-    candidates: int = DEFAULT_CANDIDATES,
-    selection_fraction: float = 0.5,
-    rng=None,
-) -> EpsilonBound:
+def clopper_pearson_lower_bound(scores_out, scores_in, delta: float, confidence: float = 0.95,
+                                threshold_selection: str = "bonferroni", candidates: int = DEFAULT_CANDIDATES,
+                                selection_fraction: float = 0.5, rng=None) -> EpsilonBound:
     """Lower bound on epsilon at ``delta`` holding with probability ``confidence`` (see module docs).
 
     ``scores_out`` come from the world without the canary, ``scores_in`` from the world with it;
@@ -92,23 +74,15 @@ def clopper_pearson_lower_bound(
         tests = order_statistic_tests(as_sorted(out_scores), as_sorted(in_scores), candidates)
         m = len(tests)
         i, eps, lower, upper = _best(tests, delta, alpha / m)
-        return _bound(
-            "clopper-pearson",
-            tests,
-            i,
-            eps,
-            lower,
-            upper,
-            delta,
-            confidence,
-            m,
-            "Trials of each world are i.i.d.; thresholds are order statistics on a fixed rank "
-            "grid in both directions, Bonferroni-corrected.",
-            {"threshold_selection": "bonferroni"},
-        )
+        return _bound("clopper-pearson", tests, i, eps, lower, upper, delta, confidence, m,
+                      "Trials of each world are i.i.d.; thresholds are order statistics on a fixed rank "
+                      "grid in both directions, Bonferroni-corrected.",
+                      {"threshold_selection": "bonferroni"})
     if threshold_selection != "split":
-        raise ConfigurationError("threshold_selection", f"must be 'bonferroni' or 'split', got {threshold_selection!r}")
-    require_number("selection_fraction", selection_fraction, low=0.0, high=1.0, low_open=True, high_open=True)
+        raise ConfigurationError("threshold_selection", f"must be 'bonferroni' or 'split', got "
+                                 f"{threshold_selection!r}")
+    require_number("selection_fraction", selection_fraction, low=0.0, high=1.0, low_open=True,
+                   high_open=True)
     gen = as_generator(0 if rng is None else rng)
     out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
     sel_out, sel_in = split_sorted(out_sorted, in_sorted, gen, selection_fraction)
@@ -117,21 +91,9 @@ def clopper_pearson_lower_bound(
     direction, threshold = select_threshold(sel_out, sel_in, delta, alpha, candidates)
     tests = evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, direction, threshold)
     i, eps, lower, upper = _best(tests, delta, alpha)
-    return _bound(
-        "clopper-pearson-split",
-        tests,
-        i,
-        eps,
-        lower,
-        upper,
-        delta,
-        confidence,
-        1,
-        "Trials of each world are i.i.d.; the threshold is chosen on a random "
-        f"{selection_fraction:.0%} of them and evaluated on the rest.",
-        {
-            "threshold_selection": "split",
-            "selection_fraction": float(selection_fraction),
-            "evaluation_trials": {"out": int(out_sorted.size - sel_out.size), "in": int(in_sorted.size - sel_in.size)},
-        },
-    )
+    return _bound("clopper-pearson-split", tests, i, eps, lower, upper, delta, confidence, 1,
+                  "Trials of each world are i.i.d.; the threshold is chosen on a random "
+                  f"{selection_fraction:.0%} of them and evaluated on the rest.",
+                  {"threshold_selection": "split", "selection_fraction": float(selection_fraction),
+                   "evaluation_trials": {"out": int(out_sorted.size - sel_out.size),
+                                         "in": int(in_sorted.size - sel_in.size)}})

@@ -29,8 +29,8 @@ def one_run_p_value(epsilon: float, delta: float, canaries: int, guesses: int, c
     beta = float(stats.binom.sf(correct - 1, guesses, q))
     if delta == 0:
         return min(1.0, beta)
-    pmf = stats.binom.pmf(np.arange(correct), guesses, q)  # P[B = j], j = 0..v-1
-    window = np.cumsum(pmf[::-1])  # P[v-i <= B < v], i = 1..v
+    pmf = stats.binom.pmf(np.arange(correct), guesses, q)           # P[B = j], j = 0..v-1
+    window = np.cumsum(pmf[::-1])                                    # P[v-i <= B < v], i = 1..v
     alpha = float(np.max(window / np.arange(1, correct + 1)))
     return min(1.0, beta + 2.0 * canaries * delta * alpha)
 
@@ -42,9 +42,8 @@ def _check_counts(canaries, guesses, correct):
     return m, r, v
 
 
-def one_run_lower_bound(
-    canaries: int, guesses: int, correct: int, delta: float, confidence: float = 0.95, corrected_for: int = 1
-) -> EpsilonBound:
+def one_run_lower_bound(canaries: int, guesses: int, correct: int, delta: float,
+                        confidence: float = 0.95, corrected_for: int = 1) -> EpsilonBound:
     """Largest epsilon rejected at ``confidence`` (Bonferroni over ``corrected_for`` guess rules)."""
     m, r, v = _check_counts(canaries, guesses, correct)
     require_number("delta", delta, low=0.0, high=1.0, high_open=True)
@@ -62,24 +61,16 @@ def one_run_lower_bound(
             high *= 2.0
         eps = float(optimize.brentq(excess, 0.0, min(high, 700.0), xtol=1e-10)) if excess(high) > 0 else 700.0
     return EpsilonBound(
-        method="one-run",
-        epsilon=eps,
-        delta=float(delta),
-        confidence=float(confidence),
-        rigorous=True,
+        method="one-run", epsilon=eps, delta=float(delta), confidence=float(confidence), rigorous=True,
         assumptions="Canaries included independently with probability 1/2 in one run; guesses depend "
-        "only on the output (Steinke, Nasr, Jagielski 2023).",
-        details={
-            "canaries": m,
-            "guesses": r,
-            "correct": v,
-            "corrected_for": int(corrected_for),
-            "precision": v / r if r else 0.0,
-        },
+                    "only on the output (Steinke, Nasr, Jagielski 2023).",
+        details={"canaries": m, "guesses": r, "correct": v, "corrected_for": int(corrected_for),
+                 "precision": v / r if r else 0.0},
     )
 
 
-def one_run_from_scores(scores, included, delta: float, confidence: float = 0.95, guess_counts=None) -> EpsilonBound:
+def one_run_from_scores(scores, included, delta: float, confidence: float = 0.95,
+                        guess_counts=None) -> EpsilonBound:
     """One-run bound from per-canary scores: guess "in" for the top k and "out" for the bottom k.
 
     ``included`` is the boolean inclusion of each canary. ``guess_counts`` lists the numbers of guesses
@@ -98,7 +89,7 @@ def one_run_from_scores(scores, included, delta: float, confidence: float = 0.95
     best = None
     for r in guess_counts:
         k_out, k_in = r // 2, r - r // 2
-        correct = int(np.count_nonzero(ranked[m - k_in :])) + int(np.count_nonzero(~ranked[:k_out]))
+        correct = int(np.count_nonzero(ranked[m - k_in:])) + int(np.count_nonzero(~ranked[:k_out]))
         bound = one_run_lower_bound(m, r, correct, delta, confidence, corrected_for=len(guess_counts))
         if best is None or bound.epsilon > best.epsilon:
             best = bound

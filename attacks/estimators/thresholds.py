@@ -52,32 +52,24 @@ def selection_mask(gen: np.random.Generator, n: int, fraction: float) -> np.ndar
     return bits < int(round(fraction * 65536))
 
 
-def split_sorted(
-    out_sorted: np.ndarray, in_sorted: np.ndarray, gen: np.random.Generator, fraction: float
-) -> tuple[np.ndarray, np.ndarray]:
+def split_sorted(out_sorted: np.ndarray, in_sorted: np.ndarray, gen: np.random.Generator,
+                 fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """A random selection subset of each world (each trial kept with probability ~fraction), sorted.
 
     The evaluation subset is the complement; its counts are obtained by ``evaluation_tests``
     without materialising it.
     """
-    return (
-        out_sorted[selection_mask(gen, out_sorted.size, fraction)],
-        in_sorted[selection_mask(gen, in_sorted.size, fraction)],
-    )
+    return (out_sorted[selection_mask(gen, out_sorted.size, fraction)],
+            in_sorted[selection_mask(gen, in_sorted.size, fraction)])
 
 
 def evaluation_tests(out_sorted, in_sorted, sel_out, sel_in, direction, threshold) -> ThresholdTests:
     """Fixed-threshold tests on the trials NOT in the selection subsets (all minus selection)."""
     full = fixed_threshold_tests(out_sorted, in_sorted, direction, threshold)
     sel = fixed_threshold_tests(sel_out, sel_in, direction, threshold)
-    return ThresholdTests(
-        full.direction,
-        full.threshold,
-        full.lower_counts - sel.lower_counts,
-        full.lower_totals - sel.lower_totals,
-        full.upper_counts - sel.upper_counts,
-        full.upper_totals - sel.upper_totals,
-    )
+    return ThresholdTests(full.direction, full.threshold, full.lower_counts - sel.lower_counts,
+                          full.lower_totals - sel.lower_totals, full.upper_counts - sel.upper_counts,
+                          full.upper_totals - sel.upper_totals)
 
 
 def rank_grid(n: int, candidates: int) -> np.ndarray:
@@ -89,11 +81,11 @@ def rank_grid(n: int, candidates: int) -> np.ndarray:
 class ThresholdTests:
     """A family of threshold tests: counts for the lower-bounded and upper-bounded rate of each."""
 
-    direction: np.ndarray  # "in-high" or "out-low" per test
-    threshold: np.ndarray  # score threshold per test
-    lower_counts: np.ndarray  # TP (in-high) or TN (out-low)
+    direction: np.ndarray       # "in-high" or "out-low" per test
+    threshold: np.ndarray       # score threshold per test
+    lower_counts: np.ndarray    # TP (in-high) or TN (out-low)
     lower_totals: np.ndarray
-    upper_counts: np.ndarray  # FP (in-high) or FN (out-low): observed count, or rank - 1
+    upper_counts: np.ndarray    # FP (in-high) or FN (out-low): observed count, or rank - 1
     upper_totals: np.ndarray
 
     def __len__(self) -> int:
@@ -103,24 +95,20 @@ class ThresholdTests:
         return ThresholdTests(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
     def as_details(self, corrected_for: int) -> dict:
-        return {
-            "lower_counts": self.lower_counts.tolist(),
-            "lower_totals": self.lower_totals.tolist(),
-            "upper_counts": self.upper_counts.tolist(),
-            "upper_totals": self.upper_totals.tolist(),
-            "corrected_for": int(corrected_for),
-        }
+        return {"lower_counts": self.lower_counts.tolist(), "lower_totals": self.lower_totals.tolist(),
+                "upper_counts": self.upper_counts.tolist(), "upper_totals": self.upper_totals.tolist(),
+                "corrected_for": int(corrected_for)}
 
 
 def order_statistic_tests(out_sorted: np.ndarray, in_sorted: np.ndarray, candidates: int) -> ThresholdTests:
     """Both directions at order-statistic thresholds (see module docstring); scores sorted ascending."""
     n_out, n_in = out_sorted.size, in_sorted.size
     k_out = rank_grid(n_out, candidates)
-    t = out_sorted[n_out - k_out]  # k-th largest out score
-    tp = n_in - np.searchsorted(in_sorted, t, side="right")  # in scores > t
+    t = out_sorted[n_out - k_out]                                   # k-th largest out score
+    tp = n_in - np.searchsorted(in_sorted, t, side="right")         # in scores > t
     k_in = rank_grid(n_in, candidates)
-    s = in_sorted[k_in - 1]  # k-th smallest in score
-    tn = np.searchsorted(out_sorted, s, side="left")  # out scores < s
+    s = in_sorted[k_in - 1]                                         # k-th smallest in score
+    tn = np.searchsorted(out_sorted, s, side="left")                # out scores < s
     return ThresholdTests(
         direction=np.array(["in-high"] * k_out.size + ["out-low"] * k_in.size),
         threshold=np.concatenate([t, s]),
@@ -131,29 +119,26 @@ def order_statistic_tests(out_sorted: np.ndarray, in_sorted: np.ndarray, candida
     )
 
 
-def fixed_threshold_tests(out_sorted: np.ndarray, in_sorted: np.ndarray, direction, threshold) -> ThresholdTests:
+def fixed_threshold_tests(out_sorted: np.ndarray, in_sorted: np.ndarray, direction,
+                          threshold) -> ThresholdTests:
     """Tests at thresholds fixed in advance (independent of these scores): plain binomial counts."""
     direction = np.atleast_1d(np.asarray(direction))
     threshold = np.atleast_1d(np.asarray(threshold, dtype=float))
     n_out, n_in = out_sorted.size, in_sorted.size
     high = direction == "in-high"
-    tp = n_in - np.searchsorted(in_sorted, threshold, side="right")  # in > t
-    fp = n_out - np.searchsorted(out_sorted, threshold, side="right")  # out > t
-    tn = np.searchsorted(out_sorted, threshold, side="left")  # out < t
-    fn = np.searchsorted(in_sorted, threshold, side="left")  # in < t
+    tp = n_in - np.searchsorted(in_sorted, threshold, side="right")     # in > t
+    fp = n_out - np.searchsorted(out_sorted, threshold, side="right")   # out > t
+    tn = np.searchsorted(out_sorted, threshold, side="left")            # out < t
+    fn = np.searchsorted(in_sorted, threshold, side="left")             # in < t
     return ThresholdTests(
-        direction=direction,
-        threshold=threshold,
-        lower_counts=np.where(high, tp, tn),
-        lower_totals=np.where(high, n_in, n_out),
-        upper_counts=np.where(high, fp, fn),
-        upper_totals=np.where(high, n_out, n_in),
+        direction=direction, threshold=threshold,
+        lower_counts=np.where(high, tp, tn), lower_totals=np.where(high, n_in, n_out),
+        upper_counts=np.where(high, fp, fn), upper_totals=np.where(high, n_out, n_in),
     )
 
 
-def select_threshold(
-    out_sorted: np.ndarray, in_sorted: np.ndarray, delta: float, alpha: float, candidates: int
-) -> tuple[str, float]:
+def select_threshold(out_sorted: np.ndarray, in_sorted: np.ndarray, delta: float, alpha: float,
+                     candidates: int) -> tuple[str, float]:
     """Best (direction, threshold) on a selection sample, for evaluation on independent trials.
 
     Candidates are both worlds' order statistics on a rank grid from both ends, in both directions;
@@ -162,15 +147,13 @@ def select_threshold(
     """
     from attacks.estimators.binomial import threshold_epsilons
 
-    values = [
-        s[np.concatenate([s.size - k, k - 1])] for s in (out_sorted, in_sorted) for k in [rank_grid(s.size, candidates)]
-    ]
+    values = [s[np.concatenate([s.size - k, k - 1])] for s in (out_sorted, in_sorted)
+              for k in [rank_grid(s.size, candidates)]]
     values = np.unique(np.concatenate(values))
     thresholds = np.concatenate([values, values])
     direction = np.array(["in-high"] * values.size + ["out-low"] * values.size)
     tests = fixed_threshold_tests(out_sorted, in_sorted, direction, thresholds)
-    eps, _, _ = threshold_epsilons(
-        tests.lower_counts, tests.lower_totals, tests.upper_counts, tests.upper_totals, delta, alpha
-    )
+    eps, _, _ = threshold_epsilons(tests.lower_counts, tests.lower_totals, tests.upper_counts,
+                                   tests.upper_totals, delta, alpha)
     i = int(np.argmax(eps))
     return str(direction[i]), float(thresholds[i])

@@ -34,20 +34,17 @@ PROBES: dict[str, tuple[str, dict]] = {
     "fkm-nonprivate": ("attacks.probes.fkm:FkmEndToEndProbe", {"private": False}),
     "fedzero-scalar": ("attacks.probes.fedzero:FedZeroScalarProbe", {}),
     "fedzero-end-to-end": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {}),
-    "fedzero-record": (
-        "attacks.probes.fedzero:FedZeroEndToEndProbe",
-        {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4},
-    ),
+    "fedzero-record": ("attacks.probes.fedzero:FedZeroEndToEndProbe",
+                       {"unit": "record", "rate": 0.8, "noise_multiplier": 2.0, "rounds": 4}),
     "fedzero-broadcast": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {}),
     "fedzero-nonprivate": ("attacks.probes.fedzero:FedZeroEndToEndProbe", {"private": False}),
     "fedzero-broadcast-leak": ("attacks.probes.fedzero:FedZeroBroadcastProbe", {"private": False}),
+
     "dp-duets-release": ("attacks.probes.duets:DuetsReleaseProbe", {}),
     "dp-duets-release-reward": ("attacks.probes.duets:DuetsReleaseProbe", {"unit": "reward"}),
     "dp-duets-end-to-end": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe", {}),
-    "dp-duets-end-to-end-reward": (
-        "attacks.probes.duets_end_to_end:DuetsEndToEndProbe",
-        {"unit": "reward", "elimination": "paper"},
-    ),
+    "dp-duets-end-to-end-reward": ("attacks.probes.duets_end_to_end:DuetsEndToEndProbe",
+                                   {"unit": "reward", "elimination": "paper"}),
     "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
     # planted bugs at the algorithm level (outside the mechanism module), caught end to end; the correct
