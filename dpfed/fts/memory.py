@@ -6,7 +6,9 @@ update; Matheron: the bordered factor, capacity x (capacity + M)), one scoring p
 maximiser (candidate features in float64 angles and float32 cosines, per agent scores, refinement
 proposals) and what the run keeps (broadcasts, sample masks, uploads if recorded). It is doubled to cover
 the allocator's slack and short-lived copies, so it errs on the safe side; batch sizes divide free memory
-by it (``runs_within``).
+by it (``runs_within``). For the ``fts-end-to-end`` probe's configuration (N 29, M 20, T 60) it gives
+1.31 MB per run; measured peak growth of a 1000-run batch on a cpu: 0.61 MB per run (torch), 0.48 MB
+(NumPy).
 """
 
 from __future__ import annotations
