@@ -10,6 +10,7 @@ the host generator and the host-to-device copies are a cost (``DeviceStreams.sec
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -168,3 +169,22 @@ def float_dtype(xp, dtype):
     if xp is np or not isinstance(dtype, (type, np.dtype, str)):
         return dtype
     return getattr(xp, np.dtype(dtype).name)
+
+
+@contextlib.contextmanager
+def single_threaded(backend: ArrayBackend):
+    """One CPU thread for BLAS (and for torch on a cpu): parallelism comes from the executors' workers."""
+    from threadpoolctl import threadpool_limits
+
+    torch_threads = None
+    if backend.name == "torch" and backend.device_type == "cpu":
+        import torch
+
+        torch_threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            yield
+    finally:
+        if torch_threads is not None:
+            torch.set_num_threads(torch_threads)

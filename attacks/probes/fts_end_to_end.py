@@ -40,7 +40,7 @@ from attacks.probes.base import Probe, check_world, log_mixture_ratio
 from attacks.probes.fts import effective_noise_multiplier
 
 SCORES = ("canary", "sampled-weight", "final-release")
-RUNS_PER_CALL = 25  # runs vectorised together on a cpu (memory ~ 30 MB per run of the synthetic preset)
+RUNS_PER_CALL = 25  # runs vectorised together on a cpu (peak memory ~ 0.5 MB per run, dpfed.fts.memory)
 DEVICE_MEMORY_SHARE = 0.5  # share of a GPU's free memory one call may fill (``dpfed.fts.memory``)
 
 

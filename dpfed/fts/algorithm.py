@@ -28,14 +28,13 @@ objective is evaluated on the host; results come back as NumPy arrays.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 import numpy as np
 
 from accounting.errors import ConfigurationError
 from accounting.mechanisms import SubsampledGaussian
-from dpfed.arrays import ArrayBackend
+from dpfed.arrays import ArrayBackend, single_threaded
 from dpfed.fts.acquisition import LinearFunctions, PiecewiseFunction, maximise
 from dpfed.fts.agents import feature_posteriors
 from dpfed.fts.config import FTSConfig
@@ -93,32 +92,13 @@ def run_fts_batch(
     ``backend``/``device``: where the arithmetic runs (module docstring); ConfigurationError if it cannot.
     """
     arrays = ArrayBackend(backend, device)
-    with _single_threaded(arrays):
+    with single_threaded(arrays):
         state = _BatchedRun(
             config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook, record_uploads, arrays
         )
         for j in range(1, config.rounds + 1):
             state.round(j)
         return state.result()
-
-
-@contextlib.contextmanager
-def _single_threaded(arrays: ArrayBackend):
-    """One CPU thread for BLAS (and for torch on the cpu): parallelism comes from the executors' workers."""
-    from threadpoolctl import threadpool_limits
-
-    torch_threads = None
-    if arrays.name == "torch" and arrays.device_type == "cpu":
-        import torch
-
-        torch_threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            yield
-    finally:
-        if torch_threads is not None:
-            torch.set_num_threads(torch_threads)
 
 
 def _slot_regions(config: FTSConfig, canary_vector, canary_subregion) -> np.ndarray:
