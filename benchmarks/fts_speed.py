@@ -13,8 +13,9 @@ probe itself at 2000 trials per world (``--probe-trials``) with the ``processes`
 
 ``--trial-axis --backend torch [--device cpu|cuda]`` instead times the same batched runs on NumPy and on
 PyTorch side by side in one process (``run_fts_batch(backend=...)``; one CPU thread each), for a few runs
-per call (``--runs-per-call``), and prints wall and CPU ms per run, the ratio, and the share of the torch
-run's wall time spent drawing the per-run NumPy streams on the host and copying them to the device.
+per call (``--runs-per-call``; numpy at most 100), and prints wall and CPU ms per run, the ratio, and the
+share of the torch run's wall time spent drawing the per-run NumPy streams on the host and copying them
+to the device. On a GPU: ``--device cuda --runs-per-call 100,1000,10000``.
 """
 
 from __future__ import annotations
@@ -160,8 +161,12 @@ def trial_axis(runs: int, probe_trials: int) -> None:
     )
 
 
+NUMPY_RUNS_MAX = 100  # numpy's cost per run is flat beyond ~25 runs per call: larger sizes time torch only
+
+
 def backends_side_by_side(device: str, sizes: list[int]) -> None:
-    """ms per full 60-round end-to-end run: numpy vs torch on ``device``, ``sizes`` runs per call."""
+    """ms per full 60-round end-to-end run: numpy vs torch on ``device``, ``sizes`` runs per call (numpy
+    at most ``NUMPY_RUNS_MAX``)."""
     import dpfed.arrays
     from attacks.probes import get_probe
     from dpfed.fts.algorithm import run_fts_batch
@@ -190,7 +195,7 @@ def backends_side_by_side(device: str, sizes: list[int]) -> None:
         f"{'cpu ratio':>9s} {'wall ratio':>10s} {'host RNG':>8s}"
     )
     for size in sizes:
-        numpy_wall, numpy_cpu = per_run(batch("numpy", "cpu"), size)
+        numpy_wall, numpy_cpu = per_run(batch("numpy", "cpu"), min(size, NUMPY_RUNS_MAX))
         made.clear()
         torch_wall, torch_cpu = per_run(batch("torch", device), size)
         host = sum(getattr(s, "seconds", 0.0) for s in made) / size / torch_wall
@@ -223,6 +228,13 @@ def main() -> None:
     parser.add_argument("--runs-per-call", default="25,100", help="comma-separated batch sizes (--backend torch)")
     args = parser.parse_args()
     if args.trial_axis and args.backend == "torch":
+        from accounting.errors import ConfigurationError
+        from dpfed.arrays import check_backend
+
+        try:
+            check_backend("torch", args.device)
+        except ConfigurationError as error:
+            sys.exit(f"fts_speed.py: {error}")
         backends_side_by_side(args.device, [int(k) for k in args.runs_per_call.split(",")])
         return
     if args.trial_axis:
