@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from accounting.errors import ConfigurationError
-
-BACKENDS = ("numpy", "torch")
+from dpfed.arrays import check_backend
 
 
 class TorchRandom:
@@ -25,6 +24,7 @@ class TorchRandom:
         import torch
 
         self.xp, self.device, self._torch = xp, torch.device(device), torch
+        self.seed_sequence = seed  # for probes that draw on the host (``host_generator``)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed.generate_state(1, np.uint64)[0]) & (2**63 - 1))
 
@@ -51,26 +51,6 @@ class TorchRandom:
     def integers(self, low, high=None, size=None):
         low, high = (0, low) if high is None else (low, high)
         return self._torch.randint(int(low), int(high), self._shape(size), generator=self.generator, device=self.device)
-
-
-def check_backend(backend: str, device: str) -> None:
-    """ConfigurationError unless ``backend`` on ``device`` can run here."""
-    if backend not in BACKENDS:
-        raise ConfigurationError("backend", f"choose one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend == "numpy":
-        if device != "cpu":
-            raise ConfigurationError("device", "the numpy backend runs on the cpu; use --backend torch")
-        return
-    import torch
-
-    try:
-        kind = torch.device(device).type
-    except (RuntimeError, TypeError):
-        raise ConfigurationError("device", f"not a torch device: {device!r} (cpu or cuda)") from None
-    if kind not in ("cpu", "cuda"):
-        raise ConfigurationError("device", f"choose cpu or cuda, got {device!r}")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise ConfigurationError("device", "no CUDA device is available here; use --device cpu")
 
 
 def on_backend(probe, backend: str, device: str = "cpu"):
@@ -100,6 +80,14 @@ def free_device_memory(device: str) -> int | None:
         return None
     free, _total = torch.cuda.mem_get_info(torch.device(device))
     return int(free)
+
+
+def host_generator(rng) -> np.random.Generator:
+    """The NumPy generator a batch would have on the numpy backend (for probes that keep their draws on
+    the host so that one seed means the same runs on both backends)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng.seed_sequence)
 
 
 def to_numpy(scores) -> np.ndarray:

@@ -10,6 +10,12 @@ cache. Prints seconds per run and the ratio.  Usage: python benchmarks/fts_speed
 side: the previous implementation one run at a time (``baseline_checkout``; as the old probe ran them,
 and on the new probe's configuration), ``run_fts`` one run at a time, and ``run_fts_batch``; then the
 probe itself at 2000 trials per world (``--probe-trials``) with the ``processes`` executor.
+
+``--trial-axis --backend torch [--device cpu|cuda]`` instead times the same batched runs on NumPy and on
+PyTorch side by side in one process (``run_fts_batch(backend=...)``; one CPU thread each), for a few runs
+per call (``--runs-per-call``; numpy at most 100), and prints wall and CPU ms per run, the ratio, and the
+share of the torch run's wall time spent drawing the per-run NumPy streams on the host and copying them
+to the device. On a GPU: ``--device cuda --runs-per-call 100,1000,10000``.
 """
 
 from __future__ import annotations
@@ -155,6 +161,51 @@ def trial_axis(runs: int, probe_trials: int) -> None:
     )
 
 
+NUMPY_RUNS_MAX = 100  # numpy's cost per run is flat beyond ~25 runs per call: larger sizes time torch only
+
+
+def backends_side_by_side(device: str, sizes: list[int]) -> None:
+    """ms per full 60-round end-to-end run: numpy vs torch on ``device``, ``sizes`` runs per call (numpy
+    at most ``NUMPY_RUNS_MAX``)."""
+    import dpfed.arrays
+    from attacks.probes import get_probe
+    from dpfed.fts.algorithm import run_fts_batch
+
+    probe = get_probe("fts-end-to-end")
+    config, objective = probe._config, probe.objective()
+    canary = np.zeros(config.num_features)
+    canary[0] = config.per_vector_clip
+    made = []
+    original = dpfed.arrays.ArrayBackend.streams
+
+    def counted(self, streams):
+        made.append(original(self, streams))
+        return made[-1]
+
+    dpfed.arrays.ArrayBackend.streams = counted
+
+    def batch(backend, where):
+        options = dict(canary_vector=canary, objective=objective, record_uploads=False)
+        return lambda seeds: run_fts_batch(config, seeds, backend=backend, device=where, **options)
+
+    batch("torch", device)([0])  # warm-up (imports, kernels)
+    print(f"DP-FTS-DE full {config.rounds}-round end-to-end run, ms per run; torch on {device}")
+    print(
+        f"{'runs/call':>9s} {'numpy wall':>10s} {'numpy cpu':>9s} {'torch wall':>10s} {'torch cpu':>9s} "
+        f"{'cpu ratio':>9s} {'wall ratio':>10s} {'host RNG':>8s}"
+    )
+    for size in sizes:
+        numpy_wall, numpy_cpu = per_run(batch("numpy", "cpu"), min(size, NUMPY_RUNS_MAX))
+        made.clear()
+        torch_wall, torch_cpu = per_run(batch("torch", device), size)
+        host = sum(getattr(s, "seconds", 0.0) for s in made) / size / torch_wall
+        print(
+            f"{size:9d} {1e3 * numpy_wall:10.1f} {1e3 * numpy_cpu:9.1f} {1e3 * torch_wall:10.1f} "
+            f"{1e3 * torch_cpu:9.1f} {torch_cpu / numpy_cpu:8.2f}x {torch_wall / numpy_wall:9.2f}x {host:8.0%}"
+        )
+    dpfed.arrays.ArrayBackend.streams = original
+
+
 def per_run(run_many, runs: int) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     run_many(list(range(runs)))
@@ -167,7 +218,25 @@ def main() -> None:
     parser.add_argument("--trial-axis", action="store_true", help="time the end-to-end probe's runs")
     parser.add_argument("--runs", type=int, default=20, help="runs per way with --trial-axis")
     parser.add_argument("--probe-trials", type=int, default=2000)
+    parser.add_argument(
+        "--backend",
+        choices=["numpy", "torch"],
+        default="numpy",
+        help="with --trial-axis: torch times numpy and torch batches side by side",
+    )
+    parser.add_argument("--device", default="cpu", help="torch device for --backend torch (cpu, cuda)")
+    parser.add_argument("--runs-per-call", default="25,100", help="comma-separated batch sizes (--backend torch)")
     args = parser.parse_args()
+    if args.trial_axis and args.backend == "torch":
+        from accounting.errors import ConfigurationError
+        from dpfed.arrays import check_backend
+
+        try:
+            check_backend("torch", args.device)
+        except ConfigurationError as error:
+            sys.exit(f"fts_speed.py: {error}")
+        backends_side_by_side(args.device, [int(k) for k in args.runs_per_call.split(",")])
+        return
     if args.trial_axis:
         trial_axis(args.runs, args.probe_trials)
         return

@@ -22,6 +22,11 @@ test statistics for any implementation; each is strongest against a different fa
 
 ``planted_bug`` runs the server with one of its deliberate bugs (``dpfed.fts.server.PLANTED_BUGS``);
 the claim stays the correct mechanism's epsilon, so a bug that leaks is a VIOLATION.
+
+Backends: on ``torch`` the runs compute on the probe's device (``run_fts_batch(backend=...)``) but draw
+from the same per-run NumPy streams (``attacks.backend.host_generator``), so one seed gives the same
+runs, hence the same scores, on both backends (up to float32 near-ties of candidate scores, see
+``dpfed.fts.algorithm``); the scores are computed with NumPy from the returned broadcasts.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from attacks.probes.base import Probe, check_world, log_mixture_ratio
 from attacks.probes.fts import effective_noise_multiplier
 
 SCORES = ("canary", "sampled-weight", "final-release")
-RUNS_PER_CALL = 25  # runs vectorised together (memory ~ 30 MB per run of the synthetic preset)
+RUNS_PER_CALL = 25  # runs vectorised together on a cpu (peak memory ~ 0.5 MB per run, dpfed.fts.memory)
+DEVICE_MEMORY_SHARE = 0.5  # share of a GPU's free memory one call may fill (``dpfed.fts.memory``)
 
 
 @dataclass
@@ -63,6 +69,7 @@ class FtsEndToEndProbe(Probe):
         "agents; score on the broadcasts"
     )
     batch_size = 100
+    backends = ("numpy", "torch")
 
     def __post_init__(self):
         from dpfed.fts.config import FTSConfig
@@ -146,24 +153,41 @@ class FtsEndToEndProbe(Probe):
         return state
 
     def scores(self, world, trials, rng):
+        from attacks.backend import host_generator
         from dpfed.fts.algorithm import run_fts_batch
 
         c = self._config
         vector = np.zeros(c.num_features)
         vector[0] = self.canary_norm * c.per_vector_clip
         canary = vector if check_world(world) else None
-        seeds = rng.spawn(int(trials))
-        out = []
-        for start in range(0, len(seeds), RUNS_PER_CALL):
+        seeds = host_generator(rng).spawn(int(trials))
+        backend, device = getattr(self, "array_backend", "numpy"), getattr(self, "device", "cpu")
+        out, step = [], self.runs_per_call()
+        for start in range(0, len(seeds), step):
             batch = run_fts_batch(
                 c,
-                seeds[start : start + RUNS_PER_CALL],
+                seeds[start : start + step],
                 objective=self.objective(),
                 canary_vector=canary,
                 record_uploads=False,
+                backend=backend,
+                device=device,
             )
             out.append(self._score(batch))
         return np.concatenate(out)
+
+    def runs_per_call(self) -> int:
+        """Runs vectorised in one call: ``RUNS_PER_CALL`` on a cpu; on a CUDA device as many as fit in
+        ``DEVICE_MEMORY_SHARE`` of its free memory (``dpfed.fts.memory.bytes_per_run`` per run)."""
+        from attacks.backend import free_device_memory
+        from dpfed.fts.memory import runs_within
+
+        free = None
+        if getattr(self, "array_backend", "numpy") == "torch":
+            free = free_device_memory(getattr(self, "device", "cpu"))
+        if free is None:
+            return RUNS_PER_CALL
+        return runs_within(free, self._config, DEVICE_MEMORY_SHARE)
 
     def _score(self, batch) -> np.ndarray:
         """Scores (K,) of a batch of runs from its broadcasts (K, T, P, M)."""

@@ -4,7 +4,8 @@ The reference code evaluates 1000 uniform points and then runs 20 L-BFGS-B resta
 shared set of random candidates is scored for every agent at once (one feature evaluation, one matrix
 product), and the best candidate of each agent is refined by a few rounds of Gaussian perturbations
 with shrinking step sizes (batched over agents). This finds near-maxima of RFF functions at a small
-fraction of the cost; it is a heuristic, like the reference's multi-start optimiser.
+fraction of the cost; it is a heuristic, like the reference's multi-start optimiser. Functions and
+points are arrays of one backend (``dpfed.arrays``); the generator draws on it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from accounting.mechanisms import as_generator
+from dpfed.arrays import float_dtype, namespace_of
 from dpfed.fts.partition import region_of
 
 REFINE_SCALES = (0.1, 0.03, 0.01, 0.003, 0.001)
@@ -26,9 +28,10 @@ class LinearFunctions:
 
     def __init__(self, features, weights, offsets=None, dtype=np.float64):
         self.features = features
-        self.weights = np.atleast_2d(np.asarray(weights, dtype=float))
-        self.offsets = np.zeros(self.weights.shape[:-1]) if offsets is None else np.asarray(offsets, float)
-        self.dtype = dtype
+        xp = self.xp = namespace_of(features.phases)
+        self.weights = _at_least_2d(xp, weights)
+        self.offsets = xp.zeros_like(self.weights[..., 0]) if offsets is None else xp.asarray(offsets, dtype=xp.float64)
+        self.dtype = float_dtype(xp, dtype)
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -37,14 +40,15 @@ class LinearFunctions:
     def __len__(self) -> int:
         return self.weights.shape[-2]
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x):
         """``x`` shared by all functions, batch + (K, d), or per function, batch + (n, K, d); -> batch + (n, K)."""
-        x = np.asarray(x, dtype=float)
+        xp = self.xp
+        x = xp.asarray(x, dtype=xp.float64)
         phi = self.features(x, dtype=self.dtype)
-        weights = self.weights.astype(self.dtype, copy=False)
-        offsets = self.offsets.astype(self.dtype, copy=False)[..., None]
+        weights = xp.astype(self.weights, self.dtype, copy=False)
+        offsets = xp.astype(self.offsets, self.dtype, copy=False)[..., None]
         if x.ndim == self.weights.ndim:
-            return weights @ np.swapaxes(phi, -1, -2) + offsets
+            return weights @ phi.mT + offsets
         return (phi @ weights[..., None])[..., 0] + offsets
 
 
@@ -56,9 +60,10 @@ class PiecewiseFunction:
 
     def __init__(self, features, blocks, boxes, dtype=np.float64):
         self.features = features
-        self.blocks = np.atleast_2d(np.asarray(blocks, dtype=float))
-        self.boxes = boxes
-        self.dtype = dtype
+        xp = self.xp = namespace_of(features.phases)
+        self.blocks = _at_least_2d(xp, blocks)
+        self.boxes = xp.asarray(boxes, dtype=xp.float64, device=self.blocks.device)
+        self.dtype = float_dtype(xp, dtype)
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -67,15 +72,16 @@ class PiecewiseFunction:
     def __len__(self) -> int:
         return 1
 
-    def __call__(self, x) -> np.ndarray:
+    def __call__(self, x):
         """``x`` batch + (K, d) or batch + (1, K, d); returns batch + (1, K)."""
-        x = np.asarray(x, dtype=float)
+        xp = self.xp
+        x = xp.asarray(x, dtype=xp.float64)
         if x.ndim == self.blocks.ndim:
             x = x[..., None, :, :]
         phi = self.features(x, dtype=self.dtype)  # batch + (1, K, M)
         regions = region_of(x, self.boxes)[..., None]  # batch + (1, K, 1)
-        blocks = np.take_along_axis(self.blocks[..., None, :, :], regions, axis=-2)
-        return np.sum(phi * blocks.astype(self.dtype, copy=False), axis=-1)
+        blocks = xp.take_along_axis(self.blocks[..., None, :, :], regions, axis=-2)
+        return xp.sum(phi * xp.astype(blocks, self.dtype, copy=False), axis=-1)
 
 
 def maximise(
@@ -86,7 +92,7 @@ def maximise(
     refine_steps: int = 3,
     refine_samples: int = 12,
     start=None,
-) -> tuple[np.ndarray, np.ndarray]:
+):
     """Approximate maximiser and maximum of each of the ``len(functions)`` functions on [0, 1]^d.
 
     Candidates are drawn with shape ``functions.batch_shape + (candidates, d)`` (with a ``TrialStreams``
@@ -94,25 +100,32 @@ def maximise(
     Returns ``(x, value)``, shapes batch + (n, d) and batch + (n,).
     """
     rng = as_generator(rng)
+    xp = getattr(functions, "xp", np)
     batch, dim = tuple(functions.batch_shape), int(dim)
     cand = rng.random(batch + (int(candidates), dim))
     values = functions(cand)  # batch + (n, C)
-    best_idx = np.argmax(values, axis=-1)[..., None]
-    best_x = np.take_along_axis(cand, best_idx, axis=-2)
-    best_v = np.take_along_axis(values, best_idx, axis=-1)[..., 0]
+    best_idx = xp.argmax(values, axis=-1)[..., None]
+    best_x = xp.take_along_axis(cand, best_idx, axis=-2)
+    best_v = xp.take_along_axis(values, best_idx, axis=-1)[..., 0]
     n = best_x.shape[-2]
     if start is not None:
-        start = np.asarray(start, dtype=float)
+        start = xp.asarray(start, dtype=xp.float64)
         v0 = functions(start[..., None, :])[..., 0]
-        best_x = np.where((v0 > best_v)[..., None], start, best_x)
-        best_v = np.maximum(v0, best_v)
+        best_x = xp.where((v0 > best_v)[..., None], start, best_x)
+        best_v = xp.maximum(v0, best_v)
     for scale in REFINE_SCALES[: int(refine_steps)]:
         noise = rng.standard_normal(batch + (n, int(refine_samples), dim))
-        prop = np.clip(best_x[..., None, :] + scale * noise, 0.0, 1.0)
+        prop = xp.clip(best_x[..., None, :] + scale * noise, 0.0, 1.0)
         v = functions(prop)
-        j = np.argmax(v, axis=-1)[..., None]
-        vj = np.take_along_axis(v, j, axis=-1)[..., 0]
+        j = xp.argmax(v, axis=-1)[..., None]
+        vj = xp.take_along_axis(v, j, axis=-1)[..., 0]
         better = vj > best_v
-        best_x = np.where(better[..., None], np.take_along_axis(prop, j[..., None], axis=-2)[..., 0, :], best_x)
-        best_v = np.where(better, vj, best_v)
+        best_x = xp.where(better[..., None], xp.take_along_axis(prop, j[..., None], axis=-2)[..., 0, :], best_x)
+        best_v = xp.where(better, vj, best_v)
     return best_x, best_v
+
+
+def _at_least_2d(xp, values):
+    """``values`` as a float64 array of at least two dimensions (leading axes of length 1 added)."""
+    values = xp.asarray(values, dtype=xp.float64)
+    return xp.reshape(values, (1,) * (2 - values.ndim) + tuple(values.shape)) if values.ndim < 2 else values

@@ -13,10 +13,13 @@ costs two (n x M) products per agent: ``w = w0 + U^T (L^-1 y - U w0 - Linv e)``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
+from dpfed.arrays import device_of, namespace_of
 
 
 def feature_posteriors(batch, features, noise_var: float, centre: bool = False, capacity: int = 16):
@@ -30,22 +33,26 @@ def feature_posteriors(batch, features, noise_var: float, centre: bool = False, 
 
 
 class PosteriorOffsets:
-    """What both posterior representations share: the batch and the centring offsets."""
+    """What both posterior representations share: the batch, the centring offsets and the array backend
+    (``xp``, ``device``: the features')."""
 
     batch_shape: tuple[int, ...]
     centre: bool
     count: int
     _y_sum: np.ndarray
 
+    def _zeros(self, shape):
+        return self.xp.zeros(shape, dtype=self.xp.float64, device=self.device)
+
     @property
     def num_agents(self) -> int:
         return self.batch_shape[-1]
 
     @property
-    def offsets(self) -> np.ndarray:
+    def offsets(self):
         """Per-regression constant added to the sampled function (mean of y when centring, else 0)."""
         if not self.centre or self.count == 0:
-            return np.zeros(self.batch_shape)
+            return self._zeros(self.batch_shape)
         return self._y_sum / self.count
 
 
@@ -63,28 +70,29 @@ class FeaturePosteriors(PosteriorOffsets):
         self.noise_var = require_number("obs_noise_var", noise_var, low=0, low_open=True)
         self.centre = bool(centre)
         self.batch_shape = (int(batch),) if np.ndim(batch) == 0 else tuple(int(b) for b in batch)
+        self.xp, self.device = namespace_of(features.phases), device_of(features.phases)
         self.count = 0
         self._allocate(max(int(capacity), 1))
-        self._y_sum = np.zeros(self.batch_shape)
+        self._y_sum = self._zeros(self.batch_shape)
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the state for ``capacity`` observations, keeping the first ``count``."""
         b, m, n = self.batch_shape, self.features.num_features, self.count
-        u, linv = np.zeros(b + (capacity, m)), np.zeros(b + (capacity, capacity))
-        ly, l1 = np.zeros(b + (capacity,)), np.zeros(b + (capacity,))
+        u, linv = self._zeros(b + (capacity, m)), self._zeros(b + (capacity, capacity))
+        ly, l1 = self._zeros(b + (capacity,)), self._zeros(b + (capacity,))
         if n:
             u[..., :n, :], linv[..., :n, :n] = self._u[..., :n, :], self._linv[..., :n, :n]
             ly[..., :n], l1[..., :n] = self._ly[..., :n], self._l1[..., :n]
         self._u, self._linv, self._ly, self._l1 = u, linv, ly, l1
 
-    def add(self, x, y, rng=None) -> np.ndarray | None:
+    def add(self, x, y, rng=None):
         """Add observations: ``x`` of shape batch + (k, d) or batch + (d,), ``y`` batch + (k,) or batch.
 
         With ``rng``, also return one posterior draw after the update, as ``sample(rng)`` would (same
         random numbers; the new row of U enters the draw without being read back).
         """
-        x = np.asarray(x, dtype=float)
-        y = np.asarray(y, dtype=float)
+        x = self.xp.asarray(x, dtype=self.xp.float64)
+        y = self.xp.asarray(y, dtype=self.xp.float64)
         if x.ndim == len(self.batch_shape) + 1:
             x, y = x[..., None, :], y[..., None]
         phi = self.features(x)
@@ -102,19 +110,20 @@ class FeaturePosteriors(PosteriorOffsets):
         diag = self._append_row(proj, phi, y, linv)
         self._u[..., n, :] = (phi - (proj[..., None, :] @ u)[..., 0, :]) / diag[..., None]
 
-    def _border_and_sample(self, phi, y, rng) -> np.ndarray:
+    def _border_and_sample(self, phi, y, rng):
         """``_border`` then ``sample``: Matheron's rule with the new row's products formed directly."""
         n, m = self._make_room(), self.features.num_features
         w0 = rng.standard_normal(self.batch_shape + (m,))
-        noise = np.sqrt(self.noise_var) * rng.standard_normal(self.batch_shape + (n + 1,))
+        noise = math.sqrt(self.noise_var) * rng.standard_normal(self.batch_shape + (n + 1,))
         u, linv = self._u[..., :n, :], self._linv[..., :n, :n]
         proj, u_w0 = (u @ phi[..., None])[..., 0], (u @ w0[..., None])[..., 0]  # L^-1 Phi [phi, w0]
         linv_noise = (linv @ noise[..., :n, None])[..., 0]
         diag = self._append_row(proj, phi, y, linv)
-        new_w0 = (np.sum(phi * w0, axis=-1) - np.sum(proj * u_w0, axis=-1)) / diag
-        new_noise = np.sum(self._linv[..., n, : n + 1] * noise, axis=-1)
-        resid = self._whitened_targets() - np.concatenate([u_w0, new_w0[..., None]], axis=-1)
-        resid = resid - np.concatenate([linv_noise, new_noise[..., None]], axis=-1)
+        xp = self.xp
+        new_w0 = (xp.sum(phi * w0, axis=-1) - xp.sum(proj * u_w0, axis=-1)) / diag
+        new_noise = xp.sum(self._linv[..., n, : n + 1] * noise, axis=-1)
+        resid = self._whitened_targets() - xp.concat([u_w0, new_w0[..., None]], axis=-1)
+        resid = resid - xp.concat([linv_noise, new_noise[..., None]], axis=-1)
         new_u = (phi - (proj[..., None, :] @ u)[..., 0, :]) / diag[..., None]
         self._u[..., n, :] = new_u
         return w0 + (resid[..., None, :n] @ u)[..., 0, :] + resid[..., n, None] * new_u
@@ -124,28 +133,29 @@ class FeaturePosteriors(PosteriorOffsets):
             self._allocate(2 * self.count)
         return self.count
 
-    def _append_row(self, proj, phi, y, linv) -> np.ndarray:
+    def _append_row(self, proj, phi, y, linv):
         """Write row n of ``Linv``, ``L^-1 y`` and ``L^-1 1`` from ``proj = L^-1 Phi phi``; returns L[n, n]."""
         n = self.count
-        diag = np.sqrt(np.sum(phi * phi, axis=-1) + self.noise_var - np.sum(proj * proj, axis=-1))
+        xp = self.xp
+        diag = xp.sqrt(xp.sum(phi * phi, axis=-1) + self.noise_var - xp.sum(proj * proj, axis=-1))
         self._linv[..., n, :n] = -(proj[..., None, :] @ linv)[..., 0, :] / diag[..., None]
         self._linv[..., n, n] = 1.0 / diag
-        self._ly[..., n] = (y - np.sum(proj * self._ly[..., :n], axis=-1)) / diag
-        self._l1[..., n] = (1.0 - np.sum(proj * self._l1[..., :n], axis=-1)) / diag
+        self._ly[..., n] = (y - xp.sum(proj * self._ly[..., :n], axis=-1)) / diag
+        self._l1[..., n] = (1.0 - xp.sum(proj * self._l1[..., :n], axis=-1)) / diag
         self._y_sum = self._y_sum + y
         self.count = n + 1
         return diag
 
-    def _whitened_targets(self) -> np.ndarray:
+    def _whitened_targets(self):
         """``L^-1 (y - offsets)``, shape batch + (n,)."""
         n = self.count
         return self._ly[..., :n] - self.offsets[..., None] * self._l1[..., :n]
 
-    def posterior_mean(self) -> np.ndarray:
+    def posterior_mean(self):
         """Posterior mean ``Phi^T G^-1 y`` of the weights, shape batch + (M,)."""
         return (self._whitened_targets()[..., None, :] @ self._u[..., : self.count, :])[..., 0, :]
 
-    def sample(self, rng) -> np.ndarray:
+    def sample(self, rng):
         """One exact posterior draw of the weights per regression, shape batch + (M,).
 
         With a ``TrialStreams`` whose trials are the leading batch axis, trial k draws exactly what a
@@ -154,7 +164,7 @@ class FeaturePosteriors(PosteriorOffsets):
         rng = as_generator(rng)
         n, m = self.count, self.features.num_features
         w0 = rng.standard_normal(self.batch_shape + (m,))
-        noise = np.sqrt(self.noise_var) * rng.standard_normal(self.batch_shape + (n,))
+        noise = math.sqrt(self.noise_var) * rng.standard_normal(self.batch_shape + (n,))
         if n == 0:
             return w0
         u, linv = self._u[..., :n, :], self._linv[..., :n, :n]

@@ -6,16 +6,20 @@ Following the DP-FTS-DE reference code, the features are then rescaled to norm e
 (``phi = sqrt(v) phi_raw / ||phi_raw||``), which the paper's utility proof relies on (||phi|| <= 1 for v = 1).
 The features are data independent, hence public; all agents share one instance. A batch of
 independent runs stacks one draw per run (``stack``): ``frequencies`` (K, M, d), points (K, ..., d).
+``on(backend)`` moves a draw to an array backend (``dpfed.arrays``); it then evaluates points of that
+backend.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
+from dpfed.arrays import float_dtype, namespace_of
 
 
 @dataclass(frozen=True)
@@ -62,21 +66,30 @@ class RandomFourierFeatures:
             draws[0].normalise,
         )
 
-    def __call__(self, x, dtype=np.float64) -> np.ndarray:
+    def on(self, backend) -> RandomFourierFeatures:
+        """The same draw with its arrays on ``backend`` (a ``dpfed.arrays.ArrayBackend``)."""
+        freqs, phases = backend.asarray(self.frequencies), backend.asarray(self.phases)
+        return RandomFourierFeatures(freqs, phases, self.variance, self.normalise)
+
+    def __call__(self, x, dtype=np.float64):
         """Feature vectors of points ``x`` of shape (..., d): returns (..., M).
 
         For stacked features (leading trial axis K) ``x`` must have shape (K, ..., d). ``dtype``
-        float32 evaluates the cosines in single precision (for scoring candidate points only).
+        float32 evaluates the cosines in single precision (for scoring candidate points only). ``x`` is
+        an array of the features' backend.
         """
-        x = np.asarray(x, dtype=float)
+        xp = namespace_of(self.phases)
+        x = xp.asarray(x, dtype=xp.float64)
         if self.frequencies.ndim == 2:
-            angle = x @ self.frequencies.T + self.phases
+            angle = x @ self.frequencies.mT + self.phases
         else:
-            flat = x.reshape(x.shape[0], -1, x.shape[-1])
-            angle = flat @ np.swapaxes(self.frequencies, 1, 2) + self.phases[:, None, :]
-            angle = angle.reshape(x.shape[:-1] + (self.num_features,))
-        raw = np.cos(angle.astype(dtype, copy=False))
+            flat = xp.reshape(x, (x.shape[0], -1, x.shape[-1]))
+            angle = flat @ self.frequencies.mT + self.phases[:, None, :]
+            angle = xp.reshape(angle, tuple(x.shape[:-1]) + (self.num_features,))
+        dtype = float_dtype(xp, dtype)
+        raw = xp.cos(xp.astype(angle, dtype, copy=False))
         if self.normalise:
-            norms = np.linalg.norm(raw, axis=-1, keepdims=True)
-            return raw * (np.sqrt(self.variance) / np.maximum(norms, 1e-300)).astype(dtype, copy=False)
-        return raw * dtype(np.sqrt(2.0 * self.variance / self.num_features))
+            norms = xp.sqrt(xp.sum(raw * raw, axis=-1, keepdims=True))  # = np.linalg.norm's arithmetic
+            scale = math.sqrt(self.variance) / xp.clip(xp.astype(norms, xp.float64), min=1e-300)
+            return raw * xp.astype(scale, dtype, copy=False)
+        return raw * float(np.dtype(dtype).type(math.sqrt(2.0 * self.variance / self.num_features)))

@@ -16,6 +16,7 @@ import itertools
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
+from dpfed.arrays import namespace_of
 
 
 def box_partition(dim: int, subregions: int) -> np.ndarray:
@@ -45,11 +46,14 @@ def box_partition(dim: int, subregions: int) -> np.ndarray:
     return np.asarray(boxes, dtype=float)
 
 
-def region_of(x, boxes: np.ndarray) -> np.ndarray:
-    """Index of the first box containing each point of ``x`` (..., d); outside points are clipped first."""
-    x = np.clip(np.asarray(x, dtype=float), 0.0, 1.0)
-    inside = np.all((x[..., None, :] >= boxes[:, 0]) & (x[..., None, :] <= boxes[:, 1]), axis=-1)
-    return np.argmax(inside, axis=-1)
+def region_of(x, boxes):
+    """Index of the first box containing each point of ``x`` (..., d); outside points are clipped first.
+
+    ``x`` and ``boxes`` are arrays of one backend (``dpfed.arrays``)."""
+    xp = namespace_of(boxes)
+    x = xp.clip(xp.asarray(x, dtype=xp.float64), 0.0, 1.0)
+    inside = xp.all((x[..., None, :] >= boxes[:, 0]) & (x[..., None, :] <= boxes[:, 1]), axis=-1)
+    return xp.argmax(xp.astype(inside, xp.int8), axis=-1)
 
 
 def assignment(num_slots: int, subregions: int) -> np.ndarray:

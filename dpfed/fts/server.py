@@ -16,6 +16,7 @@ import numpy as np
 
 from accounting.errors import ConfigurationError
 from accounting.mechanisms import SubsampledGaussian, as_generator
+from dpfed.arrays import like, namespace_of
 from dpfed.fts.schedules import subregion_weights, weight_gap
 
 FALLBACKS = ("noise", "uniform")
@@ -91,21 +92,23 @@ class Server:
 
         A leading batch axis holds independent runs (``rng`` a ``dpfed.trials.TrialStreams`` over it).
         Returns ``(blocks, mask)``; ``mask`` (..., slots) marks the sampled present slots (all present
-        slots when non-private). Absent slots' rows are ignored (treated as zero vectors).
+        slots when non-private). Absent slots' rows are ignored (treated as zero vectors). ``uploads`` may
+        be an array of another backend (``dpfed.arrays``; ``rng`` then draws onto it): so are the outputs.
         """
-        present = np.asarray(present, dtype=bool)
-        uploads = np.where(present[:, None], np.asarray(uploads, dtype=float), 0.0)
+        xp = namespace_of(uploads)
+        present = like(uploads, present, dtype=xp.bool)
+        uploads = xp.where(present[:, None], xp.asarray(uploads, dtype=xp.float64), 0.0)
         w = self.weights(round_index)
         if self.mechanism is None:
-            return w @ uploads, np.broadcast_to(present, uploads.shape[:-1]).copy()
+            return like(uploads, w) @ uploads, xp.asarray(xp.broadcast_to(present, uploads.shape[:-1]), copy=True)
         rng = as_generator(rng)
         noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True)
         mask = mask & present
         if self.empty_sample_fallback == "uniform":
-            noisy = _uniform_when_empty(noisy, ~mask.any(axis=-1), rng)
+            noisy = _uniform_when_empty(noisy, ~xp.any(mask, axis=-1), rng)
         if self.planted_bug == "renormalise-sampled":
-            sampled_weight = mask.astype(float) @ w.T  # (..., P)
-            factor = np.where(sampled_weight > 0, self.mechanism.rate / np.maximum(sampled_weight, 1e-300), 1.0)
+            sampled_weight = xp.astype(mask, xp.float64) @ like(uploads, w).mT  # (..., P)
+            factor = xp.where(sampled_weight > 0, self.mechanism.rate / xp.clip(sampled_weight, min=1e-300), 1.0)
             noisy = noisy * factor[..., None]
         self.releases += 1
         return noisy, mask
@@ -115,18 +118,18 @@ class Server:
         ``unnoised-final-aggregate`` (the non-private aggregate of ``uploads``, shape (..., P, M))."""
         if self.planted_bug != "unnoised-final-aggregate":
             return None
-        present = np.asarray(present, dtype=bool)
-        return self.weights(round_index) @ np.where(present[:, None], np.asarray(uploads, dtype=float), 0.0)
+        xp = namespace_of(uploads)
+        present = like(uploads, present, dtype=xp.bool)
+        return like(uploads, self.weights(round_index)) @ xp.where(present[:, None], uploads, 0.0)
 
 
 def _uniform_when_empty(noisy, empty, rng):
     """Replace the release of every run whose sample is empty by U[0, 1) draws of that run's stream."""
-    from dpfed.trials import TrialStreams
-
-    if not np.any(empty):
+    xp = namespace_of(noisy)
+    if not bool(xp.any(empty)):
         return noisy
-    if isinstance(rng, TrialStreams):
-        noisy = noisy.copy()
-        noisy[empty] = rng.subset(empty).random((int(np.sum(empty)),) + noisy.shape[1:])
+    if hasattr(rng, "subset"):  # a TrialStreams (dpfed.trials), or one drawing onto a device (dpfed.arrays)
+        noisy = xp.asarray(noisy, copy=True)
+        noisy[empty] = rng.subset(empty).random((int(xp.sum(xp.astype(empty, xp.int64))),) + tuple(noisy.shape[1:]))
         return noisy
-    return rng.random(noisy.shape)
+    return rng.random(tuple(noisy.shape))
