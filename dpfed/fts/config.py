@@ -25,6 +25,36 @@ PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 PRESETS = ("landmine", "svm-breast-cancer", "svm-digits", "synthetic")
 
 
+# whole-number fields and their smallest allowed values
+INTEGER_FIELDS = {
+    "num_agents": 1,
+    "rounds": 1,
+    "init_points": 1,
+    "num_features": 1,
+    "local_num_features": 1,
+    "subregions": 1,
+    "weight_hold": 0,
+    "weight_decay": 0,
+    "candidates": 1,
+    "refine_steps": 0,
+    "refine_samples": 1,
+    "dim": 1,
+    "data_seed": 0,
+}
+# real fields that must be > 0
+POSITIVE_FIELDS = (
+    "lengthscale",
+    "kernel_variance",
+    "obs_noise_var",
+    "local_lengthscale",
+    "local_noise_var",
+    "noise_multiplier",
+    "clip",
+    "gp_lengthscale",
+    "objective_noise_var",
+)
+
+
 @dataclass(frozen=True)
 class FTSConfig(StrictConfig):
     """All parameters of a run (defaults: the landmine protocol of the DP-FTS-DE reference code)."""
@@ -78,48 +108,19 @@ class FTSConfig(StrictConfig):
     landmine_path: str | None = None
 
     def __post_init__(self):
-        if self.algorithm not in ALGORITHMS:
-            raise ConfigurationError("algorithm", f"unknown {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-        if self.objective not in OBJECTIVES:
-            raise ConfigurationError("objective", f"unknown {self.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-        ints = {
-            "num_agents": 1,
-            "rounds": 1,
-            "init_points": 1,
-            "num_features": 1,
-            "local_num_features": 1,
-            "subregions": 1,
-            "weight_hold": 0,
-            "weight_decay": 0,
-            "candidates": 1,
-            "refine_steps": 0,
-            "refine_samples": 1,
-            "dim": 1,
-            "data_seed": 0,
-        }
-        for name, low in ints.items():
-            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
-        for name in (
-            "lengthscale",
-            "kernel_variance",
-            "obs_noise_var",
-            "local_lengthscale",
-            "local_noise_var",
-            "noise_multiplier",
-            "clip",
-            "gp_lengthscale",
-            "objective_noise_var",
-        ):
-            object.__setattr__(self, name, require_number(name, getattr(self, name), low=0, low_open=True))
-        require_number("rate", self.rate, low=0, low_open=True, high=1)
-        require_number("heterogeneity", self.heterogeneity, low=0, high=1)
-        require_number("weight_gap", self.weight_gap, low=0)
-        if self.delta is not None:
-            require_number("delta", self.delta, low=0, low_open=True, high=1, high_open=True)
-        if self.population is not None:
-            require_number("population", self.population, low=self.num_agents, integer=True)
-        if self.mixing not in MIXING_SCHEDULES:
-            raise ConfigurationError("mixing", f"unknown {self.mixing!r}; choose one of {', '.join(MIXING_SCHEDULES)}")
+        self._check_choices()
+        self._check_numbers()
+        self._check_objective()
+        box_partition(self.dim, self.effective_subregions)  # P must split the domain
+        if self.initial_design == "subregion":
+            box_partition(self.dim, self.subregions)
+
+    def _check_choices(self) -> None:
+        """Every field that names one of a fixed set of choices."""
+        for name, allowed in (("algorithm", ALGORITHMS), ("objective", OBJECTIVES), ("mixing", MIXING_SCHEDULES)):
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ConfigurationError(name, f"unknown {value!r}; choose one of {', '.join(allowed)}")
         if not isinstance(self.explore_uniform, bool):
             raise ConfigurationError("explore_uniform", f"expected true or false, got {self.explore_uniform!r}")
         if self.init not in (None, "subregion", "whole"):
@@ -130,6 +131,23 @@ class FTSConfig(StrictConfig):
             raise ConfigurationError("planted_bug", f"choose one of {', '.join(PLANTED_BUGS)}")
         Sampling.parse(self.sampling)
         Neighbouring.parse(self.neighbouring)
+
+    def _check_numbers(self) -> None:
+        """Whole numbers with their lower bounds, positive reals, and the bounded reals."""
+        for name, low in INTEGER_FIELDS.items():
+            object.__setattr__(self, name, int(require_number(name, getattr(self, name), low=low, integer=True)))
+        for name in POSITIVE_FIELDS:
+            object.__setattr__(self, name, require_number(name, getattr(self, name), low=0, low_open=True))
+        require_number("rate", self.rate, low=0, low_open=True, high=1)
+        require_number("heterogeneity", self.heterogeneity, low=0, high=1)
+        require_number("weight_gap", self.weight_gap, low=0)
+        if self.delta is not None:
+            require_number("delta", self.delta, low=0, low_open=True, high=1, high_open=True)
+        if self.population is not None:
+            require_number("population", self.population, low=self.num_agents, integer=True)
+
+    def _check_objective(self) -> None:
+        """The objective's own requirements: its dimension and its data file."""
         if self.objective != "synthetic" and self.dim != 2:
             raise ConfigurationError("dim", f"the {self.objective} objective tunes (C, gamma): dim must be 2")
         if self.objective == "landmine" and not self.landmine_path:
@@ -138,9 +156,6 @@ class FTSConfig(StrictConfig):
             raise ConfigurationError(
                 "landmine_path", f"only the landmine objective reads a data file (objective is {self.objective!r})"
             )
-        box_partition(self.dim, self.effective_subregions)  # P must split the domain
-        if self.initial_design == "subregion":
-            box_partition(self.dim, self.subregions)
 
     # ----- derived ---------------------------------------------------------------------------
     @property
