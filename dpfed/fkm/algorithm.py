@@ -158,22 +158,12 @@ def run_fkm(
     noise_rng = streams["privacy"] if privacy_rng is None else np.random.default_rng(privacy_rng)
     losses = feedback.losses
     delta, eta = config.parameters(losses.diameter, losses.lipschitz, feedback.feedback_bound)
-    T, d = config.horizon, config.dim
-    x = np.zeros((int(runs), d))
-    played = np.empty((T, int(runs)))
     transcript = Transcript()
-    inner = config.radius - delta
-    for start in range(0, T, CHUNK):
-        block = sphere_directions(direction_rng, min(CHUNK, T - start), 1 if shared_directions else runs, d)
-        for i, v in enumerate(block):
-            t = start + i
-            y = x + delta * v
-            played[t], observed = feedback.observe(t, y, noise_rng)
-            if record_transcript:
-                transcript.add(t + 1, LEARNER, ENVIRONMENT, "play", y)
-                transcript.add(t + 1, ENVIRONMENT, LEARNER, "loss", observed)
-            x = project_ball(x - eta * one_point_gradient(observed, v, delta), inner)
-    bound = regret_bound(d, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
+    direction_runs = 1 if shared_directions else runs
+    rngs = (direction_rng, noise_rng)
+    played = _play(config, feedback, delta, eta, runs, direction_runs, rngs, transcript if record_transcript else None)
+    T = config.horizon
+    bound = regret_bound(config.dim, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
     return FKMRun(
         algorithm,
         config,
@@ -186,3 +176,25 @@ def run_fkm(
         feedback,
         {"G": losses.lipschitz, "B": losses.bound, "D": losses.diameter, "feedback_bound": feedback.feedback_bound},
     )
+
+
+def _play(config: FKMConfig, feedback, delta, eta, runs, direction_runs, rngs, transcript) -> np.ndarray:
+    """FKM's rounds from ``x_1 = 0`` with exploration radius ``delta`` and step ``eta``; ``rngs`` are the
+    (direction, noise) generators. Returns the true losses at the played points, shape (T, runs), and
+    records the plays and observations in ``transcript`` unless it is None."""
+    T, d = config.horizon, config.dim
+    direction_rng, noise_rng = rngs
+    x = np.zeros((int(runs), d))
+    played = np.empty((T, int(runs)))
+    inner = config.radius - delta
+    for start in range(0, T, CHUNK):
+        block = sphere_directions(direction_rng, min(CHUNK, T - start), direction_runs, d)
+        for i, v in enumerate(block):
+            t = start + i
+            y = x + delta * v
+            played[t], observed = feedback.observe(t, y, noise_rng)
+            if transcript is not None:
+                transcript.add(t + 1, LEARNER, ENVIRONMENT, "play", y)
+                transcript.add(t + 1, ENVIRONMENT, LEARNER, "loss", observed)
+            x = project_ball(x - eta * one_point_gradient(observed, v, delta), inner)
+    return played
