@@ -159,31 +159,36 @@ def run_fkm(
     losses = feedback.losses
     delta, eta = config.parameters(losses.diameter, losses.lipschitz, feedback.feedback_bound)
     transcript = Transcript()
-    direction_runs = 1 if shared_directions else runs
-    rngs = (direction_rng, noise_rng)
-    played = _play(config, feedback, delta, eta, runs, direction_runs, rngs, transcript if record_transcript else None)
-    T = config.horizon
-    bound = regret_bound(config.dim, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
-    return FKMRun(
-        algorithm,
+    played = _play(
         config,
+        feedback,
         delta,
         eta,
-        bound,
-        played,
-        feedback.comparator_losses(T),
-        transcript,
-        feedback,
-        {"G": losses.lipschitz, "B": losses.bound, "D": losses.diameter, "feedback_bound": feedback.feedback_bound},
+        runs=runs,
+        direction_runs=1 if shared_directions else runs,
+        direction_rng=direction_rng,
+        noise_rng=noise_rng,
+        transcript=transcript if record_transcript else None,
     )
+    T = config.horizon
+    bound = regret_bound(config.dim, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
+    parameters = {
+        "G": losses.lipschitz,
+        "B": losses.bound,
+        "D": losses.diameter,
+        "feedback_bound": feedback.feedback_bound,
+    }
+    comparator = feedback.comparator_losses(T)
+    return FKMRun(algorithm, config, delta, eta, bound, played, comparator, transcript, feedback, parameters)
 
 
-def _play(config: FKMConfig, feedback, delta, eta, runs, direction_runs, rngs, transcript) -> np.ndarray:
-    """FKM's rounds from ``x_1 = 0`` with exploration radius ``delta`` and step ``eta``; ``rngs`` are the
-    (direction, noise) generators. Returns the true losses at the played points, shape (T, runs), and
+def _play(
+    config: FKMConfig, feedback, delta, eta, *, runs, direction_runs, direction_rng, noise_rng, transcript
+) -> np.ndarray:
+    """FKM's rounds from ``x_1 = 0`` with exploration radius ``delta`` and step ``eta`` (``direction_runs``
+    independent direction sequences). Returns the true losses at the played points, shape (T, runs), and
     records the plays and observations in ``transcript`` unless it is None."""
     T, d = config.horizon, config.dim
-    direction_rng, noise_rng = rngs
     x = np.zeros((int(runs), d))
     played = np.empty((T, int(runs)))
     inner = config.radius - delta
