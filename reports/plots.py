@@ -193,42 +193,9 @@ def summary_svg(report: dict) -> str | None:
     edge = 1.1 * max(finite)
     fig = Figure(figsize=(7.5, 0.9 + 0.75 * len(targets)))
     ax = fig.subplots()
-    seen = set()
-
-    def mark(x, y, label, **style):
-        ax.plot([min(x, edge)], [y], linestyle="none", label=None if label in seen else label, **style)
-        seen.add(label)
-
+    marks = _SummaryMarks(ax, edge)
     for row, t in enumerate(targets):
-        y = len(targets) - 1 - row
-        mark(t["claim"]["epsilon"], y, "claim", marker="|", ms=22, mew=2.5, color="#c0392b")
-        uppers = _accountant_bounds(t)
-        for _name, eps in uppers:
-            mark(
-                eps,
-                y + 0.12,
-                "accountant upper bound",
-                marker=">" if not math.isfinite(eps) else "o",
-                ms=5,
-                color="#1f5fa8",
-                alpha=0.6,
-            )
-        if uppers:
-            tight = min(e for _, e in uppers)
-            mark(tight, y + 0.12, "tightest upper bound", marker="*", ms=12, color="#1f5fa8")
-        for k, (_, lower, ceiling) in enumerate(_probe_bounds(t)):
-            y_probe = y - 0.12 - 0.1 * k
-            if ceiling is not None:
-                ax.plot(
-                    [lower, min(ceiling, edge)],
-                    [y_probe] * 2,
-                    color="#2e7d32",
-                    alpha=0.35,
-                    lw=4,
-                    label=None if "ceiling" in seen else "lower bound .. ceiling of the estimator used",
-                )
-                seen.add("ceiling")
-            mark(lower, y_probe, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")
+        _draw_summary_row(marks, t, len(targets) - 1 - row)
     ax.set_yticks(range(len(targets)))
     ax.set_yticklabels([plain(t["name"][:48]) for t in reversed(targets)], fontsize=7)
     ax.set_xlim(0, edge * 1.02)
@@ -237,3 +204,51 @@ def summary_svg(report: dict) -> str | None:
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
     return _to_svg(fig, "summary: claims, upper and lower bounds of every target")
+
+
+class _SummaryMarks:
+    """Draws on the summary axis: values beyond ``edge`` (infinite ones too) at the edge; each legend label
+    once."""
+
+    def __init__(self, ax, edge: float):
+        self.ax, self.edge, self.seen = ax, edge, set()
+
+    def mark(self, x, y, label, **style) -> None:
+        self.ax.plot([min(x, self.edge)], [y], linestyle="none", label=None if label in self.seen else label, **style)
+        self.seen.add(label)
+
+    def ceiling(self, lower, ceiling, y) -> None:
+        """The band from a probe's lower bound to the ceiling of its estimator."""
+        self.ax.plot(
+            [lower, min(ceiling, self.edge)],
+            [y] * 2,
+            color="#2e7d32",
+            alpha=0.35,
+            lw=4,
+            label=None if "ceiling" in self.seen else "lower bound .. ceiling of the estimator used",
+        )
+        self.seen.add("ceiling")
+
+
+def _draw_summary_row(marks: _SummaryMarks, target: dict, y: float) -> None:
+    """One target at height ``y``: its claim, accountants' upper bounds above, probes' lower bounds below."""
+    marks.mark(target["claim"]["epsilon"], y, "claim", marker="|", ms=22, mew=2.5, color="#c0392b")
+    uppers = _accountant_bounds(target)
+    for _name, eps in uppers:
+        marks.mark(
+            eps,
+            y + 0.12,
+            "accountant upper bound",
+            marker=">" if not math.isfinite(eps) else "o",
+            ms=5,
+            color="#1f5fa8",
+            alpha=0.6,
+        )
+    if uppers:
+        tight = min(e for _, e in uppers)
+        marks.mark(tight, y + 0.12, "tightest upper bound", marker="*", ms=12, color="#1f5fa8")
+    for k, (_, lower, ceiling) in enumerate(_probe_bounds(target)):
+        y_probe = y - 0.12 - 0.1 * k
+        if ceiling is not None:
+            marks.ceiling(lower, ceiling, y_probe)
+        marks.mark(lower, y_probe, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")

@@ -190,32 +190,59 @@ def run_fedzero(
         canary.validate(config)
     losses = ContextLosses.generate(config.geometry, config.workers, config.records, config.dim, streams["contexts"])
     eta, h = config.parameters(losses.lipschitz)
-    space, m, n = config.space, config.workers, config.rounds
     transcript = Transcript() if record_transcript else None
-    name = "difference" if config.estimator == "two-point" else "value"
-    dual, x = np.zeros((runs, config.dim)), space.start(runs)
-    instant = np.zeros((n, runs))
-    direction_runs = 1 if shared_directions else runs
-    worker_index = np.arange(m)[None, :, None]
-    for start in range(0, n, CHUNK):
-        size = min(CHUNK, n - start)
-        zetas, weights = sample_directions(
-            streams["directions"], (size, direction_runs, m), config.dim, config.randomisation
-        )
-        picks = None if uplink.all_records else streams["selection"].integers(config.records, size=(size, runs, m, 1))
-        iterates = np.empty((size, runs, config.dim))
-        for i in range(size):
-            t = start + i + 1
-            if transcript is not None:
-                transcript.add(t, SERVER, BROADCAST, "iterate", x.copy())
-            iterates[i] = x
-            records = losses.contexts[None] if picks is None else losses.contexts[worker_index, picks[i]]
-            raw, scalars = _uploads(config, losses, x, zetas[i], h, records, canary)
-            dual = dual - uplink.aggregate(t, raw, scalars, weights[i], streams["privacy"], transcript, name)
-            x = space.iterate(dual, eta)
+    rounds = _Rounds(config, losses, uplink, streams, canary, transcript, eta, h, 1 if shared_directions else runs)
+    dual, x = np.zeros((runs, config.dim)), config.space.start(runs)
+    instant = np.zeros((config.rounds, runs))
+    for start in range(0, config.rounds, CHUNK):
+        size = min(CHUNK, config.rounds - start)
+        dual, x, iterates = rounds.play(start, size, dual, x)
         if track_regret:
             instant[start : start + size] = regret_of(losses, iterates)
     if not np.all(np.isfinite(x)):
         raise ConfigurationError("step", "the iterates diverged (non-finite)")
-    parameters = {"L": losses.lipschitz, "q": config.q, "R": space.R, "d1": config.d1, "minimum": losses.minimum}
+    parameters = {"L": losses.lipschitz, "q": config.q, "R": rounds.space.R, "d1": config.d1, "minimum": losses.minimum}
     return FedZeroRun(algorithm, config, eta, h, instant, transcript or Transcript(), uplink, x, parameters)
+
+
+@dataclass
+class _Rounds:
+    """What the rounds of one ``run_fedzero`` call share: problem, losses, uplink, streams, canary,
+    transcript (None: not recorded), step ``eta``, perturbation ``h`` and the runs of distinct directions."""
+
+    config: FedZeroConfig
+    losses: ContextLosses
+    uplink: object
+    streams: dict
+    canary: ScalarCanary | None
+    transcript: Transcript | None
+    eta: float
+    h: float
+    direction_runs: int
+
+    def __post_init__(self):
+        self.space = self.config.space
+        self.message = "difference" if self.config.estimator == "two-point" else "value"
+
+    def play(self, start: int, size: int, dual: np.ndarray, x: np.ndarray):
+        """Rounds ``start + 1 .. start + size`` from dual state ``dual`` and iterate ``x`` (runs, d); returns
+        the new dual state and iterate and the iterates played, shape (size, runs, d)."""
+        config, m, runs = self.config, self.config.workers, x.shape[0]
+        zetas, weights = sample_directions(
+            self.streams["directions"], (size, self.direction_runs, m), config.dim, config.randomisation
+        )
+        selection = self.streams["selection"]
+        picks = None if self.uplink.all_records else selection.integers(config.records, size=(size, runs, m, 1))
+        worker_index = np.arange(m)[None, :, None]
+        iterates = np.empty((size, runs, config.dim))
+        for i in range(size):
+            t = start + i + 1
+            if self.transcript is not None:
+                self.transcript.add(t, SERVER, BROADCAST, "iterate", x.copy())
+            iterates[i] = x
+            records = self.losses.contexts[None] if picks is None else self.losses.contexts[worker_index, picks[i]]
+            raw, scalars = _uploads(config, self.losses, x, zetas[i], self.h, records, self.canary)
+            privacy = self.streams["privacy"]
+            dual = dual - self.uplink.aggregate(t, raw, scalars, weights[i], privacy, self.transcript, self.message)
+            x = self.space.iterate(dual, self.eta)
+        return dual, x, iterates

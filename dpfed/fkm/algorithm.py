@@ -158,31 +158,48 @@ def run_fkm(
     noise_rng = streams["privacy"] if privacy_rng is None else np.random.default_rng(privacy_rng)
     losses = feedback.losses
     delta, eta = config.parameters(losses.diameter, losses.lipschitz, feedback.feedback_bound)
+    transcript = Transcript()
+    played = _play(
+        config,
+        feedback,
+        delta,
+        eta,
+        runs=runs,
+        direction_runs=1 if shared_directions else runs,
+        direction_rng=direction_rng,
+        noise_rng=noise_rng,
+        transcript=transcript if record_transcript else None,
+    )
+    T = config.horizon
+    bound = regret_bound(config.dim, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
+    parameters = {
+        "G": losses.lipschitz,
+        "B": losses.bound,
+        "D": losses.diameter,
+        "feedback_bound": feedback.feedback_bound,
+    }
+    comparator = feedback.comparator_losses(T)
+    return FKMRun(algorithm, config, delta, eta, bound, played, comparator, transcript, feedback, parameters)
+
+
+def _play(
+    config: FKMConfig, feedback, delta, eta, *, runs, direction_runs, direction_rng, noise_rng, transcript
+) -> np.ndarray:
+    """FKM's rounds from ``x_1 = 0`` with exploration radius ``delta`` and step ``eta`` (``direction_runs``
+    independent direction sequences). Returns the true losses at the played points, shape (T, runs), and
+    records the plays and observations in ``transcript`` unless it is None."""
     T, d = config.horizon, config.dim
     x = np.zeros((int(runs), d))
     played = np.empty((T, int(runs)))
-    transcript = Transcript()
     inner = config.radius - delta
     for start in range(0, T, CHUNK):
-        block = sphere_directions(direction_rng, min(CHUNK, T - start), 1 if shared_directions else runs, d)
+        block = sphere_directions(direction_rng, min(CHUNK, T - start), direction_runs, d)
         for i, v in enumerate(block):
             t = start + i
             y = x + delta * v
             played[t], observed = feedback.observe(t, y, noise_rng)
-            if record_transcript:
+            if transcript is not None:
                 transcript.add(t + 1, LEARNER, ENVIRONMENT, "play", y)
                 transcript.add(t + 1, ENVIRONMENT, LEARNER, "loss", observed)
             x = project_ball(x - eta * one_point_gradient(observed, v, delta), inner)
-    bound = regret_bound(d, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
-    return FKMRun(
-        algorithm,
-        config,
-        delta,
-        eta,
-        bound,
-        played,
-        feedback.comparator_losses(T),
-        transcript,
-        feedback,
-        {"G": losses.lipschitz, "B": losses.bound, "D": losses.diameter, "feedback_bound": feedback.feedback_bound},
-    )
+    return played

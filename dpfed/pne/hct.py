@@ -92,71 +92,14 @@ def run_hct(
     ``seed`` gives the partition seed and the observation noise through the same streams as Fed-PNE,
     so the two algorithms run on the same partition for the same seed.
     """
-    horizon = int(require_number("horizon", horizon, low=1, integer=True))
-    require_number("nu1", nu1, low=0, low_open=True)
-    require_number("rho", rho, low=0, high=1, low_open=True, high_open=True)
-    require_number("c", c, low=0, low_open=True)
-    if c1 is None:
-        c1 = (rho / (3.0 * nu1)) ** (1.0 / 8.0)
-    require_number("c1", c1, low=0, low_open=True)
-    require_number("conf_delta", conf_delta, low=0, high=1, low_open=True)
+    horizon, c1 = _validated(horizon, nu1, rho, c, c1, conf_delta)
     obj = resolve_objective(objective)
     streams = RunStreams.from_seed(seed)
     part = partition or Partition(obj.domain, k=k, seed=streams.partition_seed)
     noise = noise or ObservationNoise()
-    tree = _Tree(part, obj)
-    tree.expand(0)
-    count, mean, upper, b = tree.count, tree.mean, tree.upper, tree.b
-    children, depth = tree.children, tree.depth
-    obs_noise = noise.sample(streams.observation, horizon)
-    instant = np.empty(horizon)
-    pulled = np.empty(horizon, dtype=np.int64)
-    c2 = c * c
-
-    def log_term(t: int) -> float:
-        t_plus = 2 ** (int(math.floor(math.log2(t))) + 1)
-        return math.log(max(1.0, t_plus / (c1 * conf_delta)))
-
-    def u_value(node: int, lt: float) -> float:
-        n = count[node]
-        if n == 0:
-            return INF
-        return mean[node] + nu1 * rho ** depth[node] + math.sqrt(c2 * lt / n)
-
-    def refresh_all(lt: float) -> None:
-        for node in range(len(count) - 1, -1, -1):  # children are stored after their parents
-            upper[node] = u_value(node, lt)
-            kids = children[node]
-            b[node] = upper[node] if kids is None else min(upper[node], max(b[j] for j in kids))
-
-    lt = log_term(1)
-    for t in range(1, horizon + 1):
-        if t & (t - 1) == 0:  # t is a power of two: t+ doubled
-            lt = log_term(t)
-            refresh_all(lt)
-        node, path = 0, [0]
-        while children[node] is not None and (node == 0 or count[node] >= _tau(c2, lt, nu1, rho, depth[node])):
-            kids = children[node]
-            node = max(kids, key=lambda j: b[j])  # first maximum on ties
-            path.append(node)
-        reward = -tree.regret[node] + obj.f_star + obs_noise[t - 1]
-        instant[t - 1] = tree.regret[node]
-        pulled[t - 1] = node
-        count[node] += 1
-        mean[node] += (reward - mean[node]) / count[node]
-        upper[node] = u_value(node, lt)
-        for j in reversed(path):
-            kids = children[j]
-            b[j] = upper[j] if kids is None else min(upper[j], max(b[q] for q in kids))
-        if (
-            children[node] is None
-            and count[node] >= _tau(c2, lt, nu1, rho, depth[node])
-            and depth[node] < part.max_depth
-        ):
-            tree.expand(node)
-            b[node] = upper[node]
-    points = np.asarray(tree.centre)[pulled]
-    best = max(range(len(count)), key=lambda j: (count[j], -depth[j]))
+    search = _HCTSearch(_Tree(part, obj), nu1, rho, c, c1, conf_delta)
+    instant, pulled = search.play(horizon, obj.f_star, noise.sample(streams.observation, horizon))
+    tree = search.tree
     params = {
         "nu1": nu1,
         "rho": rho,
@@ -166,9 +109,94 @@ def run_hct(
         "k": k,
         "noise": {"kind": noise.kind, "width": noise.width},
         "partition": part.describe(),
-        "tree_size": len(count),
+        "tree_size": len(tree.count),
     }
-    return BanditRun("hct", obj.name, 1, horizon, instant, points, np.asarray(tree.centre[best]), parameters=params)
+    points = np.asarray(tree.centre)[pulled]
+    recommendation = np.asarray(tree.centre[search.most_pulled()])
+    return BanditRun("hct", obj.name, 1, horizon, instant, points, recommendation, parameters=params)
+
+
+def _validated(horizon, nu1, rho, c, c1, conf_delta) -> tuple[int, float]:
+    """The checked horizon and c1 (HCT's default ``(rho / (3 nu1))^(1/8)`` when None)."""
+    horizon = int(require_number("horizon", horizon, low=1, integer=True))
+    require_number("nu1", nu1, low=0, low_open=True)
+    require_number("rho", rho, low=0, high=1, low_open=True, high_open=True)
+    require_number("c", c, low=0, low_open=True)
+    if c1 is None:
+        c1 = (rho / (3.0 * nu1)) ** (1.0 / 8.0)
+    require_number("c1", c1, low=0, low_open=True)
+    require_number("conf_delta", conf_delta, low=0, high=1, low_open=True)
+    return horizon, c1
+
+
+class _HCTSearch:
+    """HCT's statistics on a ``_Tree`` (root expanded) and its per-round rule (see the module docstring)."""
+
+    def __init__(self, tree: _Tree, nu1: float, rho: float, c: float, c1: float, conf_delta: float):
+        tree.expand(0)
+        self.tree = tree
+        self.nu1, self.rho, self.c2, self.c1, self.conf_delta = nu1, rho, c * c, c1, conf_delta
+
+    def log_term(self, t: int) -> float:
+        """``L(t) = log(1 / delta~(t+))`` (at least 0)."""
+        t_plus = 2 ** (int(math.floor(math.log2(t))) + 1)
+        return math.log(max(1.0, t_plus / (self.c1 * self.conf_delta)))
+
+    def u_value(self, node: int, lt: float) -> float:
+        """``U_{h,i}``: infinite before the first pull."""
+        tree = self.tree
+        n = tree.count[node]
+        if n == 0:
+            return INF
+        return tree.mean[node] + self.nu1 * self.rho ** tree.depth[node] + math.sqrt(self.c2 * lt / n)
+
+    def refresh_all(self, lt: float) -> None:
+        """Recompute every U and B value (children are stored after their parents)."""
+        upper, b, children = self.tree.upper, self.tree.b, self.tree.children
+        for node in range(len(upper) - 1, -1, -1):
+            upper[node] = self.u_value(node, lt)
+            kids = children[node]
+            b[node] = upper[node] if kids is None else min(upper[node], max(b[j] for j in kids))
+
+    def play(self, horizon: int, f_star: float, obs_noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run ``horizon`` rounds; returns the instant regrets and the pulled nodes."""
+        tree, max_depth = self.tree, self.tree.partition.max_depth
+        count, mean, upper, b = tree.count, tree.mean, tree.upper, tree.b
+        children, depth, regret = tree.children, tree.depth, tree.regret
+        nu1, rho, c2 = self.nu1, self.rho, self.c2
+        instant = np.empty(horizon)
+        pulled = np.empty(horizon, dtype=np.int64)
+        lt = self.log_term(1)
+        for t in range(1, horizon + 1):
+            if t & (t - 1) == 0:  # t is a power of two: t+ doubled
+                lt = self.log_term(t)
+                self.refresh_all(lt)
+            node, path = 0, [0]
+            while children[node] is not None and (node == 0 or count[node] >= _tau(c2, lt, nu1, rho, depth[node])):
+                node = max(children[node], key=b.__getitem__)  # first maximum on ties
+                path.append(node)
+            instant[t - 1] = regret[node]
+            pulled[t - 1] = node
+            count[node] += 1
+            reward = -regret[node] + f_star + obs_noise[t - 1]
+            mean[node] += (reward - mean[node]) / count[node]
+            upper[node] = self.u_value(node, lt)
+            for j in reversed(path):
+                kids = children[j]
+                b[j] = upper[j] if kids is None else min(upper[j], max(b[q] for q in kids))
+            if (
+                children[node] is None
+                and count[node] >= _tau(c2, lt, nu1, rho, depth[node])
+                and depth[node] < max_depth
+            ):
+                tree.expand(node)
+                b[node] = upper[node]
+        return instant, pulled
+
+    def most_pulled(self) -> int:
+        """The recommendation: the most pulled node, the shallowest on ties."""
+        count, depth = self.tree.count, self.tree.depth
+        return max(range(len(count)), key=lambda j: (count[j], -depth[j]))
 
 
 def _tau(c2: float, lt: float, nu1: float, rho: float, h: int) -> int:

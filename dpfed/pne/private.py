@@ -126,32 +126,30 @@ def run_dp_fed_pne_batch(
 
     mechanism = dp_mechanism(epsilon, dp_delta, calibration)
     c_used = noise_aware_c(c, mechanism) if scale_c_for_noise else c
-    config = settings.pop("config", None)
-    if config is not None:
-        config = dataclasses.replace(config, c=c_used)
-    else:
-        settings["c"] = c_used
+    settings = _with_confidence_constant(settings, c_used)
+    privatizer = RewardPrivatizer(mechanism, planted_bug)
     runs = run_fed_pne_batch(
-        objective,
-        clients,
-        horizon,
-        seeds,
-        config=config,
-        privatizer=RewardPrivatizer(mechanism, planted_bug),
-        algorithm="dp-fed-pne",
-        **settings,
+        objective, clients, horizon, seeds, privatizer=privatizer, algorithm="dp-fed-pne", **settings
     )
+    parameters = {
+        "epsilon": float(epsilon),
+        "dp_delta": float(dp_delta),
+        "calibration": calibration,
+        "noise_std": mechanism.noise_std,
+        "c_base": c,
+        "scale_c_for_noise": scale_c_for_noise,
+        "planted_bug": planted_bug,
+    }
     for run in runs:
         run.mechanism = mechanism
-        run.parameters.update(
-            {
-                "epsilon": float(epsilon),
-                "dp_delta": float(dp_delta),
-                "calibration": calibration,
-                "noise_std": mechanism.noise_std,
-                "c_base": c,
-                "scale_c_for_noise": scale_c_for_noise,
-                "planted_bug": planted_bug,
-            }
-        )
+        run.parameters.update(parameters)
     return runs
+
+
+def _with_confidence_constant(settings: dict, c: float) -> dict:
+    """Fed-PNE ``settings`` with the confidence constant set to ``c``: in their ``config`` if they hold one,
+    else as the ``c`` keyword (``config`` is then None)."""
+    config = settings.pop("config", None)
+    if config is not None:
+        return {**settings, "config": dataclasses.replace(config, c=c)}
+    return {**settings, "config": None, "c": c}

@@ -70,6 +70,17 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "attack", help="run a membership-inference probe: epsilon lower bounds", description=__doc__
     )
+    _add_probe_arguments(parser)
+    _add_claim_arguments(parser)
+    _add_execution_arguments(parser)
+    parser.add_argument("--methods", help="comma-separated estimators (default: all score-based ones)")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=run)
+
+
+def _add_probe_arguments(parser) -> None:
+    """What to probe: the probe or a user mechanism, its parameters and inputs."""
     parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
     parser.add_argument("--list", action="store_true", help="list the probes and exit")
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
@@ -86,6 +97,10 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--datasets", help="TOML file with the neighbouring datasets 'without' and 'with'")
     parser.add_argument("--classifier", choices=["logistic", "boosting"], help="learned score (user probe)")
+
+
+def _add_claim_arguments(parser) -> None:
+    """The claim to test and the statistics of the bounds."""
     parser.add_argument(
         "--claim-epsilon",
         type=float,
@@ -95,6 +110,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--delta", type=float, help="delta of the bounds (default: the probe's)")
     parser.add_argument("--confidence", type=float, help="confidence level in (0, 1) (default 0.95)")
     parser.add_argument("--trials", help="trials per world, e.g. 100000 or 1e7 (default 100000)")
+
+
+def _add_execution_arguments(parser) -> None:
+    """How to run the trials: executor, seed, checkpoints, batches and array backend."""
     parser.add_argument("--executor", choices=["inprocess", "processes", "dask"])
     parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2)")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
@@ -113,10 +132,6 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("--backend", choices=["numpy", "torch"], help="array backend of the probe (default numpy)")
     parser.add_argument("--device", help="torch device: cpu or cuda (default cpu)")
-    parser.add_argument("--methods", help="comma-separated estimators (default: all score-based ones)")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.set_defaults(func=run)
 
 
 def _settings(args) -> dict:

@@ -97,6 +97,15 @@ PROBABILITY = dict(low=0, low_open=True, high=1, high_open=True)
 STEPS = dict(low=1, integer=True)
 
 
+def mean_and_standard_error(curves):
+    """Mean over runs (axis 0) of ``curves`` and its standard error (zeros for a single run)."""
+    import numpy as np
+
+    mean = curves.mean(axis=0)
+    se = curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
+    return mean, se
+
+
 def format_number(value, digits: int = 4) -> str:
     if value is None:
         return "-"

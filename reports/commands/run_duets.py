@@ -18,7 +18,7 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, read_toml, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, print_table, write_curve_png
+from reports.commands.common import dumps, format_number, mean_and_standard_error, print_table, write_curve_png
 
 ALGORITHM_HELP = {
     "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
@@ -143,17 +143,41 @@ def privacy_report(run, config, accountants) -> dict:
     }
 
 
-def _mean_se(curves: np.ndarray):
-    mean = curves.mean(axis=0)
-    se = curves.std(axis=0, ddof=1) / np.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
-    return mean, se
-
-
 def run_command(algorithm: str, args) -> int:
     config, options = resolve(algorithm, args)
     results = execute(algorithm, config, options)
-    regret, regret_se = _mean_se(np.array([r.regret for r in results]))
-    comm, comm_se = _mean_se(np.array([r.communication for r in results]))
+    regret, regret_se = mean_and_standard_error(np.array([r.regret for r in results]))
+    comm, comm_se = mean_and_standard_error(np.array([r.communication for r in results]))
+    rounds = print_regret_and_communication(algorithm, config, options, results, regret, regret_se, comm, comm_se)
+    payload = {
+        "algorithm": algorithm,
+        "config": config.to_dict(),
+        "options": options,
+        "final_regret_mean": float(regret[-1]),
+        "final_regret_se": float(regret_se[-1]),
+        "regret_mean": regret.tolist(),
+        "regret_se": regret_se.tolist(),
+        "communication_mean": comm.tolist(),
+        "communication_se": comm_se.tolist(),
+        "communication_rounds": rounds,
+        "runs": [r.summary() for r in results],
+        "privacy": None,
+    }
+    if algorithm == "dp-duets":
+        accountants = args.accountants.split(",") if args.accountants else None
+        payload["privacy"] = privacy_report(results[0], config, accountants)
+    else:
+        print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")
+    if args.save_transcript:
+        payload["transcript"] = results[0].transcript.to_dict()
+    stem = f"duets_{algorithm}_{config.objective}"
+    _write(Path(args.out), stem, payload, regret, regret_se, comm, comm_se, algorithm, config.objective)
+    return 0
+
+
+def print_regret_and_communication(algorithm, config, options, results, regret, regret_se, comm, comm_se) -> list:
+    """Print the heading and the table of cumulative regret and communication (means and standard errors
+    over runs) at five steps, then the mean number of communication rounds; returns those per run."""
     horizon = config.horizon
     print(
         f"{algorithm} on {config.objective}: N={config.num_agents} agents, T={horizon}, runs={options['runs']} "
@@ -177,39 +201,7 @@ def run_command(algorithm: str, args) -> int:
         r.communication_rounds if algorithm != "diskernelucb" else r.parameters["synchronisations"] for r in results
     ]
     print(f"communication rounds: {np.mean(rounds):.2f} (mean over runs)")
-    payload = {
-        "algorithm": algorithm,
-        "config": config.to_dict(),
-        "options": options,
-        "final_regret_mean": float(regret[-1]),
-        "final_regret_se": float(regret_se[-1]),
-        "regret_mean": regret.tolist(),
-        "regret_se": regret_se.tolist(),
-        "communication_mean": comm.tolist(),
-        "communication_se": comm_se.tolist(),
-        "communication_rounds": rounds,
-        "runs": [r.summary() for r in results],
-        "privacy": None,
-    }
-    if algorithm == "dp-duets":
-        accountants = args.accountants.split(",") if args.accountants else None
-        payload["privacy"] = privacy_report(results[0], config, accountants)
-    else:
-        print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")
-    if args.save_transcript:
-        payload["transcript"] = results[0].transcript.to_dict()
-    _write(
-        Path(args.out),
-        f"duets_{algorithm}_{config.objective}",
-        payload,
-        regret,
-        regret_se,
-        comm,
-        comm_se,
-        algorithm,
-        config.objective,
-    )
-    return 0
+    return rounds
 
 
 def _write(out: Path, stem, payload, regret, regret_se, comm, comm_se, algorithm, objective) -> None:

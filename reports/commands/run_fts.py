@@ -18,6 +18,7 @@ from reports.commands.common import (
     check_output_dir,
     dumps,
     format_number,
+    mean_and_standard_error,
     number_arg,
     print_table,
     write_curve_png,
@@ -89,7 +90,6 @@ def check_fts_memory(config, runs: int) -> None:
 
 
 def run_command(algorithm: str, args) -> int:
-    from accounting.registry import account_all
     from dpfed.fts import run_fts
     from dpfed.objectives import make_objective
 
@@ -100,39 +100,11 @@ def run_command(algorithm: str, args) -> int:
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
     results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
     curves = np.array([r.utility for r in results])
-    mean = curves.mean(axis=0)
-    se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
+    mean, se = mean_and_standard_error(curves)
     name = results[0].utility_name
-    print(
-        f"{algorithm} on {config.objective}: N={config.num_agents} T={config.rounds} M={config.num_features} "
-        f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
-    )
-    steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
-    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps])
-    composition = results[0].composition()
-    accounting_rows = []
-    if composition is None:
-        print("\nnot private: no differentially private release (epsilon = infinity)")
-    else:
-        delta = config.dp_delta
-        accounting_rows = [a.to_dict() for a in account_all(composition, delta, args.accountants)]
-        m = composition.parts[0][0]
-        print(
-            f"\nprivacy: {composition.total_count} releases of subsampled Gaussian "
-            f"q={m.rate} z={m.noise_multiplier} "
-            f"clip={format_number(m.clip)} ({m.sampling.value}, {m.neighbouring.value}), delta={delta:.4g}"
-        )
-        print_table(
-            ["accountant", "epsilon", "status"],
-            [
-                [
-                    a["name"],
-                    format_number(a["epsilon"]),
-                    a["status"] + (f" ({a['reason']})" if a["reason"] else ""),
-                ]
-                for a in accounting_rows
-            ],
-        )
+    print_utility(algorithm, config, runs, name, mean, se)
+    # only the dp- commands have --accountants, and only their runs have a composition
+    accounting_rows = privacy_report(results[0].composition(), config, getattr(args, "accountants", None))
     out.mkdir(parents=True, exist_ok=True)
     payload = {
         "algorithm": algorithm,
@@ -155,3 +127,39 @@ def run_command(algorithm: str, args) -> int:
     )
     print(f"\nwrote {json_path} and {png_path}")
     return 0
+
+
+def print_utility(algorithm: str, config, runs: int, name: str, mean: np.ndarray, se: np.ndarray) -> None:
+    """Print the heading and the mean utility ``name`` with standard errors at up to seven rounds."""
+    print(
+        f"{algorithm} on {config.objective}: N={config.num_agents} T={config.rounds} M={config.num_features} "
+        f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
+    )
+    steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
+    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps])
+
+
+def privacy_report(composition, config, accountants) -> list[dict]:
+    """Print what a run released (a composition of subsampled Gaussians, or None: nothing) and every
+    accountant's epsilon at the configuration's delta; returns the accounting rows (none when not private)."""
+    from accounting.registry import account_all
+
+    if composition is None:
+        print("\nnot private: no differentially private release (epsilon = infinity)")
+        return []
+    delta = config.dp_delta
+    rows = [a.to_dict() for a in account_all(composition, delta, accountants)]
+    m = composition.parts[0][0]
+    print(
+        f"\nprivacy: {composition.total_count} releases of subsampled Gaussian "
+        f"q={m.rate} z={m.noise_multiplier} "
+        f"clip={format_number(m.clip)} ({m.sampling.value}, {m.neighbouring.value}), delta={delta:.4g}"
+    )
+    print_table(
+        ["accountant", "epsilon", "status"],
+        [
+            [a["name"], format_number(a["epsilon"]), a["status"] + (f" ({a['reason']})" if a["reason"] else "")]
+            for a in rows
+        ],
+    )
+    return rows

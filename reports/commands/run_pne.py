@@ -16,7 +16,15 @@ import numpy as np
 from accounting.errors import ConfigurationError, require_number
 from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
-from reports.commands.common import check_memory, check_output_dir, dumps, format_number, print_table, write_curve_png
+from reports.commands.common import (
+    check_memory,
+    check_output_dir,
+    dumps,
+    format_number,
+    mean_and_standard_error,
+    print_table,
+    write_curve_png,
+)
 from reports.exit_codes import ExitCode
 
 ALGORITHM_HELP = {
@@ -211,24 +219,8 @@ def run_command(algorithm: str, args) -> int:
     opts, constants = resolve_options(algorithm, args)
     out = check_output_dir("out", opts["out"])
     results = execute(algorithm, opts, constants)
-    curves = np.array([r.regret for r in results])
-    runs, horizon = opts["runs"], opts["horizon"]
-    mean = curves.mean(axis=0)
-    se = curves.std(axis=0, ddof=1) / np.sqrt(runs) if runs > 1 else np.zeros_like(mean)
-    who = "centralised, one evaluation per round" if algorithm == "hct" else f"M={opts['clients']} clients"
-    print(f"{algorithm} on {opts['objective']}: {who}, T={horizon}, runs={runs} (seed {opts['seed']})")
-    steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
-    label = "cumulative regret" if algorithm == "hct" else "avg per-client cumulative regret"
-    print_table(
-        ["round", label, "std error"],
-        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
-    )
-    rounds = [r.communication_rounds for r in results]
-    if algorithm != "hct":
-        print(
-            f"communication rounds: {np.mean(rounds):.2f} (mean over runs); floats uploaded per client: "
-            f"{np.mean([r.uplink_floats for r in results]) / opts['clients']:.1f}"
-        )
+    mean, se = mean_and_standard_error(np.array([r.regret for r in results]))
+    label = print_regret(algorithm, opts, results, mean, se)
     payload = {
         "algorithm": algorithm,
         "options": opts,
@@ -237,7 +229,7 @@ def run_command(algorithm: str, args) -> int:
         "final_regret_se": float(se[-1]),
         "regret_mean": mean.tolist(),
         "regret_se": se.tolist(),
-        "communication_rounds": rounds,
+        "communication_rounds": [r.communication_rounds for r in results],
         "runs": [r.summary() for r in results],
     }
     if algorithm == "dp-fed-pne":
@@ -247,6 +239,33 @@ def run_command(algorithm: str, args) -> int:
         print("\nnot private: no differentially private release (epsilon = infinity)")
     if getattr(args, "save_transcript", False):
         payload["transcript"] = results[0].transcript.to_dict()
+    write_result(out, algorithm, opts, payload, mean, se, label)
+    classic = (payload["privacy"] or {}).get("classic_check") or {}
+    return int(ExitCode.VIOLATION if classic.get("violated") else ExitCode.PASS)
+
+
+def print_regret(algorithm: str, opts: dict, results: list, mean: np.ndarray, se: np.ndarray) -> str:
+    """Print the run's heading, the regret table and (federated algorithms) the communication; returns the
+    regret label."""
+    runs, horizon = opts["runs"], opts["horizon"]
+    who = "centralised, one evaluation per round" if algorithm == "hct" else f"M={opts['clients']} clients"
+    print(f"{algorithm} on {opts['objective']}: {who}, T={horizon}, runs={runs} (seed {opts['seed']})")
+    steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
+    label = "cumulative regret" if algorithm == "hct" else "avg per-client cumulative regret"
+    print_table(
+        ["round", label, "std error"],
+        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
+    )
+    if algorithm != "hct":
+        print(
+            f"communication rounds: {np.mean([r.communication_rounds for r in results]):.2f} (mean over runs); "
+            f"floats uploaded per client: {np.mean([r.uplink_floats for r in results]) / opts['clients']:.1f}"
+        )
+    return label
+
+
+def write_result(out, algorithm: str, opts: dict, payload: dict, mean: np.ndarray, se: np.ndarray, label: str) -> None:
+    """Write the JSON result and the regret plot into ``out`` (atomically) and say where."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"pne_{algorithm}_{opts['objective']}"
     json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
@@ -260,5 +279,3 @@ def run_command(algorithm: str, args) -> int:
         label,
     )
     print(f"\nwrote {json_path} and {png_path}")
-    classic = (payload["privacy"] or {}).get("classic_check") or {}
-    return int(ExitCode.VIOLATION if classic.get("violated") else ExitCode.PASS)
