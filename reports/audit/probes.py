@@ -1,5 +1,5 @@
 """The probes of an audit: each built on its target's own setting (or declined), planned before any
-work (trials and a time estimate from a first batch), then run through ``attacks.attack.run_attack``.
+work (trials, a time estimate from small timed batches, the executor), then run through ``attacks.attack.run_attack``.
 """
 
 from __future__ import annotations
@@ -93,9 +93,8 @@ def _time_scores(probe, size: int, seed: int) -> float:
 
 def choose_executor(probe, trials: int, seconds: float | None, options) -> tuple[str, int]:
     """The executor and worker count of one probe: as asked, or for ``auto`` worker processes when the
-    probe is long enough (estimate over ``AUTO_PARALLEL_SECONDS``); at most one worker per batch of
-    either world. Every
-    executor gives the same scores for the same seed, so the choice changes only the time."""
+    probe is long enough (estimate over ``AUTO_PARALLEL_SECONDS``), at most one per batch of either
+    world. Every executor gives the same scores for the same seed, so the choice changes only the time."""
     workers = int(options.workers or usable_cpus())
     if options.executor != "auto":
         return options.executor, (1 if options.executor == "inprocess" else workers)
