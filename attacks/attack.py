@@ -197,6 +197,22 @@ def _with_backend(probe: Probe, options: AttackOptions) -> Probe:
     return on_backend(probe, options.backend, options.device)
 
 
+def _seed_and_plan(probe: Probe, trials: int, seed: int | None, options: AttackOptions):
+    """The root seed (a resumed checkpoint's own when none is given) and the run plan of the test trials
+    (a learned score trains on half of them first)."""
+    if seed is None and options.checkpoint_dir is not None:
+        seed = Checkpoint.stored_seed(options.checkpoint_dir)
+    workers = 1 if options.executor == "inprocess" else options.workers
+    tested = trials - (trials // 2 if probe.needs_training else 0)
+    return root_seed(seed), plan_run(probe, tested, options.batch_size, options.reduction, workers)
+
+
+def _log_recomputed(log, recomputed: list) -> None:
+    if recomputed:
+        shown = ", ".join(recomputed[:3]) + (", ..." if len(recomputed) > 3 else "")
+        log(f"checkpoint: {len(recomputed)} damaged batch file(s) recomputed ({shown})")
+
+
 def run_attack(
     probe: Probe | str, trials: int, seed: int | None = None, options: AttackOptions | None = None, **overrides
 ) -> AttackResult:
@@ -210,29 +226,17 @@ def run_attack(
         options = dataclasses.replace(options or AttackOptions(), **overrides)
     except TypeError as exc:
         raise ConfigurationError("options", str(exc)) from None
-    if isinstance(probe, str):
-        probe = get_probe(probe)
-    probe = _with_backend(probe, options)
+    probe = _with_backend(get_probe(probe) if isinstance(probe, str) else probe, options)
     trials = check_trials(trials)
     delta, confidence, claim_epsilon, claim_delta = _levels(probe, options)
-    if seed is None and options.checkpoint_dir is not None:
-        seed = Checkpoint.stored_seed(options.checkpoint_dir)
-    root = root_seed(seed)
-    workers = 1 if options.executor == "inprocess" else options.workers
-    plan = plan_run(
-        probe, trials - (trials // 2 if probe.needs_training else 0), options.batch_size, options.reduction, workers
-    )
+    root, plan = _seed_and_plan(probe, trials, seed, options)
     checkpoint = _checkpoint(probe, root, plan, options)
     probe, training, trials = _fit(probe, trials, root)
     log = options.log or (lambda message: None)
     if plan.trials >= 10**7:
         log(plan.describe())
     bounds, roc, extra, info = _collect_and_estimate(probe, trials, root, plan, delta, confidence, options, checkpoint)
-    if info["recomputed"]:
-        log(
-            f"checkpoint: {len(info['recomputed'])} damaged batch file(s) recomputed "
-            f"({', '.join(info['recomputed'][:3])}{', ...' if len(info['recomputed']) > 3 else ''})"
-        )
+    _log_recomputed(log, info["recomputed"])
     metadata = probe.metadata(delta)
     true_eps = metadata.get("true_epsilon")
     claim_epsilon, source, verdict = _claim_and_verdict(

@@ -75,6 +75,24 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+def _reduction(reduction: str, trials: int, budget: float) -> str:
+    """``auto`` resolved (sorted scores while they fit and the budget is small, else counts); sorted
+    scores that cannot fit in ``budget`` bytes are a ConfigurationError saying how many would."""
+    if reduction == "auto":
+        fits = trials * 2 * SORTED_BYTES_PER_TRIAL <= budget
+        reduction = "sorted" if trials <= SORTED_MAX_TRIALS and fits else "counts"
+    if reduction == "sorted":
+        most = int(budget / (2 * SORTED_BYTES_PER_TRIAL))
+        if trials > most:
+            raise ConfigurationError(
+                "trials",
+                f"sorted scores of {trials:.3g} trials per world need about "
+                f"{trials * 2 * SORTED_BYTES_PER_TRIAL / 2**30:.1f} GiB; at most "
+                f"{most:.3g} fit in memory here (use --reduction counts)",
+            )
+    return reduction
+
+
 def plan_run(
     probe,
     trials: int,
@@ -94,18 +112,7 @@ def plan_run(
     largest_batch = max(1, int(budget / (per_trial * in_flight)))
     if batch_size is not None:
         batch_size = int(require_number("batch_size", batch_size, low=1, integer=True))
-    if reduction == "auto":
-        fits = trials * 2 * SORTED_BYTES_PER_TRIAL <= budget
-        reduction = "sorted" if trials <= SORTED_MAX_TRIALS and fits else "counts"
-    if reduction == "sorted":
-        most = int(budget / (2 * SORTED_BYTES_PER_TRIAL))
-        if trials > most:
-            raise ConfigurationError(
-                "trials",
-                f"sorted scores of {trials:.3g} trials per world need about "
-                f"{trials * 2 * SORTED_BYTES_PER_TRIAL / 2**30:.1f} GiB; at most "
-                f"{most:.3g} fit in memory here (use --reduction counts)",
-            )
+    reduction = _reduction(reduction, trials, budget)
     size = batch_size or min(int(probe.batch_size), largest_batch)
     if batch_size is None and reduction == "counts" and -(-trials // size) > MAX_BATCHES:
         size = -(-trials // MAX_BATCHES)
