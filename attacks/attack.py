@@ -213,6 +213,28 @@ def _log_recomputed(log, recomputed: list) -> None:
         log(f"checkpoint: {len(recomputed)} damaged batch file(s) recomputed ({shown})")
 
 
+def _claim_fields(claim_epsilon, claim_delta, source: str) -> dict:
+    """The claim of a result (no delta and source "none" without a claimed epsilon)."""
+    claimed = claim_epsilon is not None
+    return {
+        "claim_epsilon": claim_epsilon,
+        "claim_delta": claim_delta if claimed else None,
+        "claim_source": source if claimed else "none",
+    }
+
+
+def _run_fields(info: dict) -> dict:
+    """Where and how the batches ran, from ``_collect_and_estimate``'s bookkeeping."""
+    return {
+        "executor": info["executor"],
+        "workers": info["workers"],
+        "batches_total": info["batches_total"],
+        "batches_resumed": info["batches_resumed"],
+        "pilot_trials": info.get("pilot_trials", 0),
+        "batches_recomputed": info["recomputed"],
+    }
+
+
 def run_attack(
     probe: Probe | str, trials: int, seed: int | None = None, options: AttackOptions | None = None, **overrides
 ) -> AttackResult:
@@ -247,24 +269,17 @@ def run_attack(
         trials=trials,
         training_trials=training,
         seed=int(root.entropy),
-        executor=info["executor"],
-        workers=info["workers"],
         delta=delta,
         confidence=confidence,
-        claim_epsilon=claim_epsilon,
-        claim_delta=claim_delta if claim_epsilon is not None else None,
-        claim_source=source if claim_epsilon is not None else "none",
+        **_claim_fields(claim_epsilon, claim_delta, source),
         true_epsilon=true_eps,
         bounds=bounds,
         roc=roc,
         verdict=verdict,
         elapsed_seconds=time.perf_counter() - started,
-        batches_total=info["batches_total"],
-        batches_resumed=info["batches_resumed"],
         reduction=plan.reduction,
-        pilot_trials=info.get("pilot_trials", 0),
-        batches_recomputed=info["recomputed"],
         backend=options.backend,
+        **_run_fields(info),
         **extra,
     )
 
