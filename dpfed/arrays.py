@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.errors import ConfigurationError
+from accounting.mechanisms import array_namespace
 
 BACKENDS = ("numpy", "torch")
 
@@ -43,11 +44,7 @@ def check_backend(backend: str, device: str) -> None:
 
 def namespace_of(array):
     """NumPy for NumPy arrays (and anything else), ``array_api_compat``'s namespace for tensors."""
-    if type(array).__module__.split(".")[0] == "torch":
-        import array_api_compat
-
-        return array_api_compat.array_namespace(array)
-    return np
+    return array_namespace(None, array)
 
 
 def device_of(array):

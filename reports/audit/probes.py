@@ -91,14 +91,16 @@ def _time_scores(probe, size: int, seed: int) -> float:
     return time.perf_counter() - started
 
 
-def choose_executor(probe, trials: int, seconds: float | None, options) -> tuple[str, int]:
+def choose_executor(
+    probe, trials: int, seconds: float | None, options, batch_size: int | None = None
+) -> tuple[str, int]:
     """The executor and worker count of one probe: as asked, or for ``auto`` worker processes when the
     probe is long enough (estimate over ``AUTO_PARALLEL_SECONDS``), at most one per batch of either
     world. Every executor gives the same scores for the same seed, so the choice changes only the time."""
     workers = int(options.workers or usable_cpus())
     if options.executor != "auto":
         return options.executor, (1 if options.executor == "inprocess" else workers)
-    batches = 2 * -(-int(trials) // max(1, int(probe.batch_size)))  # both worlds
+    batches = 2 * -(-int(trials) // max(1, int(batch_size or probe.batch_size)))  # both worlds
     if workers > 1 and batches > 1 and seconds is not None and seconds > AUTO_PARALLEL_SECONDS:
         return "processes", min(workers, batches)
     return "inprocess", 1
@@ -112,7 +114,7 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options
     except ProbeDeclined as declined:
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
     seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
-    executor, workers = choose_executor(probe, trials, seconds, options)
+    executor, workers = choose_executor(probe, trials, seconds, options, spec.batch_size)
     return PlannedProbe(spec, trials, probe, params, None, seconds, executor, workers)
 
 

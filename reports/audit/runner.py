@@ -136,7 +136,15 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
             continue
         log(f"[{target.spec.name}] probe {probe.spec.name} ({probe.spec.kind}, {probe.trials} trials per world)")
         seed = named_seed(options.seed, "audit", planned.index, "probe", i, probe.spec.name)
-        key = [_system_key(target), probe.spec.name, probe.params, probe.trials, seed, confidence]
+        key = [
+            _system_key(target),
+            probe.spec.name,
+            probe.params,
+            probe.trials,
+            probe.spec.batch_size,
+            seed,
+            confidence,
+        ]
         checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{stable_hash(key)[:12]}")
         sections.append(
             cache.get_or_compute(

@@ -369,3 +369,15 @@ def test_a_failed_probe_is_in_the_summary_and_the_target_cannot_pass(tmp_path, m
     assert target["probes"][0]["outcome"] == "failed" and "worker killed" in target["probes"][0]["reason"]
     assert target["verdict"]["analytic"]["status"] == "PROVED" and target["verdict"]["rule"] == "probe-failed"
     assert target["findings"][0]["id"] == "probe-failed"
+
+
+def test_a_changed_batch_size_is_not_served_from_the_saved_sections(tmp_path):
+    """Batches are seeded by their index, so the batch size shapes the numbers: a rerun with another
+    batch size must recompute the probe (and may reuse the accountants)."""
+    out = tmp_path / "out"
+    for name, size in (("a.toml", 2000), ("b.toml", 5000)):
+        config = tmp_path / name
+        config.write_text(GAUSSIAN_ONLY.replace("batch_size = 2000", f"batch_size = {size}"))
+        _audit(config, out)
+    reused = load_report(out / "report.json")["provenance"]["reused_sections"]
+    assert "target-0/accounting" in reused and not any("probe" in r for r in reused)
