@@ -10,6 +10,7 @@ from __future__ import annotations
 from attacks.estimators.bayesian import bayesian_lower_bound
 from attacks.estimators.binomial import check_audit_inputs, cp_lower, cp_upper
 from attacks.estimators.clopper_pearson import clopper_pearson_lower_bound
+from attacks.estimators.fdp_one_run import fdp_one_run_from_scores, fdp_one_run_lower_bound
 from attacks.estimators.gdp import gdp_lower_bound
 from attacks.estimators.one_run import one_run_from_scores, one_run_lower_bound, one_run_p_value
 from attacks.estimators.thresholds import as_sorted
@@ -17,6 +18,7 @@ from attacks.estimators.types import EpsilonBound
 
 DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
+ONE_RUN_METHODS = ("one-run", "fdp-one-run")
 
 
 def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, methods=None,
@@ -51,8 +53,17 @@ def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, 
     return results
 
 
+def estimate_one_run(scores, included, delta: float, confidence: float = 0.95,
+                     guess_counts=None) -> list[EpsilonBound]:
+    """Both one-run estimators on per-canary scores: Steinke et al. (rigorous) and Gaussian f-DP
+    (Mahloujifar et al., model-based), each the best of the same guess rules, Bonferroni over them."""
+    return [one_run_from_scores(scores, included, delta, confidence, guess_counts),
+            fdp_one_run_from_scores(scores, included, delta, confidence, guess_counts)]
+
+
 __all__ = [
-    "DEFAULT_METHODS", "METHODS", "EpsilonBound", "bayesian_lower_bound", "clopper_pearson_lower_bound",
-    "cp_lower", "cp_upper", "estimate_all", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",
+    "DEFAULT_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound", "clopper_pearson_lower_bound",
+    "cp_lower", "cp_upper", "estimate_all", "estimate_one_run", "fdp_one_run_from_scores",
+    "fdp_one_run_lower_bound", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",
     "one_run_p_value",
 ]

@@ -94,3 +94,12 @@ def one_run_from_scores(scores, included, delta: float, confidence: float = 0.95
         if best is None or bound.epsilon > best.epsilon:
             best = bound
     return best
+
+
+def one_run_ceiling(canaries: int, delta: float, confidence: float = 0.95, guess_counts=None) -> float:
+    """The most ``one_run_from_scores`` can certify with ``canaries`` canaries: every guess correct."""
+    from attacks.estimators.fdp_one_run import guess_rule_counts
+
+    counts = guess_rule_counts(int(canaries), guess_counts)
+    return max(one_run_lower_bound(canaries, r, r, delta, confidence, corrected_for=len(counts)).epsilon
+               for r in counts)

@@ -1,0 +1,152 @@
+"""``dpaudit estimate SCORES [--claim-epsilon E] [--delta D] [--out DIR]``: your own scores in, every valid
+estimator's lower bound on epsilon out, and the verdict against a claim.
+
+SCORES is a CSV with the header ``score,world`` (multi-run audit: one row per trial, world 0 without
+the canary, 1 with it) or ``score,included`` (one-run audit: one row per canary, whether it was
+inserted in the one run), or a ``.npy`` array (see ``reports/commands/estimate_input.py``). A higher
+score must mean "canary present". Exit codes as for ``attack``: 0 PASS (or no claim), 1 VIOLATION,
+2 bad input, 3 INCONCLUSIVE.
+
+Threshold choice: the test scores are never reused to pick a threshold without correction.
+``clopper-pearson`` and ``gdp`` try order-statistic thresholds on a fixed rank grid, both directions,
+and Bonferroni-correct over all of them; ``clopper-pearson-split`` and ``bayesian-jeffreys`` pick the
+threshold on a random half of the scores (``--seed``) and test it on the other half; the one-run
+estimators try about 12 guess counts and Bonferroni-correct over them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from accounting.errors import ConfigurationError
+
+SELECTION = {
+    "clopper-pearson": "Bonferroni over order-statistic thresholds (both directions)",
+    "clopper-pearson-split": "chosen on a random half, tested on the other half",
+    "bayesian-jeffreys": "chosen on a random half, tested on the other half",
+    "gdp": "Bonferroni over order-statistic thresholds (both directions)",
+    "one-run": "Bonferroni over the guess counts tried",
+    "fdp-one-run": "Bonferroni over the guess counts tried",
+}
+
+
+def add_parser(subparsers) -> None:
+    from reports.commands.common import number_arg
+    from reports.exit_codes import EXIT_CODE_HELP
+
+    parser = subparsers.add_parser(
+        "estimate", help="lower bounds on epsilon from your own scores (multi-run or one-run)",
+        description=__doc__.split("\n\n")[1], epilog=EXIT_CODE_HELP,
+    )
+    parser.add_argument("scores", help="CSV (header score,world or score,included) or .npy file")
+    parser.add_argument("--kind", choices=["multi-run", "one-run"],
+                        help="the audit the scores come from (needed for a plain (n, 2) .npy array)")
+    parser.add_argument("--claim-epsilon", type=number_arg("claim_epsilon", low=0.0), help="claimed epsilon")
+    parser.add_argument("--delta", type=number_arg("delta", low=0.0, high=1.0, low_open=True, high_open=True),
+                        default=1e-5, help="delta of the bounds and of the claim (default 1e-5)")
+    parser.add_argument("--confidence", default=0.95, help="confidence level in (0, 1) (default 0.95)",
+                        type=number_arg("confidence", low=0.0, high=1.0, low_open=True, high_open=True))
+    parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0,
+                        help="seed of the random selection half (default 0)")
+    parser.add_argument("--out", help="write report.json, report.md and report.html to this directory")
+    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.set_defaults(func=run)
+
+
+def compute_bounds(data, delta: float, confidence: float, seed: int) -> list:
+    """Every estimator valid for ``data`` (``estimate_input.Scores``)."""
+    from attacks.estimators import METHODS, estimate_all, estimate_one_run
+
+    if data.kind == "one-run":
+        return estimate_one_run(data.scores, data.labels, delta, confidence)
+    out_scores, in_scores = data.worlds()
+    return estimate_all(out_scores, in_scores, delta, confidence, methods=METHODS, rng=int(seed))
+
+
+def ceiling(data, delta: float, confidence: float) -> float:
+    """The most the rigorous estimators could certify with this many scores (a perfect attack)."""
+    from attacks.estimators.one_run import one_run_ceiling
+    from attacks.planner import max_certifiable_epsilon
+
+    if data.kind == "one-run":
+        return one_run_ceiling(data.scores.size, delta, confidence)
+    out_scores, in_scores = data.worlds()
+    return max_certifiable_epsilon(min(out_scores.size, in_scores.size), delta, confidence)
+
+
+def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
+    """The verdict (``attacks.verdict.Verdict``) of the rigorous bounds against the claim."""
+    from attacks import verdict as v
+
+    top = ceiling(data, delta, confidence)
+    if data.kind == "multi-run":
+        result = v.decide(claim_epsilon, delta, bounds, min(b.size for b in data.worlds()), confidence)
+        return v.Verdict(result.status, result.p_value, result.best_bound, top, result.reason)
+    rigorous = [b for b in bounds if b.rigorous]
+    best = max(rigorous, key=lambda b: b.epsilon, default=None)
+    p_values = [p for p in (v.bound_p_value(b, claim_epsilon, delta) for b in rigorous) if p is not None]
+    p = min(1.0, len(p_values) * min(p_values)) if p_values else None
+    if p is not None and p <= 1.0 - confidence:
+        return v.Verdict("VIOLATION", p, best, top, f"{best.method} certifies epsilon >= {best.epsilon:.4g} "
+                         f"at delta = {delta:g} with {confidence:.0%} confidence, above the claimed "
+                         f"{claim_epsilon:g}; p = {p:.3g}.")
+    if top <= claim_epsilon:
+        return v.Verdict("INCONCLUSIVE", p, best, top, f"with {data.scores.size} canaries no one-run audit can "
+                         f"certify more than epsilon = {top:.4g}, so the claim {claim_epsilon:g} cannot be "
+                         "refuted; use more canaries.")
+    shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
+    return v.Verdict("PASS", p, best, top, f"no evidence against the claim epsilon = {claim_epsilon:g}: "
+                     f"{shown}, ceiling {top:.4g}.")
+
+
+def print_table(data, bounds, verdict, auc: float, out=None) -> None:
+    out = sys.stdout if out is None else out
+    low, high = data.worlds()
+    names = ("not included", "included") if data.kind == "one-run" else ("world 0", "world 1")
+    print(f"scores      {data.source}: {data.kind}, {low.size} {names[0]}, {high.size} {names[1]}", file=out)
+    print(f"AUC         {auc:.4f} (descriptive)", file=out)
+    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<15}threshold choice",
+          file=out)
+    for b in bounds:
+        kind = "rigorous" if b.rigorous else ("model-based" if "Model-based" in b.assumptions else "Bayesian")
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.2f}  {kind:<15}"
+              f"{SELECTION.get(b.method, '')}", file=out)
+    if verdict is None:
+        print("\nverdict     none (give --claim-epsilon)", file=out)
+    else:
+        p = "-" if verdict.p_value is None else f"{verdict.p_value:.3g}"
+        print(f"\nverdict     {verdict.status}  (p = {p}, ceiling {verdict.ceiling:.4g}): {verdict.reason}",
+              file=out)
+
+
+def run(args) -> int:
+    from attacks.files import dumps_json
+    from attacks.roc import empirical_roc
+    from reports.commands.estimate_input import read_scores
+    from reports.exit_codes import exit_code_for_status
+
+    if args.out is not None and args.claim_epsilon is None:
+        raise ConfigurationError("out", "a report needs a claim to judge: give --claim-epsilon")
+    if args.out is not None:
+        from reports.commands.common import check_output_dir
+
+        check_output_dir("out", args.out)
+    data = read_scores(args.scores, args.kind)
+    bounds = compute_bounds(data, args.delta, args.confidence, args.seed)
+    fpr, tpr, auc = empirical_roc(*data.worlds())
+    verdict = None
+    if args.claim_epsilon is not None:
+        verdict = decide(data, bounds, args.claim_epsilon, args.delta, args.confidence)
+    if args.format == "json":
+        print(dumps_json({"kind": data.kind, "source": data.source, "auc": auc,
+                          "bounds": [b.to_dict() for b in bounds],
+                          "threshold_choice": {b.method: SELECTION[b.method] for b in bounds},
+                          "verdict": None if verdict is None else verdict.to_dict()}, indent=2))
+    else:
+        print_table(data, bounds, verdict, auc)
+    if args.out is not None:
+        from reports.commands.estimate_report import write_report
+
+        paths = write_report(args, data, bounds, verdict, (fpr, tpr, auc))
+        print(f"wrote {', '.join(str(p) for p in paths)}")
+    return 0 if verdict is None else int(exit_code_for_status(verdict.status))

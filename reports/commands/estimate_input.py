@@ -1,0 +1,141 @@
+"""Reading the scores of ``dpaudit estimate``: a CSV with a header, or a ``.npy`` array, checked strictly.
+
+CSV: a header naming ``score`` and exactly one label column, ``world`` (multi-run audit: 0 = the
+trial ran without the canary, 1 = with it) or ``included`` (one-run audit: 0/1, whether each canary
+was inserted in the one run); one row per trial or canary. ``.npy``: either a structured array with
+the same field names, or a plain float array of shape (n, 2) (score, label) together with ``--kind``.
+Any other column, a label other than 0/1, a score that is not a finite number, or too few scores is an
+error naming the file and the place.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from accounting.errors import ConfigurationError
+
+LABEL_COLUMNS = {"world": "multi-run", "included": "one-run"}
+KINDS = ("multi-run", "one-run")
+MIN_PER_WORLD = 20   # multi-run: scores per world (the split estimators need both halves non-empty)
+MIN_CANARIES = 20    # one-run: canaries in the run, with at least one included and one left out
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Validated scores: ``labels`` are the worlds (multi-run) or inclusion bits (one-run)."""
+
+    kind: str
+    scores: np.ndarray
+    labels: np.ndarray  # bool
+    source: str
+
+    def worlds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scores without the canary / not included, scores with it / included)."""
+        return self.scores[~self.labels], self.scores[self.labels]
+
+
+def _csv_columns(path: Path) -> tuple[str, list[str], list[str]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigurationError("scores", f"cannot read {path} as CSV ({exc})") from None
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if not rows:
+        raise ConfigurationError("scores", f"{path} is empty")
+    header = [cell.strip() for cell in rows[0]]
+    labels = [c for c in header if c in LABEL_COLUMNS]
+    unknown = [c for c in header if c != "score" and c not in LABEL_COLUMNS]
+    if unknown or "score" not in header or len(labels) != 1 or len(header) != 2:
+        raise ConfigurationError("scores", f"{path}: the header must be 'score' and one of 'world' (multi-run) "
+                                 f"or 'included' (one-run), got {','.join(header)!r}")
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != 2:
+            raise ConfigurationError("scores", f"{path} line {line}: expected 2 fields, got {len(row)}")
+    i, j = header.index("score"), header.index(labels[0])
+    return LABEL_COLUMNS[labels[0]], [r[i].strip() for r in rows[1:]], [r[j].strip() for r in rows[1:]]
+
+
+def _numbers(name: str, cells: list[str], path: Path) -> np.ndarray:
+    try:
+        return np.array([float(c) for c in cells], dtype=float)
+    except ValueError:
+        bad = next(k for k, c in enumerate(cells) if not _is_float(c))
+        raise ConfigurationError("scores", f"{path} line {bad + 2}: {name} {cells[bad]!r} is not a number") from None
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray]:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError("scores", f"cannot read {path} as .npy ({' '.join(str(exc).split())})") from None
+    if array.dtype.names:
+        names = set(array.dtype.names)
+        labels = [n for n in array.dtype.names if n in LABEL_COLUMNS]
+        if names - {"score", *LABEL_COLUMNS} or "score" not in names or len(labels) != 1:
+            raise ConfigurationError("scores", f"{path}: fields must be 'score' and one of 'world' or 'included', "
+                                     f"got {sorted(names)}")
+        found = LABEL_COLUMNS[labels[0]]
+        return found, _as_float(array["score"], path), _as_float(array[labels[0]], path)
+    if array.ndim != 2 or array.shape[1] != 2:
+        raise ConfigurationError("scores", f"{path}: expected a structured array or shape (n, 2), got {array.shape}")
+    if kind is None:
+        raise ConfigurationError("kind", f"{path} is a plain (n, 2) array: say --kind multi-run or one-run")
+    return kind, _as_float(array[:, 0], path), _as_float(array[:, 1], path)
+
+
+def _as_float(values, path: Path) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ConfigurationError("scores", f"{path}: values must be numbers") from None
+
+
+def _check(kind: str, scores: np.ndarray, labels: np.ndarray, path: Path) -> np.ndarray:
+    """The labels as booleans, after checking scores and labels (ConfigurationError otherwise)."""
+    name = "world" if kind == "multi-run" else "included"
+    if not np.all(np.isfinite(scores)):
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise ConfigurationError("scores", f"{path}: score {scores[row]} of row {row + 1} is not a finite number")
+    if not np.all((labels == 0) | (labels == 1)):
+        row = int(np.flatnonzero((labels != 0) & (labels != 1))[0])
+        raise ConfigurationError("scores", f"{path}: {name} must be 0 or 1, row {row + 1} has {labels[row]}")
+    flags = labels == 1
+    counts = (int(np.count_nonzero(~flags)), int(np.count_nonzero(flags)))
+    if kind == "multi-run" and min(counts) < MIN_PER_WORLD:
+        raise ConfigurationError("scores", f"{path}: too few scores ({counts[0]} with world 0, {counts[1]} with "
+                                 f"world 1); a multi-run audit needs at least {MIN_PER_WORLD} per world")
+    if kind == "one-run" and (scores.size < MIN_CANARIES or min(counts) == 0):
+        raise ConfigurationError("scores", f"{path}: too few canaries ({counts[1]} included, {counts[0]} not); a "
+                                 f"one-run audit needs at least {MIN_CANARIES} with both kinds present")
+    return flags
+
+
+def read_scores(path, kind: str | None = None) -> Scores:
+    """The scores file at ``path`` (CSV or .npy), validated; ``kind`` must agree with a CSV's header."""
+    path = Path(path)
+    if kind is not None and kind not in KINDS:
+        raise ConfigurationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not path.is_file():
+        raise ConfigurationError("scores", f"no such file: {path}")
+    if path.suffix.lower() == ".npy":
+        found, scores, labels = _read_npy(path, kind)
+    else:
+        found, score_cells, label_cells = _csv_columns(path)
+        scores, labels = _numbers("score", score_cells, path), _numbers(
+            "world" if found == "multi-run" else "included", label_cells, path)
+    if kind is not None and kind != found:
+        raise ConfigurationError("kind", f"--kind {kind} but {path} holds {found} data")
+    return Scores(found, scores, _check(found, scores, labels, path), str(path))
