@@ -127,6 +127,7 @@ def files() -> dict[str, str | bytes]:
     out.update(attack_files())
     out.update(dataset_files())
     out.update(audit_files())
+    out.update(estimate_files())
     return out
 
 
@@ -235,4 +236,53 @@ def audit_files() -> dict[str, str]:
         + '[target.probes.params]\nfunction = "shutil:rmtree"\ndatasets = "ds.toml"\n',
         "audit_delta_range.toml": _replace(g, "delta = 1e-5", "delta = 2.0"),
         "audit_algorithm_bad.toml": _replace(g, 'algorithm = "mechanism"', 'algorithm = "quantum"'),
+    }
+
+
+# ----- dpaudit estimate: score files ------------------------------------------------------------------
+def _rows(header: str, rows) -> str:
+    return header + "\n" + "".join(f"{s},{b}\n" for s, b in rows)
+
+
+GOOD_SCORE_ROWS = [(f"{0.1 * i:.1f}", i % 2) for i in range(40)]  # 20 per world / 20 included
+
+
+def _npy(array) -> bytes:
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def estimate_files() -> dict[str, str | bytes]:
+    import numpy as np
+
+    rows = GOOD_SCORE_ROWS
+    plain = np.array([[float(s), b] for s, b in rows])
+    fields = np.zeros(40, dtype=[("score", float), ("label", float)])
+    return {
+        "est_multi.csv": _rows("score,world", rows),
+        "est_one.csv": _rows("score,included", rows),
+        "est_plain.npy": _npy(plain),
+        "est_header.csv": _rows("score,label", rows),
+        "est_extra_column.csv": "score,world,colour\n" + "".join(f"{s},{b},red\n" for s, b in rows),
+        "est_both_labels.csv": "score,world,included\n" + "".join(f"{s},{b},{b}\n" for s, b in rows),
+        "est_no_header.csv": _rows("0.5,1", rows),
+        "est_nonbinary.csv": _rows("score,world", rows[:-1] + [("1.0", 2)]),
+        "est_label_half.csv": _rows("score,world", rows[:-1] + [("1.0", 0.5)]),
+        "est_nan.csv": _rows("score,world", rows[:-1] + [("nan", 1)]),
+        "est_inf.csv": _rows("score,world", rows[:-1] + [("inf", 1)]),
+        "est_text.csv": _rows("score,world", rows[:-1] + [("high", 1)]),
+        "est_few.csv": _rows("score,world", rows[:10]),
+        "est_ragged.csv": _rows("score,world", rows) + "1.0,1,3\n",
+        "est_header_only.csv": "score,world\n",
+        "est_binary.csv": b"\xff\xfe\x00score,world\n",
+        "est_one_all_in.csv": _rows("score,included", [(s, 1) for s, _ in rows]),
+        "est_notnpy.npy": "not a numpy file\n",
+        "est_3col.npy": _npy(np.zeros((40, 3))),
+        "est_fields.npy": _npy(fields),
+        "est_nan.npy": _npy(np.where(np.arange(80).reshape(40, 2) == 2, np.nan, plain)),
     }

@@ -557,6 +557,33 @@ REPORT_CASES = bad(
 ]
 
 # ----- the command line itself -------------------------------------------------------------------------
+# ----- estimate ---------------------------------------------------------------------------------------
+EST = ["estimate", "est_multi.csv"]
+ESTIMATE_CASES = (
+    [case(f"estimate-file-{f[4:].replace('.', '-')}", ["estimate", f]) for f in [
+        "est_header.csv", "est_extra_column.csv", "est_both_labels.csv", "est_no_header.csv",
+        "est_nonbinary.csv", "est_label_half.csv", "est_nan.csv", "est_inf.csv", "est_text.csv",
+        "est_few.csv", "est_ragged.csv", "est_header_only.csv", "est_binary.csv", "est_one_all_in.csv",
+        "est_notnpy.npy", "est_3col.npy", "est_fields.npy", "missing.csv", ".", "afile"]]
+    + [case("estimate-npy-nan", ["estimate", "est_nan.npy", "--kind", "multi-run"])]
+    + bad("estimate", ["estimate"], {
+        "no-file": [],
+        "plain-npy-no-kind": ["est_plain.npy"],
+        "kind-mismatch": ["est_multi.csv", "--kind", "one-run"],
+        "kind-unknown": ["est_multi.csv", "--kind", "both"],
+        "out-without-claim": ["est_multi.csv", "--out", "rep"],
+    })
+    + number_flag_cases("estimate", EST, "--delta", {"zero": ["0"], "one": ["1"], "text": ["x"]})
+    + number_flag_cases("estimate", EST, "--confidence", {"zero": ["0"], "one": ["1"], "nan": ["nan"]})
+    + number_flag_cases("estimate", EST, "--claim-epsilon", {"negative": ["-1"], "text": ["x"]})
+    + number_flag_cases("estimate", EST, "--seed", {"negative": ["-1"], "float": ["1.5"]})
+    + [
+        case("estimate-good-multi-run", EST, PASS),
+        case("estimate-good-one-run-claim", ["estimate", "est_one.csv", "--claim-epsilon", "8"], 3),
+        case("estimate-good-plain-npy", ["estimate", "est_plain.npy", "--kind", "multi-run"], PASS),
+    ]
+)
+
 GLOBAL_CASES = bad(
     "cli",
     [],
@@ -589,6 +616,7 @@ ALL_CASES = (
     + AUDIT_CASES
     + REPORT_CASES
     + GLOBAL_CASES
+    + ESTIMATE_CASES
     + FOUND_CASES
 )
 

@@ -80,7 +80,8 @@ def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise ConfigurationError("scores", f"cannot read {path} as .npy ({' '.join(str(exc).split())})") from None
+        reason = "not a .npy file, or it holds Python objects" if isinstance(exc, ValueError) else exc
+        raise ConfigurationError("scores", f"cannot read {path} as a .npy array ({reason})") from None
     if array.dtype.names:
         names = set(array.dtype.names)
         labels = [n for n in array.dtype.names if n in LABEL_COLUMNS]
