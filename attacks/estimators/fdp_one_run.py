@@ -52,6 +52,8 @@ def fdp_rejects(mu, canaries: int, guesses: int, correct: int, level: float) -> 
     wrong = np.full(mu.shape, scale * (r - v) / r)  # h_v
     for i in range(v - 1, -1, -1):
         new_wrong = np.maximum(wrong, gaussian_lower_probability(right, mu))
+        if np.array_equal(new_wrong, wrong):
+            break  # h unchanged for every mu: neither h nor r changes again
         right = right + (i / (r - i)) * (new_wrong - wrong)
         wrong = new_wrong
     return right + wrong > r / m

@@ -1,0 +1,95 @@
+"""``dpaudit estimate``: exit codes, the report set, null validity (200 repetitions each for multi-run and
+one-run scores) and the scores of jax_privacy's documented auditing example."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from reports.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MULTI = str(ROOT / "configs" / "estimate_example_multirun.csv")
+ONE = str(ROOT / "configs" / "estimate_example_onerun.csv")
+REPS = 200
+# A valid level-0.05 bound is positive more often than this in 200 repetitions with probability <= 1e-3.
+ALLOWED = int(stats.binom.ppf(1 - 1e-3, REPS, 0.05))
+
+
+def run(*argv) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["estimate", *argv])
+    return code, out.getvalue()
+
+
+def write(path: Path, header: str, scores, labels) -> str:
+    path.write_text(header + "\n" + "".join(f"{s:.9g},{int(b)}\n" for s, b in zip(scores, labels)))
+    return str(path)
+
+
+def test_example_files_exit_codes():
+    assert run(MULTI, "--claim-epsilon", "1")[0] == 1        # violation: noise cut threefold
+    assert run(MULTI, "--claim-epsilon", "5")[0] == 0        # bound 4.4 < 5 < ceiling 6.3
+    assert run(MULTI, "--claim-epsilon", "50")[0] == 3       # beyond what 2,000 trials can show
+    assert run(ONE, "--claim-epsilon", "1")[0] == 1
+    assert run(ONE, "--claim-epsilon", "20")[0] == 3
+    assert run(ONE)[0] == 0
+
+
+def test_report_set(tmp_path):
+    code, text = run(ONE, "--claim-epsilon", "1", "--out", str(tmp_path / "rep"))
+    assert code == 1 and "wrote" in text
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert report["status"] == "VIOLATION" and report["exit_code"] == 1
+    probe = report["targets"][0]["probes"][0]
+    assert probe["kind"] == "scores" and {b["method"] for b in probe["bounds"]} == {"one-run", "fdp-one-run"}
+    assert probe["roc"]["x"][0] == 0.0 and probe["roc"]["x"][-1] == 1.0
+    markdown = (tmp_path / "rep" / "report.md").read_text()
+    assert "Threshold choice: Bonferroni over the guess counts tried" in markdown
+    assert "Mahloujifar" in markdown and (tmp_path / "rep" / "report.html").stat().st_size > 1000
+
+
+def test_multi_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
+    # Both worlds N(0, 1): every bound > 0 is a false positive.
+    rng = np.random.default_rng(2025)
+    worlds = np.repeat([0, 1], 200)
+    positive = {}
+    for rep in range(REPS):
+        path = write(tmp_path / "null.csv", "score,world", rng.normal(size=worlds.size), worlds)
+        code, text = run(path, "--format", "json", "--seed", str(rep), "--claim-epsilon", "0")
+        assert code in (0, 3), code  # a claim of epsilon 0 is never refuted by null scores here
+        for bound in json.loads(text)["bounds"]:
+            positive[bound["method"]] = positive.get(bound["method"], 0) + (bound["epsilon"] > 0)
+    assert set(positive) == {"clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp"}
+    assert max(positive.values()) <= ALLOWED, positive
+
+
+def test_one_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
+    # Canaries never inserted: the scores are independent of the inclusion bits.
+    rng = np.random.default_rng(2026)
+    positive = {"one-run": 0, "fdp-one-run": 0}
+    for rep in range(REPS):
+        included = rng.random(400) < 0.5
+        path = write(tmp_path / "null.csv", "score,included", rng.normal(size=400), included)
+        code, text = run(path, "--format", "json")
+        assert code == 0
+        for bound in json.loads(text)["bounds"]:
+            positive[bound["method"]] += bound["epsilon"] > 0
+    assert max(positive.values()) <= ALLOWED, positive
+
+
+def test_jax_privacy_documented_example(tmp_path):
+    # jax_privacy's CanaryScoreAuditor example: out scores 0..99, in scores 0..99 + 9.5. Its AUROC (0.595)
+    # is the area under the ROC's convex hull; ours is Mann-Whitney: P(in > out) = 5905 / 10000 exactly.
+    out_scores, in_scores = np.arange(100.0), np.arange(100.0) + 9.5
+    path = write(tmp_path / "jax.csv", "score,world", np.r_[out_scores, in_scores], np.repeat([0, 1], 100))
+    code, text = run(path, "--format", "json", "--claim-epsilon", "1")
+    result = json.loads(text)
+    assert abs(result["auc"] - np.mean(in_scores[:, None] > out_scores[None, :])) < 1e-12
+    assert code in (0, 3) and result["verdict"]["status"] != "VIOLATION"
