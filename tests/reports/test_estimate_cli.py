@@ -67,6 +67,7 @@ def test_multi_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
         for bound in json.loads(text)["bounds"]:
             positive[bound["method"]] = positive.get(bound["method"], 0) + (bound["epsilon"] > 0)
     assert set(positive) == {"clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp"}
+    print("positive bounds in", REPS, "null repetitions:", positive)
     assert max(positive.values()) <= ALLOWED, positive
 
 
@@ -81,6 +82,7 @@ def test_one_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
         assert code == 0
         for bound in json.loads(text)["bounds"]:
             positive[bound["method"]] += bound["epsilon"] > 0
+    print("positive bounds in", REPS, "null repetitions:", positive)
     assert max(positive.values()) <= ALLOWED, positive
 
 
