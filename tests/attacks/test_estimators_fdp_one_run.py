@@ -58,3 +58,22 @@ def test_at_least_steinke_in_the_ideal_gaussian_setting():
         steinke, fdp = estimate_one_run(scores, included, 1e-5)
         assert fdp.epsilon >= steinke.epsilon > 0, (epsilon, steinke.epsilon, fdp.epsilon)
         assert fdp.epsilon < epsilon  # a lower bound below the truth here (95% statement; seed fixed)
+
+
+# jax_privacy 2.0.0 (an independent implementation of the same analysis), computed once with
+# ``jax_privacy.auditing._epsilon_one_run_fdp(0.0, m, r, v, 0.05, delta)``: (m, r, v, delta) -> epsilon.
+JAX_PRIVACY_FDP = {
+    (1000, 100, 80, 1e-5): 1.40221,
+    (1000, 184, 170, 1e-5): 3.26169,
+    (20000, 2000, 1900, 1e-5): 3.81211,
+    (20000, 500, 490, 1e-6): 4.83909,
+    (200, 50, 40, 1e-6): 1.49515,
+}
+
+
+@pytest.mark.parametrize("counts, expected", list(JAX_PRIVACY_FDP.items()))
+def test_counts_bound_matches_jax_privacy(counts, expected):
+    m, r, v, delta = counts
+    ours = fdp_one_run_lower_bound(m, r, v, delta, 0.95).epsilon
+    # Our mu is the largest rejected point of a refined grid, so it may sit just below the exact root.
+    assert expected * (1 - 5e-4) <= ours <= expected + 1e-4, (ours, expected)
