@@ -20,7 +20,7 @@ import numpy as np
 
 
 def write(path: Path, header: str, scores: np.ndarray, labels: np.ndarray) -> None:
-    lines = [header] + [f"{s:.6f},{int(b)}" for s, b in zip(scores, labels)]
+    lines = [header] + [f"{s:.6f},{int(b)}" for s, b in zip(scores, labels, strict=True)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

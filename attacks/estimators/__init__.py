@@ -62,7 +62,8 @@ def estimate_one_run(scores, included, delta: float, confidence: float = 0.95,
 
 
 __all__ = [
-    "DEFAULT_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound", "clopper_pearson_lower_bound",
+    "DEFAULT_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound",
+    "clopper_pearson_lower_bound",
     "cp_lower", "cp_upper", "estimate_all", "estimate_one_run", "fdp_one_run_from_scores",
     "fdp_one_run_lower_bound", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",
     "one_run_p_value",

@@ -29,7 +29,7 @@ def run(*argv) -> tuple[int, str]:
 
 
 def write(path: Path, header: str, scores, labels) -> str:
-    path.write_text(header + "\n" + "".join(f"{s:.9g},{int(b)}\n" for s, b in zip(scores, labels)))
+    path.write_text(header + "\n" + "".join(f"{s:.9g},{int(b)}\n" for s, b in zip(scores, labels, strict=True)))
     return str(path)
 
 
@@ -75,7 +75,7 @@ def test_one_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
     # Canaries never inserted: the scores are independent of the inclusion bits.
     rng = np.random.default_rng(2026)
     positive = {"one-run": 0, "fdp-one-run": 0}
-    for rep in range(REPS):
+    for _ in range(REPS):
         included = rng.random(400) < 0.5
         path = write(tmp_path / "null.csv", "score,included", rng.normal(size=400), included)
         code, text = run(path, "--format", "json")
