@@ -99,12 +99,29 @@ def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
                      f"{shown}, ceiling {top:.4g}.")
 
 
+def inclusion_note(data) -> str | None:
+    """A warning when a one-run file's inclusion bits look unlike independent fair coins (p < 1e-3)."""
+    from scipy import stats
+
+    if data.kind != "one-run":
+        return None
+    included, m = int(data.labels.sum()), int(data.labels.size)
+    p = stats.binomtest(included, m, 0.5).pvalue
+    if p >= 1e-3:
+        return None
+    return (f"{included} of {m} canaries included (binomial p = {p:.2g} for inclusion probability 1/2): the "
+            "one-run bounds assume each canary was included independently with probability 1/2")
+
+
 def print_table(data, bounds, verdict, auc: float, out=None) -> None:
     out = sys.stdout if out is None else out
     low, high = data.worlds()
     names = ("not included", "included") if data.kind == "one-run" else ("world 0", "world 1")
     print(f"scores      {data.source}: {data.kind}, {low.size} {names[0]}, {high.size} {names[1]}", file=out)
     print(f"AUC         {auc:.4f} (descriptive)", file=out)
+    note = inclusion_note(data)
+    if note:
+        print(f"WARNING     {note}", file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<15}threshold choice",
           file=out)
     for b in bounds:
@@ -141,6 +158,7 @@ def run(args) -> int:
         print(dumps_json({"kind": data.kind, "source": data.source, "auc": auc,
                           "bounds": [b.to_dict() for b in bounds],
                           "threshold_choice": {b.method: SELECTION[b.method] for b in bounds},
+                          "warning": inclusion_note(data),
                           "verdict": None if verdict is None else verdict.to_dict()}, indent=2))
     else:
         print_table(data, bounds, verdict, auc)
