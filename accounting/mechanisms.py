@@ -1,4 +1,4 @@
-"""Mechanism descriptions: frozen, validated, convertible to dp-accounting events, and runnable.
+"""Mechanism descriptions: frozen, validated and runnable.
 
 One object serves three uses: an algorithm calls ``release`` to privatise a message, the accountants
 analyse it, and the probes attack the very same ``release``.
@@ -7,7 +7,9 @@ Noise convention (as in DP-SGD, Opacus and dp-accounting): the standard deviatio
 ``noise_multiplier * sensitivity`` for ``Gaussian`` and ``noise_multiplier * clip`` for
 ``SubsampledGaussian``. Under replace-one neighbours the L2 sensitivity of a clipped sum is
 ``2 * clip``; the noise is *not* doubled, the accountants charge the doubled sensitivity instead.
-Peer libraries read multipliers in their own units: ``accounting.peers`` converts, in one place.
+Peer libraries read multipliers in their own units: ``accounting.peers`` converts, in one place
+(``peers.to_dp_event`` gives the dp-accounting event of a mechanism or composition; this module knows
+nothing of dp-accounting, so it imports no accountant).
 """
 
 from __future__ import annotations
@@ -61,13 +63,6 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
-def _single_event(mechanism, scale):
-    """dp-accounting DpEvent of one release under the mechanism's own relation (see ``Composition.to_dp_event``)."""
-    from accounting import peers
-
-    scale = peers.PeerScale.RECORD_NORM if scale is None else scale
-    return peers.mechanism_event(mechanism, peers.composition_relation(Composition.of(mechanism)), scale)
-
 def array_namespace(rng, *arrays):
     """The array namespace a release runs in: the generator's (``rng.xp``, e.g. PyTorch through
     ``array_api_compat``), else PyTorch's for tensor inputs, else NumPy itself (the default path, so
@@ -103,9 +98,6 @@ class _AdditiveNoise:
     @property
     def noise_scale(self) -> float:
         return float(self.noise_multiplier) * float(self.sensitivity)
-
-    def to_dp_event(self, scale=None):
-        return _single_event(self, scale)
 
     def release(self, values, rng) -> np.ndarray:
         """Return ``values`` plus independent noise of this mechanism's law and scale (an array of the
@@ -202,9 +194,6 @@ class SubsampledGaussian:
     def noise_std(self) -> float:
         """Noise standard deviation of an unweighted release."""
         return float(self.noise_multiplier) * float(self.clip)
-
-    def to_dp_event(self, scale=None):
-        return _single_event(self, scale)
 
     # ----- execution ----------------------------------------------------------------------
     def sample(self, rng, num_participants: int, batch_shape: tuple[int, ...] = ()) -> np.ndarray:
@@ -322,13 +311,6 @@ class Composition:
     @property
     def total_count(self) -> int:
         return sum(c for _, c in self.parts)
-
-    def to_dp_event(self, scale=None):
-        """dp-accounting DpEvent; multipliers in ``scale`` (default: dp-accounting's record norm, as
-        its PLD reads them). See ``accounting.peers``: the only place a multiplier crosses to a peer."""
-        from accounting import peers
-
-        return peers.dp_event(self, peers.PeerScale.RECORD_NORM if scale is None else scale)
 
 
 def as_composition(value: Composition | Mechanism) -> Composition:

@@ -108,6 +108,14 @@ def dp_event(composition: Composition, scale: PeerScale = PeerScale.RECORD_NORM,
     return events[0] if len(events) == 1 else dp_accounting.ComposedDpEvent(events)
 
 
+def to_dp_event(value, scale: PeerScale = PeerScale.RECORD_NORM):
+    """dp-accounting DpEvent of a mechanism (one release) or a composition under its own relation,
+    multipliers in ``scale`` (default: dp-accounting's record norm, as its PLD reads them)."""
+    if isinstance(value, Composition):
+        return dp_event(value, scale)
+    return mechanism_event(value, composition_relation(Composition.of(value, 1)), scale)
+
+
 def dpa_relation(relation: Neighbouring):
     """dp-accounting's name for one of our neighbouring relations."""
     import dp_accounting

@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from accounting.errors import ConfigurationError
+from accounting.zero_out import relation_note
 from attacks.files import atomic_write_text
 
 SCHEMA_NAME = "dpfed-audit/report"
@@ -58,7 +59,8 @@ def claim_in_words(claim: dict) -> str:
     )
     if claim.get("source"):
         text += f" (source: {claim['source']})"
-    return text + "."
+    note = relation_note(claim.get("neighbouring", ""))
+    return text + "." + (f" Neighbours: {note}." if note else "")
 
 
 def fmt_number(value) -> str:

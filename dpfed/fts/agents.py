@@ -20,40 +20,18 @@ import numpy as np
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
 from dpfed.arrays import device_of, namespace_of
+from dpfed.fts.posterior_offsets import PosteriorOffsets
+from dpfed.fts.weight_space import WeightSpacePosteriors
+
+__all__ = ["FeaturePosteriors", "PosteriorOffsets", "feature_posteriors"]
 
 
 def feature_posteriors(batch, features, noise_var: float, centre: bool = False, capacity: int = 16):
     """The cheaper exact representation for ``capacity`` observations: Matheron's rule (this module)
     while observations stay fewer than features, else weight space (``weight_space``)."""
     if features.num_features <= int(capacity):
-        from dpfed.fts.weight_space import WeightSpacePosteriors
-
         return WeightSpacePosteriors(batch, features, noise_var, centre)
     return FeaturePosteriors(batch, features, noise_var, centre, capacity)
-
-
-class PosteriorOffsets:
-    """What both posterior representations share: the batch, the centring offsets and the array backend
-    (``xp``, ``device``: the features')."""
-
-    batch_shape: tuple[int, ...]
-    centre: bool
-    count: int
-    _y_sum: np.ndarray
-
-    def _zeros(self, shape):
-        return self.xp.zeros(shape, dtype=self.xp.float64, device=self.device)
-
-    @property
-    def num_agents(self) -> int:
-        return self.batch_shape[-1]
-
-    @property
-    def offsets(self):
-        """Per-regression constant added to the sampled function (mean of y when centring, else 0)."""
-        if not self.centre or self.count == 0:
-            return self._zeros(self.batch_shape)
-        return self._y_sum / self.count
 
 
 class FeaturePosteriors(PosteriorOffsets):

@@ -20,7 +20,7 @@ import numpy as np
 from accounting.errors import require_number
 from accounting.mechanisms import as_generator
 from dpfed.arrays import device_of, namespace_of
-from dpfed.fts.agents import PosteriorOffsets
+from dpfed.fts.posterior_offsets import PosteriorOffsets
 
 
 class WeightSpacePosteriors(PosteriorOffsets):

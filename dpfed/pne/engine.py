@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpfed.pne.objectives import LocalObjectives, Objective, ObservationNoise
+from dpfed.pne.override import apply_override
 from dpfed.pne.partition import Partition
 from dpfed.pne.results import BanditRun, PhaseLog
 from dpfed.pne.seeding import RunStreams
@@ -141,8 +142,6 @@ def _group_by_shape(runs, config) -> list[list[_RunState]]:
 
 def _play_group(group, config, options: FedPNEOptions) -> None:
     """One phase of runs of the same shape: rewards, privatisation, uploads, then the server's step."""
-    from dpfed.pne.algorithm import _apply_override
-
     first = group[0]
     m, num_nodes, pulls = config.num_clients, len(first.keys), first.pulls
     pulled = (np.arange(num_nodes * pulls) < first.done).reshape(num_nodes, pulls)
@@ -150,7 +149,7 @@ def _play_group(group, config, options: FedPNEOptions) -> None:
     observation = TrialStreams([run.streams.observation for run in group])
     rewards = values[..., None] + options.noise.sample(observation, (len(group), m, num_nodes, pulls))
     for run, table in zip(group, rewards, strict=True):
-        run.forced += _apply_override(table, run.keys, options.reward_override, pulled)
+        run.forced += apply_override(table, run.keys, options.reward_override, pulled)
     if options.privatizer is not None:
         privatise = options.privatizer if first.completed else getattr(options.privatizer, "final", options.privatizer)
         rewards = privatise(rewards, TrialStreams([run.streams.privacy for run in group]))

@@ -11,6 +11,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from accounting import peers
 from accounting.crosscheck import disagreements
 from accounting.errors import ConfigurationError
 from accounting.exact import composition_mu
@@ -191,7 +192,7 @@ def profile_tradeoff(composition: Composition, fpr) -> Series | Unavailable:
             else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
         )
         accountant = pld.PLDAccountant(relation, 1e-3)
-        accountant.compose(composition.to_dp_event())
+        accountant.compose(peers.to_dp_event(composition))
         eps = np.linspace(0.0, 40.0, 321)
         deltas = np.array([accountant.get_delta(float(e)) for e in eps])
     except Exception as exc:  # the report says why instead of drawing a made-up curve

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 from accounting import Composition, SubsampledGaussian, account_all
 from accounting.crosscheck import disagreements
 from accounting.registry import ACCOUNTANTS, DEFAULT_ACCOUNTANTS, parse_accountant_names
+from accounting.zero_out import relation_note
 from attacks.files import dumps_json
 from reports.commands.common import (
     POSITIVE,
@@ -109,6 +111,7 @@ def run(args) -> int:
                     },
                     "accountants": [r.to_dict() for r in results],
                     "disagreements": notes,
+                    "neighbouring_note": relation_note(args.neighbouring),
                 },
                 indent=2,
             )
@@ -123,6 +126,8 @@ def run(args) -> int:
         for r in results
     ]
     print_table(["accountant", "epsilon", "status", "note"], rows)
+    if relation_note(args.neighbouring):
+        print(textwrap.fill(f"neighbours: {relation_note(args.neighbouring)}.", width=100, subsequent_indent="  "))
     for line in _notes(results):
         print(line)
     for note in notes:

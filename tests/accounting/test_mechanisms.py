@@ -53,11 +53,13 @@ def test_descriptions_are_frozen_and_parse_enums():
 def test_dp_events():
     import dp_accounting
 
-    sg = SubsampledGaussian(0.1, 2.0).to_dp_event()
+    from accounting.peers import to_dp_event
+
+    sg = to_dp_event(SubsampledGaussian(0.1, 2.0))
     assert sg == dp_accounting.PoissonSampledDpEvent(0.1, dp_accounting.GaussianDpEvent(2.0))
-    wor = SubsampledGaussian(0.5, 1.0, sampling="fixed-size", population=10).to_dp_event()
+    wor = to_dp_event(SubsampledGaussian(0.5, 1.0, sampling="fixed-size", population=10))
     assert wor == dp_accounting.SampledWithoutReplacementDpEvent(10, 5, dp_accounting.GaussianDpEvent(1.0))
-    comp = Composition(((Gaussian(1.0), 3), (Laplace(2.0), 1))).to_dp_event()
+    comp = to_dp_event(Composition(((Gaussian(1.0), 3), (Laplace(2.0), 1))))
     assert isinstance(comp, dp_accounting.ComposedDpEvent) and len(comp.events) == 2
 
 

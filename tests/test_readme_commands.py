@@ -1,0 +1,450 @@
+"""Every ``dpaudit`` command in README.md runs under the suite, so an example cannot rot.
+
+The commands are read from every fenced code block of README.md (a line starting with ``dpaudit``,
+``\\`` continuations joined, ``#`` comments dropped), so new sections need no change here. Each command
+either
+
+* runs **as written** and exits with the code its README comment promises (1 where the comment says
+  VIOLATION or ``exit 1``, else 0), within ``AS_WRITTEN_CPU_S`` CPU seconds; or
+* is registered in ``VARIANTS`` with a small-size variant (fewer ``--trials``/``--runs``/``--horizon``,
+  ...), the exit code the variant must give and why it differs.
+
+A command that is neither fast enough as written nor registered fails the test with the line to add.
+A registered command that left the README fails too, so the table stays the README's.
+
+All commands run, in README order, in ONE child process that imports ``dpaudit`` once (about 40 s in
+all), inside one temporary directory holding ``configs/`` and the few files the README assumes the
+user has (a small ``LandmineData.mat`` in the documented format, ``my_audit.toml``), so later commands
+see what earlier ones wrote (``dpaudit report audit-report/report.json`` reads the audit's report).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+AS_WRITTEN_CPU_S = 8.0  # CPU seconds: a command costlier than this as written must register a small variant
+AS_WRITTEN_WALL_S = 60.0  # wall-clock stop for an unregistered command (CPU time is robust to a loaded machine)
+VARIANT_WALL_S = 240.0  # wall-clock stop for a registered command that runs away
+
+SMALL = "a copy of the bundled configuration: every probe at 20 trials, one utility run, accountants rdp and exact"
+# README command (as extracted: tokens joined by one space) -> (variant or None = as written, exit code, why)
+VARIANTS: dict[str, tuple[str | None, int, str]] = {
+    "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
+    "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (
+        "dpaudit run fts-de --preset synthetic --runs 1 --rounds 3 --out results/",
+        0,
+        "10 runs",
+    ),
+    "dpaudit run dp-fts-de --preset landmine --landmine-path LandmineData.mat": (
+        "dpaudit run dp-fts-de --preset landmine --landmine-path LandmineData.mat --runs 1 --rounds 2",
+        0,
+        "LandmineData.mat is the user's (a small synthetic file in its format stands in); 60 rounds",
+    ),
+    "dpaudit run dp-fts-de --config configs/fts_synthetic_example.toml --seed 3": (
+        "dpaudit run dp-fts-de --config configs/fts_synthetic_example.toml --seed 3 --runs 1 --rounds 3",
+        0,
+        "30 rounds",
+    ),
+    "dpaudit run fed-pne --objective garland --clients 10 --horizon 10000 --runs 10 --out out/": (
+        "dpaudit run fed-pne --objective garland --clients 10 --horizon 500 --runs 2 --out out/",
+        0,
+        "size",
+    ),
+    "dpaudit run dp-fed-pne --epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 10000": (
+        "dpaudit run dp-fed-pne --epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 500 --runs 2",
+        0,
+        "size",
+    ),
+    "dpaudit run dp-fed-pne --calibration classic --epsilon 10 --delta 1e-5": (
+        "dpaudit run dp-fed-pne --calibration classic --epsilon 10 --delta 1e-5 --horizon 500 --runs 2",
+        1,
+        "size",
+    ),
+    "dpaudit run hct --objective doublesine --horizon 10000 --runs 10": (
+        "dpaudit run hct --objective doublesine --horizon 500 --runs 2",
+        0,
+        "size",
+    ),
+    "dpaudit run fed-pne --config configs/pne_garland.toml": (
+        "dpaudit run fed-pne --config configs/pne_garland.toml --horizon 500 --runs 2",
+        0,
+        "size",
+    ),
+    "dpaudit run fedzero --geometry l2 --workers 4 --rounds 10000 --runs 20": (
+        "dpaudit run fedzero --geometry l2 --workers 4 --rounds 200 --runs 2",
+        0,
+        "size",
+    ),
+    "dpaudit run dp-fedzero --unit worker --rate 0.5 --noise-multiplier 1 --noise scalar": (
+        "dpaudit run dp-fedzero --unit worker --rate 0.5 --noise-multiplier 1 --noise scalar --rounds 50 --runs 2",
+        0,
+        "default rounds",
+    ),
+    "dpaudit run dp-fedzero --unit record --rate 0.1 --records 50": (
+        "dpaudit run dp-fedzero --unit record --rate 0.1 --records 50 --rounds 200 --runs 2",
+        0,
+        "default rounds",
+    ),
+    "dpaudit run fkm --dim 5 --horizon 10000 --loss quadratic --runs 10": (
+        "dpaudit run fkm --dim 5 --horizon 800 --loss quadratic --runs 2",
+        0,
+        "size",
+    ),
+    "dpaudit run dp-fkm --epsilon 2 --delta 1e-5": (
+        "dpaudit run dp-fkm --epsilon 2 --delta 1e-5 --horizon 800 --runs 2",
+        0,
+        "default horizon",
+    ),
+    "dpaudit run dp-fkm --unit dataset --records 200 --rate 0.1 --noise-multiplier 1": (
+        "dpaudit run dp-fkm --unit dataset --records 200 --rate 0.1 --noise-multiplier 1 --horizon 800 --runs 2",
+        0,
+        "default horizon",
+    ),
+    "dpaudit run duets --objective hartmann4 --runs 10": (
+        "dpaudit run duets --objective hartmann4 --runs 1",
+        0,
+        "runs",
+    ),
+    "dpaudit run dp-duets --objective cosine --noise-multiplier 2": (
+        "dpaudit run dp-duets --objective cosine --noise-multiplier 2 --runs 1",
+        0,
+        "runs",
+    ),
+    "dpaudit run dp-duets --unit reward --noise-multiplier 4": (
+        "dpaudit run dp-duets --unit reward --noise-multiplier 4 --runs 1",
+        0,
+        "runs",
+    ),
+    "dpaudit run diskernelucb --objective branin --beta 0.5": (
+        "dpaudit run diskernelucb --objective branin --beta 0.5 --runs 1",
+        0,
+        "runs",
+    ),
+    "dpaudit attack gaussian --trials 1e7 --seed 1": ("dpaudit attack gaussian --trials 1e4 --seed 1", 0, "trials"),
+    "dpaudit attack fts-server --param schedule=reference --trials 1e5 --executor processes --workers 2": (
+        "dpaudit attack fts-server --param schedule=reference --trials 2e3 --executor processes --workers 2",
+        0,
+        "trials",
+    ),
+    "dpaudit attack pne-reward --param pulls=4 --trials 1e6": (
+        "dpaudit attack pne-reward --param pulls=4 --trials 1e4",
+        0,
+        "trials",
+    ),
+    "dpaudit attack fts-end-to-end --trials 2000 --executor processes": (
+        "dpaudit attack fts-end-to-end --trials 20 --executor processes",
+        3,
+        "full DP-FTS-DE runs per trial; 20 trials cannot test the claim (INCONCLUSIVE)",
+    ),
+    "dpaudit attack bug-fts-renormalise-sampled --trials 2000": (
+        "dpaudit attack bug-fts-renormalise-sampled --trials 20",
+        0,
+        "full runs per trial; at 20 trials the planted bug is not yet refuted (PASS)",
+    ),
+    "dpaudit attack bug-pne-unnoised-final-upload --trials 10000": (
+        "dpaudit attack bug-pne-unnoised-final-upload --trials 200",
+        1,
+        "full runs per trial; 200 refute it already",
+    ),
+    "dpaudit attack --config configs/attack_duets_end_to_end.toml": (
+        "dpaudit attack --config configs/attack_duets_end_to_end.toml --trials 200",
+        0,
+        "trials",
+    ),
+    "dpaudit attack --config configs/attack_duets_nonprivate.toml": (
+        "dpaudit attack --config configs/attack_duets_nonprivate.toml --trials 200",
+        3,
+        "trials; the claim 8 is above 200 trials' ceiling (INCONCLUSIVE)",
+    ),
+    "dpaudit attack subsampled-gaussian --trials 1e6 --executor dask --scheduler tcp://HOST:8786 "
+    "--checkpoint runs/sg": (
+        None,
+        2,
+        "HOST is a placeholder for the user's scheduler: refused in one line (connect timeout cut to 1 s)",
+    ),
+    "dpaudit attack --config configs/attack_fkm.toml": (
+        "dpaudit attack --config configs/attack_fkm.toml --trials 200",
+        0,
+        "trials",
+    ),
+    "dpaudit attack fedzero-nonprivate --trials 1e5 --claim-epsilon 2": (
+        "dpaudit attack fedzero-nonprivate --trials 2e3 --claim-epsilon 2",
+        1,
+        "trials",
+    ),
+    "dpaudit attack gaussian --trials 1e8 --executor processes --workers 2": (
+        "dpaudit attack gaussian --trials 1e4 --executor processes --workers 2",
+        0,
+        "trials",
+    ),
+    "dpaudit attack fts-server --trials 2e6 --executor processes --workers 2": (
+        "dpaudit attack fts-server --trials 2e3 --executor processes --workers 2",
+        3,
+        "trials; the claim is above 2e3 trials' ceiling (INCONCLUSIVE)",
+    ),
+    "dpaudit attack gaussian --trials 1e7 --backend torch --device cpu": (
+        "dpaudit attack gaussian --trials 1e4 --backend torch --device cpu",
+        0,
+        "trials",
+    ),
+    "dpaudit audit --out audit-report": (
+        "dpaudit audit default_small.toml --out audit-report --trials 2e3",
+        1,
+        "the built-in default audit, " + SMALL,
+    ),
+    "dpaudit audit configs/audit_dpfedpne.toml --out out/pne --trials 2e4 --executor processes": (
+        "dpaudit audit dpfedpne_small.toml --out out/pne --trials 20 --executor processes",
+        1,
+        SMALL,
+    ),
+    "dpaudit audit configs/audit_small.toml --out out/small": (
+        None,
+        1,
+        "as written: its classic-calibration target is a VIOLATION",
+    ),
+    "dpaudit attack --mechanism attacks.probes.examples:leaky_count "
+    "--datasets configs/attack_user_example_datasets.toml --trials 2e4 --claim-epsilon 1": (
+        None,
+        1,
+        "as written: the example mechanism leaks (VIOLATION)",
+    ),
+    "dpaudit calibrate --epsilon 2 --delta 1e-5 --rate 0.01 --steps 1000 --accountant pld": (
+        None,
+        0,
+        "as written, about 8 s: the PLD calibration's cost does not fall with the steps",
+    ),
+    "dpaudit audit configs/audit_algorithm_bugs.toml --out out/bugs": (
+        "dpaudit audit algorithm_bugs_small.toml --out out/bugs",
+        3,
+        SMALL + ": the looser rdp leaves a claim unproved that 20 trials cannot test (INCONCLUSIVE)",
+    ),
+    "dpaudit audit configs/audit_duets.toml --out out/duets": (
+        "dpaudit audit duets_small.toml --out out/duets",
+        1,
+        SMALL,
+    ),
+    "dpaudit audit configs/audit_fedzero.toml --out out/fedzero": (
+        "dpaudit audit fedzero_small.toml --out out/fedzero",
+        1,
+        SMALL,
+    ),
+    "dpaudit audit configs/audit_fkm.toml --out out/fkm": ("dpaudit audit fkm_small.toml --out out/fkm", 1, SMALL),
+}
+
+MY_AUDIT = """# what a user's own audit with a `user` probe looks like (README: dpaudit audit my_audit.toml ...)
+[[target]]
+name = "a user mechanism"
+algorithm = "mechanism"
+accountants = ["exact"]
+[target.parameters]
+type = "laplace"
+noise_multiplier = 1.0
+[target.claim]
+epsilon = 1.0
+delta = 1e-5
+neighbouring = "add-remove"
+unit = "one record"
+[[target.probes]]
+name = "user"
+trials = 400
+[target.probes.params]
+function = "attacks.probes.examples:laplace_count"
+datasets = "configs/attack_user_example_datasets.toml"
+"""
+
+
+def readme_commands(text: str) -> list[str]:
+    """Every line of a fenced code block that starts with ``dpaudit``, continuations joined, comments dropped."""
+    commands = []
+    for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.S | re.M):
+        lines, i = block.split("\n"), 0
+        while i < len(lines):
+            line = lines[i]
+            while line.rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                line = line.rstrip()[:-1] + " " + lines[i].strip()
+            i += 1
+            tokens = shlex.split(line.lstrip("$ "), comments=True)
+            if tokens and tokens[0] == "dpaudit":
+                commands.append((" ".join(tokens), line))
+    return commands
+
+
+def promised_code(line: str) -> int:
+    """The exit code a README comment promises for an as-written command (1 for VIOLATION / exit 1)."""
+    comment = line.split("#", 1)[1] if "#" in line else ""
+    return 1 if re.search(r"VIOLATION|exit 1\b", comment) else 0
+
+
+def _small_copy(source: Path, target: Path) -> None:
+    """``source`` with every probe budget at 20 trials, one utility run and the two cheap accountants (PLD
+    dominates an audit's time; the accountants have their own tests). Same targets, settings and claims."""
+    text = re.sub(r"(?m)^trials = \S+", "trials = 20", source.read_text(encoding="utf-8"))
+    text = re.sub(r"(?m)^utility_runs = \S+", "utility_runs = 1", text)
+    text = re.sub(r"(?m)^accountants = .*\n", "", text)
+    text = re.sub(r'(?m)^(algorithm = "[^"]*"\n)', '\\1accountants = ["rdp", "exact"]\n', text)
+    target.write_text(text, encoding="utf-8")
+
+
+def _landmine_file(path: Path) -> None:
+    """A small file in ``LandmineData.mat``'s format: 1 x 29 cell arrays ``feature`` (n_i x 9) and ``label``."""
+    import numpy as np
+    import scipy.io
+
+    rng = np.random.default_rng(0)
+    features = np.empty((1, 29), dtype=object)
+    labels = np.empty((1, 29), dtype=object)
+    for i in range(29):
+        x = rng.normal(size=(40, 9))
+        features[0, i] = x
+        labels[0, i] = ((x[:, 0] + 0.5 * rng.normal(size=40)) > 1.0).astype(float).reshape(-1, 1)
+        labels[0, i][:2] = [[1.0], [0.0]]  # both classes in every field
+    scipy.io.savemat(path, {"feature": features, "label": labels})
+
+
+def prepare_workdir(work: Path) -> None:
+    (work / "configs").symlink_to(ROOT / "configs")
+    _landmine_file(work / "LandmineData.mat")
+    (work / "my_audit.toml").write_text(MY_AUDIT, encoding="utf-8")
+    _small_copy(ROOT / "reports" / "defaults" / "default_audit.toml", work / "default_small.toml")
+    for name in ("dpfedpne", "algorithm_bugs", "duets", "fedzero", "fkm"):
+        _small_copy(ROOT / "configs" / f"audit_{name}.toml", work / f"{name}_small.toml")
+
+
+def _child(jobs_path: str, results_path: str) -> None:
+    """Runs in the child process: every job through ``reports.cli.main``, one after another."""
+    import contextlib
+    import io
+    import resource
+    import signal
+    import time
+
+    from reports.cli import main
+
+    class TooSlow(BaseException):
+        pass
+
+    def alarm(signum, frame):
+        raise TooSlow
+
+    signal.signal(signal.SIGALRM, alarm)
+    from attacks.executors.dask_cluster import DaskExecutor
+
+    if len(DaskExecutor.__init__.__defaults__ or ()) == 3:  # README's placeholder HOST: 1 s, not 10 s, to refuse
+        DaskExecutor.__init__.__defaults__ = DaskExecutor.__init__.__defaults__[:2] + (1.0,)
+
+    def cpu() -> float:  # this process and its finished worker processes
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    results = []
+    for job in json.loads(Path(jobs_path).read_text()):
+        out = io.StringIO()
+        start, start_cpu = time.perf_counter(), cpu()
+        signal.setitimer(signal.ITIMER_REAL, job["limit"])
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = main(shlex.split(job["run"])[1:])
+        except TooSlow:
+            code = "too slow"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        elapsed, used = time.perf_counter() - start, cpu() - start_cpu
+        results.append({"code": code, "seconds": elapsed, "cpu": used, "tail": out.getvalue()[-600:]})
+        Path(results_path).write_text(json.dumps(results))
+
+
+def plan_jobs(commands) -> tuple[list[dict], list[str]]:
+    """One job per README command; problems with the table itself as messages."""
+    jobs, problems = [], []
+    for command, line in commands:
+        variant, code, why = VARIANTS.get(command, (None, promised_code(line), ""))
+        registered = command in VARIANTS
+        limit = VARIANT_WALL_S if registered else AS_WRITTEN_WALL_S
+        jobs.append(
+            {"readme": command, "run": variant or command, "code": code, "limit": limit, "registered": registered}
+        )
+    stale = sorted(set(VARIANTS) - {c for c, _ in commands})
+    problems += [f"registered in VARIANTS but no longer in README.md: {c}" for c in stale]
+    return jobs, problems
+
+
+def judge(job: dict, result: dict) -> str | None:
+    """Why a job's result fails, or None."""
+    if not job["registered"] and (result["code"] == "too slow" or result["cpu"] > AS_WRITTEN_CPU_S):
+        return (
+            f"`{job['readme']}` takes {result['cpu']:.0f} CPU s as written (limit {AS_WRITTEN_CPU_S:.0f}): "
+            "register a small variant in "
+            f"tests/test_readme_commands.py VARIANTS, e.g. {job['readme']!r}: "
+            f"('<smaller command>', {job['code']}, 'why')"
+        )
+    if result["code"] != job["code"]:
+        shown = job["run"] if job["run"] == job["readme"] else f"{job['run']} (for `{job['readme']}`)"
+        took = f"{result['seconds']:.1f} s, {result['cpu']:.1f} CPU s"
+        return f"`{shown}` exited {result['code']} ({took}), expected {job['code']}: {result['tail']!r}"
+    return None
+
+
+def test_the_extraction_reads_blocks_continuations_and_comments():
+    text = "x\n```bash\ndpaudit a --b 1 \\\n    --c 2   # VIOLATION\necho no\n```\n```\n$ dpaudit plan  # note\n```\n"
+    commands = readme_commands(text)
+    assert [c for c, _ in commands] == ["dpaudit a --b 1 --c 2", "dpaudit plan"]
+    assert [promised_code(line) for _, line in commands] == [1, 0]
+
+
+def test_an_unregistered_slow_command_fails_with_the_line_to_add():
+    job = plan_jobs([("dpaudit attack gaussian --trials 1e12", "dpaudit attack gaussian --trials 1e12")])[0][0]
+    assert not job["registered"] and job["limit"] == AS_WRITTEN_WALL_S
+    for result in ({"code": "too slow", "cpu": 3.0}, {"code": 0, "cpu": AS_WRITTEN_CPU_S + 1}):
+        message = judge(job, result | {"seconds": AS_WRITTEN_WALL_S, "tail": ""})
+        assert "register a small variant" in message and "VARIANTS" in message
+    assert judge(job, {"code": 0, "seconds": 1.0, "cpu": 1.0, "tail": ""}) is None
+    assert "expected 0" in judge(job, {"code": 2, "seconds": 1.0, "cpu": 1.0, "tail": "error"})
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs(tmp_path):
+    commands = readme_commands(README.read_text(encoding="utf-8"))
+    assert len(commands) > 30, "the README's commands were not found"
+    jobs, problems = plan_jobs(commands)
+    work = tmp_path / "work"
+    work.mkdir()
+    prepare_workdir(work)
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), MPLBACKEND="Agg")
+    script = "import sys; from tests.test_readme_commands import _child; _child(sys.argv[1], sys.argv[2])"
+    child = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "jobs.json"), str(tmp_path / "results.json")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    results = json.loads((tmp_path / "results.json").read_text()) if (tmp_path / "results.json").exists() else []
+    assert len(results) == len(jobs), f"the child stopped after {len(results)} commands: {child.stderr[-2000:]}"
+    problems += [p for job, result in zip(jobs, results, strict=True) if (p := judge(job, result))]
+    cpu, wall = sum(r["cpu"] for r in results), sum(r["seconds"] for r in results)
+    print(f"{len(results)} README commands: {cpu:.1f} CPU s, {wall:.1f} s wall")  # shown with pytest -s
+    timing = ", ".join(f"{r['cpu']:.1f}" for r in results)
+    assert not problems, "\n".join(problems) + f"\n(CPU seconds per command: {timing})"
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    found = re.search(
+        r"\*\*Set up and pass the tests\*\*.*?```bash\n(.*?)\n```", README.read_text(encoding="utf-8"), re.S
+    )
+    assert found, "README.md lost its 'Set up and pass the tests' command"
+    command = found.group(1).strip()
+    assert "apt-get" not in command, "the README's test command must run without root"
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
