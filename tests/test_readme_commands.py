@@ -147,9 +147,9 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         "full DP-FTS-DE runs per trial; 20 trials cannot test the claim (INCONCLUSIVE)",
     ),
     "dpaudit attack bug-fts-renormalise-sampled --trials 2000": (
-        "dpaudit attack bug-fts-renormalise-sampled --trials 20",
+        "dpaudit attack bug-fts-renormalise-sampled --trials 20 --seed 1",
         0,
-        "full runs per trial; at 20 trials the planted bug is not yet refuted (PASS)",
+        "full runs per trial; at 20 trials (seed 1) the planted bug is not yet refuted (PASS); the default seed is random",
     ),
     "dpaudit attack bug-pne-unnoised-final-upload --trials 10000": (
         "dpaudit attack bug-pne-unnoised-final-upload --trials 200",
@@ -312,10 +312,21 @@ def _landmine_file(path: Path) -> None:
     scipy.io.savemat(path, {"feature": features, "label": labels})
 
 
+def _one_run_scores(path: Path) -> None:
+    """A user's ``scores.npy`` (README: ``dpaudit estimate scores.npy --kind one-run``): (n, 2) columns
+    score and inclusion bit, canaries at mu = 2 when included."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    included = rng.integers(0, 2, size=1000)
+    np.save(path, np.column_stack([rng.normal(size=1000) + 2.0 * included, included]))
+
+
 def prepare_workdir(work: Path) -> None:
     (work / "configs").symlink_to(ROOT / "configs")
     _landmine_file(work / "LandmineData.mat")
     (work / "my_audit.toml").write_text(MY_AUDIT, encoding="utf-8")
+    _one_run_scores(work / "scores.npy")
     _small_copy(ROOT / "reports" / "defaults" / "default_audit.toml", work / "default_small.toml")
     for name in ("dpfedpne", "algorithm_bugs", "duets", "fedzero", "fkm"):
         _small_copy(ROOT / "configs" / f"audit_{name}.toml", work / f"{name}_small.toml")

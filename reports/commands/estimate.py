@@ -19,15 +19,7 @@ from __future__ import annotations
 import sys
 
 from accounting.errors import ConfigurationError
-
-SELECTION = {
-    "clopper-pearson": "Bonferroni over order-statistic thresholds (both directions)",
-    "clopper-pearson-split": "chosen on a random half, tested on the other half",
-    "bayesian-jeffreys": "chosen on a random half, tested on the other half",
-    "gdp": "Bonferroni over order-statistic thresholds (both directions)",
-    "one-run": "Bonferroni over the guess counts tried",
-    "fdp-one-run": "Bonferroni over the guess counts tried",
-}
+from reports.commands.estimate_input import SELECTION
 
 
 def add_parser(subparsers) -> None:

@@ -37,6 +37,16 @@ class Scores:
         """(scores without the canary / not included, scores with it / included)."""
         return self.scores[~self.labels], self.scores[self.labels]
 
+# How each estimator chooses its threshold (printed beside its bound and written into reports).
+SELECTION = {
+    "clopper-pearson": "Bonferroni over order-statistic thresholds (both directions)",
+    "clopper-pearson-split": "chosen on a random half, tested on the other half",
+    "bayesian-jeffreys": "chosen on a random half, tested on the other half",
+    "gdp": "Bonferroni over order-statistic thresholds (both directions)",
+    "one-run": "Bonferroni over the guess counts tried",
+    "fdp-one-run": "Bonferroni over the guess counts tried",
+}
+
 
 def _csv_columns(path: Path) -> tuple[str, list[str], list[str]]:
     try:

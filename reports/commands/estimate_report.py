@@ -33,7 +33,7 @@ def _planner(data, delta: float, confidence: float, top: float) -> PlannerSectio
 
 def _probe(data, bounds, verdict, roc, confidence: float) -> ProbeSection:
     from reports.audit.cache import thin_curve, trim_details
-    from reports.commands.estimate import SELECTION
+    from reports.commands.estimate_input import SELECTION
 
     fpr, tpr, auc = roc
     fpr, tpr = thin_curve(fpr, tpr)
