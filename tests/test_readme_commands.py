@@ -149,7 +149,7 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit attack bug-fts-renormalise-sampled --trials 2000": (
         "dpaudit attack bug-fts-renormalise-sampled --trials 20 --seed 1",
         0,
-        "full runs per trial; at 20 trials (seed 1) the planted bug is not yet refuted (PASS); the default seed is random",
+        "full runs; at 20 trials (seed 1) the planted bug is not yet refuted (PASS); the default seed is random",
     ),
     "dpaudit attack bug-pne-unnoised-final-upload --trials 10000": (
         "dpaudit attack bug-pne-unnoised-final-upload --trials 200",
