@@ -1,6 +1,6 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
-code is that status's, each target's verdict follows the verdict table from its two verdicts, and every
-curve's arrays have equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of
+code is that status's, each target's verdict follows the verdict table from its two verdicts, the findings
+tally counts the targets' findings, and every curve's arrays have equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of
 these, in one line naming the path."""
 
 from __future__ import annotations
@@ -43,6 +43,20 @@ def _target_verdict(path: str, target: dict) -> None:
         )
 
 
+def _findings_tally(report: dict) -> None:
+    """The top-level findings tally (schema 2.1; absent in 2.0 reports) must be the targets' own."""
+    from reports.model import findings_tally
+
+    if "findings" not in report:
+        return
+    expected = findings_tally(report["targets"])
+    for key in ("count", "worst", "by_severity"):
+        if report["findings"][key] != expected[key]:
+            raise ConfigurationError(
+                f"findings/{key}", f"{report['findings'][key]} but the targets' findings give {expected[key]}"
+            )
+
+
 def check_consistency(report: dict) -> None:
     """Raise ConfigurationError (path and reason, one line) if ``report`` contradicts itself."""
     from reports.audit.verdicts import worst_status
@@ -51,6 +65,7 @@ def check_consistency(report: dict) -> None:
     for i, target in enumerate(report["targets"]):
         _target_verdict(f"targets/{i}", target)
         _target_curves(f"targets/{i}", target)
+    _findings_tally(report)
     worst = worst_status(t["verdict"]["status"] for t in report["targets"]).value
     if report["status"] != worst:
         raise ConfigurationError("status", f"{report['status']} but the targets' verdicts give {worst}")

@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 
 from reports import plots
 from reports import render_text as words
+from reports.model import findings_tally
 from reports.model import fmt_number
 from reports.render_markdown import collapsed_rows
 
@@ -78,6 +79,10 @@ def _texts(report: dict) -> dict:
     targets = report["targets"]
     return {
         "summary": words.summary_lines(report),
+        "headline": words.overall_headline(report),
+        "tally": words.report_tally(report),
+        "target_headlines": [words.target_headline(t) for t in targets],
+        "target_worst": [findings_tally([t])["worst"] for t in targets],
         "reasons": [words.verdict_reason(t) for t in targets],
         "claims": [words.claim_text(t["claim"]) for t in targets],
         "findings": [[words.finding_text(x, t["claim"]) for x in t["findings"]] for t in targets],

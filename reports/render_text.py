@@ -3,7 +3,7 @@ numbers and ids of the report JSON (the audit writes no prose). Plain text; each
 
 from __future__ import annotations
 
-from reports.model import as_number, claim_in_words, is_available
+from reports.model import as_number, claim_in_words, findings_tally, is_available, verdict_headline
 from reports.model import fmt_number as f
 
 CEILING_WORDS = "a perfect attack could certify at most epsilon = {ceiling} with these trials"
@@ -62,8 +62,24 @@ def verdict_reason(target: dict) -> str:
     return reasons.get(v["rule"], v["rule"])
 
 
+def report_tally(report: dict) -> dict:
+    """The report's findings tally (computed from its targets for a 2.0 report, which has none)."""
+    return report.get("findings") or findings_tally(report["targets"])
+
+
+def overall_headline(report: dict) -> str:
+    """The overall verdict with the count and worst severity of the findings: "PASS, with 2 findings
+    (worst: high)"."""
+    return verdict_headline(report["status"], report_tally(report))
+
+
+def target_headline(target: dict) -> str:
+    return verdict_headline(target["verdict"]["status"], findings_tally([target]))
+
+
 def summary_lines(report: dict) -> list[str]:
-    return [f"{t['name']}: {t['verdict']['status']} - {verdict_reason(t)}" for t in report["targets"]]
+    """One line per target: its verdict with its findings, then why."""
+    return [f"{t['name']}: {target_headline(t)} - {verdict_reason(t)}" for t in report["targets"]]
 
 
 def _large_delta(v: dict, claim: dict) -> str:

@@ -554,6 +554,8 @@ REPORT_CASES = bad(
         BAD,
     ),
     case("report-roc-lengths", ["report", "report_roc_lengths.json"], BAD),
+    # a hand-edited findings tally that hides a high finding behind a PASS-looking headline
+    case("report-findings-tally", ["report", "report_findings_tally.json"], BAD, words="findings/count"),
 ]
 
 # ----- the command line itself -------------------------------------------------------------------------
@@ -605,6 +607,7 @@ def report_files() -> dict[str, str]:
         "report_version.json": {**report, "schema_version": "99.0"},
         "report_schema_error.json": {**report, "status": 5},
         "report_inconsistent.json": {**report, "status": "PASS", "exit_code": 0},
+        "report_findings_tally.json": {**report, "findings": {**report["findings"], "count": 0}},
     }
     roc = json.loads(json.dumps(report))
     roc["targets"][0]["probes"][0]["roc"]["x"] = roc["targets"][0]["probes"][0]["roc"]["x"][:3]

@@ -156,11 +156,11 @@ def run(args) -> int:
         paths = swap_in_report_set(out_dir, render_report_set(report))
         work_dir.mkdir(parents=True, exist_ok=True)
         (work_dir / FINISHED_MARKER).write_text(report["provenance"]["finished"] + "\n", encoding="utf-8")
-    from reports.render_text import summary_lines
+    from reports.render_text import overall_headline, summary_lines
 
     for line in summary_lines(report):
         print(line)
-    print(f"overall: {report['status']}; wrote {', '.join(str(p) for p in paths)}")
+    print(f"overall: {overall_headline(report)}; wrote {', '.join(str(p) for p in paths)}")
     return report["exit_code"]
 
 
