@@ -94,6 +94,7 @@ def _texts(report: dict) -> dict:
             for t in targets
         ],
         "planners": [words.planner_text(t["planner"]) for t in targets],
+        "bugs": [[words.planted_bug_note(p) for p in t["probes"]] for t in targets],
         "utilities": [
             words.utility_note(t["utility"]) if t["utility"].get("available", True) is not False else ""
             for t in targets

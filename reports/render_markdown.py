@@ -93,7 +93,7 @@ def _calibration(cal: dict | None) -> list[str]:
 
 
 def _probe(p: dict) -> list[str]:
-    out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])})", ""]
+    out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])}){esc(words.planted_bug_note(p))}", ""]
     if p["outcome"] != "ran":
         return out + [f"{p['outcome'].capitalize()}: {esc(p['reason'])}", ""]
     out += [
