@@ -57,6 +57,21 @@ def _findings_tally(report: dict) -> None:
             )
 
 
+def _gap(path: str, verdict: dict) -> None:
+    """Since schema 2.1 the gap is exactly upper - lower, negative when the two contradict (2.0 clipped
+    it at 0, which hid a lower bound above the upper bound)."""
+    import math
+
+    upper, lower, gap = verdict.get("upper_bound"), verdict["empirical"].get("lower_bound"), verdict.get("gap")
+    if not upper or not lower or gap is None:
+        return
+    expected = float(upper["epsilon"]) - float(lower["epsilon"])
+    if not math.isclose(float(gap), expected, rel_tol=1e-9, abs_tol=1e-12) and not (
+        math.isinf(expected) and float(gap) == expected
+    ):
+        raise ConfigurationError(f"{path}/verdict/gap", f"{gap} but upper - lower bound = {expected:.6g}")
+
+
 def check_consistency(report: dict) -> None:
     """Raise ConfigurationError (path and reason, one line) if ``report`` contradicts itself."""
     from reports.audit.verdicts import worst_status
@@ -64,6 +79,8 @@ def check_consistency(report: dict) -> None:
 
     for i, target in enumerate(report["targets"]):
         _target_verdict(f"targets/{i}", target)
+        if report.get("schema_version") != "2.0":
+            _gap(f"targets/{i}", target["verdict"])
         _target_curves(f"targets/{i}", target)
     _findings_tally(report)
     worst = worst_status(t["verdict"]["status"] for t in report["targets"]).value

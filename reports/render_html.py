@@ -84,6 +84,7 @@ def _texts(report: dict) -> dict:
         "target_headlines": [words.target_headline(t) for t in targets],
         "target_worst": [findings_tally([t])["worst"] for t in targets],
         "reasons": [words.verdict_reason(t) for t in targets],
+        "gaps": [words.gap_text(t["verdict"]) for t in targets],
         "claims": [words.claim_text(t["claim"]) for t in targets],
         "findings": [[words.finding_text(x, t["claim"]) for x in t["findings"]] for t in targets],
         "notes": [words.explanations(t) for t in targets],

@@ -131,7 +131,7 @@ def summary_table(t: dict) -> list[str]:
         ["verdict", words.target_headline(t)],
         ["tightest upper bound", "n/a" if not upper else f"{f(upper['epsilon'])} ({upper['source']})"],
         ["best rigorous lower bound", "n/a" if not lower else f"{f(lower['epsilon'])} ({lower['source']})"],
-        ["gap", f(v.get("gap"))],
+        ["gap", words.gap_text(v)],
         ["ceiling of the estimator used", f(v["empirical"].get("ceiling"))],
     ]
     return _table(["", ""], rows) + [f"**{words.target_headline(t)}** - {esc(words.verdict_reason(t))}", ""]

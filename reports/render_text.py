@@ -235,6 +235,19 @@ def _bandit_utility_note(u: dict) -> str:
     return text
 
 
+def gap_text(verdict: dict) -> str:
+    """The gap between the tightest upper and the best rigorous lower bound; a lower bound above the upper
+    bound is a contradiction, never a gap of 0 (reports before schema 2.1 clipped it to 0)."""
+    gap = verdict.get("gap")
+    upper, lower = verdict.get("upper_bound"), verdict["empirical"].get("lower_bound")
+    if upper and lower and as_number(lower["epsilon"]) > as_number(upper["epsilon"]):
+        return (
+            f"none: the lower bound {f(lower['epsilon'])} exceeds the upper bound {f(upper['epsilon'])} by "
+            f"{f(as_number(lower['epsilon']) - as_number(upper['epsilon']))}; they contradict each other"
+        )
+    return f(gap)
+
+
 def fmt_stderr(se, value) -> str:
     """A standard error to two significant digits, or 0 when it is below the value's last shown digit."""
     if se is None:
