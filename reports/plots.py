@@ -290,7 +290,12 @@ class _SummaryMarks:
     "inf" written beside an infinite one; remembers which legend entries were used."""
 
     def __init__(self, ax, edge: float):
-        self.ax, self.edge, self.seen = ax, edge, []
+        self.ax, self.edge, self.seen, self.count = ax, edge, [], 0
+
+    def _gid(self, prefix: str) -> str:
+        """A unique id per mark ("target-3-7"): the SVG writes gids as element ids."""
+        self.count += 1
+        return f"{prefix}-{self.count}"
 
     def _use(self, label: str) -> None:
         if label not in self.seen:
@@ -306,11 +311,13 @@ class _SummaryMarks:
             x = self.edge
         else:
             self._use(label)
-        self.ax.plot([x], [y], linestyle="none", gid=gid, **style)
+        self.ax.plot([x], [y], linestyle="none", gid=self._gid(gid), **style)
 
     def ceiling(self, lower, ceiling, y, gid) -> None:
         """The band from a probe's lower bound to the ceiling of its estimator."""
-        self.ax.plot([lower, min(ceiling, self.edge)], [y] * 2, color="#2e7d32", alpha=0.35, lw=4, gid=gid)
+        self.ax.plot(
+            [lower, min(ceiling, self.edge)], [y] * 2, color="#2e7d32", alpha=0.35, lw=4, gid=self._gid(gid)
+        )
         self._use("lower bound .. ceiling of the estimator used")
 
     def legend_handles(self) -> list:
