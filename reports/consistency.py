@@ -1,7 +1,8 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
 code is that status's, each target's verdict follows the verdict table from its two verdicts, the findings
-tally counts the targets' findings, and every curve's arrays have equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of
-these, in one line naming the path."""
+tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
+equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
+naming the path."""
 
 from __future__ import annotations
 

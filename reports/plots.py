@@ -315,9 +315,7 @@ class _SummaryMarks:
 
     def ceiling(self, lower, ceiling, y, gid) -> None:
         """The band from a probe's lower bound to the ceiling of its estimator."""
-        self.ax.plot(
-            [lower, min(ceiling, self.edge)], [y] * 2, color="#2e7d32", alpha=0.35, lw=4, gid=self._gid(gid)
-        )
+        self.ax.plot([lower, min(ceiling, self.edge)], [y] * 2, color="#2e7d32", alpha=0.35, lw=4, gid=self._gid(gid))
         self._use("lower bound .. ceiling of the estimator used")
 
     def legend_handles(self) -> list:

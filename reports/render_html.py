@@ -15,8 +15,7 @@ from markupsafe import Markup, escape
 
 from reports import plots
 from reports import render_text as words
-from reports.model import findings_tally
-from reports.model import fmt_number
+from reports.model import findings_tally, fmt_number
 from reports.render_markdown import collapsed_rows
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")

@@ -301,7 +301,7 @@ def probe_setting_note(target: dict, probe: dict) -> str:
 
 
 def planted_bug_note(probe: dict) -> str:
-    """" - planted bug 'NAME'" for a probe whose parameters plant a bug (``bug`` or ``planted_bug``)."""
+    """ " - planted bug 'NAME'" for a probe whose parameters plant a bug (``bug`` or ``planted_bug``)."""
     params = probe.get("params") or {}
     bug = params.get("bug") or params.get("planted_bug")
     return "" if bug in (None, "none") else f" - planted bug {bug!r}"

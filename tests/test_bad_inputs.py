@@ -558,6 +558,16 @@ REPORT_CASES = bad(
     case("report-findings-tally", ["report", "report_findings_tally.json"], BAD, words="findings/count"),
 ]
 
+# ----- a run into a directory that holds this variant's earlier result: refused (no --force) -----------
+# (the files are in bad_input_files.files(); each variant has its own name, tests/reports/test_run_outputs.py)
+EXISTING_OUTPUT_CASES = [
+    case("run-dp-fts-existing-output", ["run", "dp-fts", "--config", "fts.toml", "--out", "."], words="--force"),
+    case("run-dp-fed-pne-existing-output", ["run", "dp-fed-pne", "--horizon", "50", "--out", "."], words="--force"),
+    case("run-dp-fkm-existing-output", ["run", "dp-fkm", "--out", "."], words="--force"),
+    case("run-dp-fedzero-existing-output", ["run", "dp-fedzero", "--out", "."], words="--force"),
+    case("run-dp-duets-existing-output", ["run", "dp-duets", "--out", "."], words="--force"),
+]
+
 # ----- the command line itself -------------------------------------------------------------------------
 GLOBAL_CASES = bad(
     "cli",
@@ -590,6 +600,7 @@ ALL_CASES = (
     + PLAN_CASES
     + AUDIT_CASES
     + REPORT_CASES
+    + EXISTING_OUTPUT_CASES
     + GLOBAL_CASES
     + FOUND_CASES
 )

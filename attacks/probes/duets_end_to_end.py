@@ -9,7 +9,6 @@ design (notes A.9); ``private = False`` audits the seed's non-private DUETS.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import numpy as np

@@ -19,7 +19,6 @@ privacy-preserving benefits", backed by the non-private end-to-end probe.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import numpy as np

@@ -23,7 +23,9 @@ def passing_report_with_a_high_finding() -> dict:
     target = report["targets"][0]
     target["verdict"].update(status="PASS", rule="proved")
     target["verdict"]["empirical"]["failed"] = []
-    target["findings"].append({"id": "claim-holds", "severity": "info", "values": {"accountant": "exact", "upper_bound": 0.75}})
+    target["findings"].append(
+        {"id": "claim-holds", "severity": "info", "values": {"accountant": "exact", "upper_bound": 0.75}}
+    )
     report.update(targets=[target], status="PASS", exit_code=0, findings=findings_tally([target]))
     return validate_report(report)
 
@@ -66,7 +68,10 @@ def test_a_report_without_the_tally_still_reads_and_renders():
     assert "Overall verdict: PASS, with 1 finding (worst: high)" in render_markdown(report)
 
 
-@pytest.mark.parametrize("key, value", [("count", 0), ("worst", None), ("by_severity", {"critical": 0, "high": 0, "medium": 0, "low": 0, "info": 1})])
+@pytest.mark.parametrize(
+    "key, value",
+    [("count", 0), ("worst", None), ("by_severity", {"critical": 0, "high": 0, "medium": 0, "low": 0, "info": 1})],
+)
 def test_a_tampered_tally_is_refused(key, value):
     report = passing_report_with_a_high_finding()
     report["findings"][key] = value

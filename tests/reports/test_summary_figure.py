@@ -35,7 +35,11 @@ def _targets(n: int, probes_per_target=(1, 2, 3)) -> dict:
 
 def _lines(fig, gid):
     """The lines whose id is ``gid`` or ``gid-N`` (the summary numbers its marks: SVG ids are unique)."""
-    return [line for line in fig.axes[0].get_lines() if line.get_gid() in (gid,) or (line.get_gid() or "").startswith(gid + "-")]
+    return [
+        line
+        for line in fig.axes[0].get_lines()
+        if line.get_gid() in (gid,) or (line.get_gid() or "").startswith(gid + "-")
+    ]
 
 
 def test_every_label_is_the_whole_name():
