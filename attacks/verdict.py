@@ -23,7 +23,6 @@ from attacks.estimators.one_run import one_run_p_value
 from attacks.estimators.types import EpsilonBound, _plain
 from attacks.planner import max_certifiable_epsilon
 
-
 VIOLATION, CONSISTENT, UNTESTABLE = "VIOLATION", "CONSISTENT", "UNTESTABLE"
 STATUSES = (VIOLATION, CONSISTENT, UNTESTABLE)
 

@@ -568,6 +568,21 @@ EXISTING_OUTPUT_CASES = [
     case("run-dp-duets-existing-output", ["run", "dp-duets", "--out", "."], words="--force"),
 ]
 
+# ----- an unreachable Dask scheduler is refused with no file written (no checkpoint manifest, no audit
+# directory); "foo://" fails at once, so the cases stay fast (tcp://127.0.0.1:1 takes the 10 s timeout) ---
+SCHEDULER_CASES = [
+    case(
+        "attack-unreachable-scheduler-writes-no-checkpoint",
+        ["attack", "gaussian", "--trials", "200", "--executor", "dask", "--scheduler", "foo://x", "--checkpoint", "ck"],
+        words="scheduler",
+    ),
+    case(
+        "audit-unreachable-scheduler-writes-nothing",
+        ["audit", "audit.toml", "--executor", "dask", "--scheduler", "foo://x", "--out", "aud"],
+        words="scheduler",
+    ),
+]
+
 # ----- the command line itself -------------------------------------------------------------------------
 GLOBAL_CASES = bad(
     "cli",
@@ -601,6 +616,7 @@ ALL_CASES = (
     + AUDIT_CASES
     + REPORT_CASES
     + EXISTING_OUTPUT_CASES
+    + SCHEDULER_CASES
     + GLOBAL_CASES
     + FOUND_CASES
 )

@@ -38,7 +38,6 @@ def test_a_rerun_is_refused_without_force_and_overwrites_with_it(tmp_path, capsy
     assert path.read_bytes() != first  # the seed-1 result replaced it
 
 
-
 def test_force_appears_in_every_run_help(capsys):
     for algorithm in ("dp-fts", "dp-fed-pne", "dp-fkm", "dp-fedzero", "dp-duets"):
         assert main(["run", algorithm, "--help"]) == 0
