@@ -77,3 +77,44 @@ def test_a_tampered_tally_is_refused(key, value):
     report["findings"][key] = value
     with pytest.raises(ConfigurationError, match=f"findings/{key}"):
         validate_report(report)
+
+
+PASS_WITH_A_HIGH_FINDING = """
+title = "headline test"
+seed = 3
+[[target]]
+name = "Gaussian, analytic calibration, delta large for its population"
+algorithm = "mechanism"
+accountants = ["exact"]
+[target.parameters]
+type = "gaussian"
+calibration = "analytic"
+[target.claim]
+epsilon = 2.0
+delta = 0.01
+neighbouring = "add-remove"
+unit = "one record"
+units = 100
+unit_plural = "records"
+[[target.probes]]
+name = "gaussian"
+trials = 2000
+"""
+
+
+def test_the_audit_summary_on_stdout_shows_the_findings(tmp_path, capsys):
+    """A proved claim (PASS) whose delta = 0.01 is 1/N for N = 100 records: the large-delta finding
+    (high) appears with the PASS in the target line, the exit summary and the saved report."""
+    from reports.cli import main
+    from reports.model import load_report
+
+    config = tmp_path / "audit.toml"
+    config.write_text(PASS_WITH_A_HIGH_FINDING)
+    assert main(["audit", str(config), "--out", str(tmp_path / "out"), "--quiet"]) == 0  # exit code unchanged
+    out = capsys.readouterr().out
+    report = load_report(tmp_path / "out" / "report.json")
+    tally = report["findings"]
+    assert report["status"] == "PASS" and tally["worst"] == "high" and tally["count"] >= 1
+    headline = verdict_headline("PASS", tally)
+    assert f"overall: {headline}; wrote" in out
+    assert out.splitlines()[0].startswith(f"{report['targets'][0]['name']}: {headline} - ")
