@@ -338,7 +338,8 @@ def _draw_summary_row(marks: _SummaryMarks, target: dict, band: tuple[float, flo
     """One target in its band: the claim and accountants' upper bounds in the top lane, one lane per probe
     below (its best rigorous lower bound and the band up to its estimator's ceiling)."""
     y = band[1] - LANE
-    marks.mark(target["claim"]["epsilon"], y, "claim", gid, **{**LEGEND_STYLES["claim"], "ms": 14})
+    # the claim on top (zorder): an upper bound equal to it (a star or a dot) must not hide it
+    marks.mark(target["claim"]["epsilon"], y, "claim", gid, **{**LEGEND_STYLES["claim"], "ms": 14, "zorder": 4})
     uppers = _accountant_bounds(target)
     for _name, eps in uppers:
         marks.mark(eps, y, "accountant upper bound", gid, **LEGEND_STYLES["accountant upper bound"])

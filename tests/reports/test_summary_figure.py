@@ -84,6 +84,8 @@ def test_a_finite_tightest_bound_is_a_star_at_its_value():
     report = _targets(1)
     stars = [m for m in _lines(summary_figure(report), "target-0") if m.get_marker() == "*"]
     assert [m.get_xdata()[0] for m in stars] == [pytest.approx(0.75)]  # the exact accountant's 0.75
+    claim = [m for m in _lines(summary_figure(report), "target-0") if m.get_marker() == "|"]
+    assert len(claim) == 1 and claim[0].get_zorder() > stars[0].get_zorder()  # a bound equal to it cannot hide it
 
 
 def test_legend_entries_do_not_overlap():
