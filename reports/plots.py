@@ -290,7 +290,7 @@ class _SummaryMarks:
     "inf" written beside an infinite one; remembers which legend entries were used."""
 
     def __init__(self, ax, edge: float):
-        self.ax, self.edge, self.seen, self.count = ax, edge, [], 0
+        self.ax, self.edge, self.seen, self.count, self.edge_texts = ax, edge, [], 0, set()
 
     def _gid(self, prefix: str) -> str:
         """A unique id per mark ("target-3-7"): the SVG writes gids as element ids."""
@@ -307,7 +307,9 @@ class _SummaryMarks:
             style = {**style, "marker": ">", "ms": 8}
             self._use("infinite (drawn at the edge)")
             text = "inf" if not math.isfinite(x) else fmt_short(x)
-            self.ax.text(self.edge * 1.012, y, text, fontsize=6, va="center", ha="left", color=style.get("color"))
+            if (y, text) not in self.edge_texts:  # several accountants at inf: one word, not a smudge
+                self.edge_texts.add((y, text))
+                self.ax.text(self.edge * 1.012, y, text, fontsize=6, va="center", ha="left", color=style.get("color"))
             x = self.edge
         else:
             self._use(label)
