@@ -8,7 +8,7 @@ import json
 
 from reports.cli import main
 
-FKM = ["run", "dp-fkm", "--horizon", "400", "--exploration", "0.5"]
+FKM = ["run", "dp-fkm", "--horizon", "400", "--exploration", "0.5", "--accountants", "rdp"]
 
 
 def _names(directory) -> set[str]:
@@ -46,9 +46,27 @@ def test_force_appears_in_every_run_help(capsys):
 
 def test_pne_calibrations_and_fedzero_units_write_different_files(tmp_path):
     for calibration in ("classic", "analytic"):
-        main(["run", "dp-fed-pne", "--horizon", "50", "--calibration", calibration, "--out", str(tmp_path)])
+        main(
+            [
+                "run",
+                "dp-fed-pne",
+                "--horizon",
+                "50",
+                "--calibration",
+                calibration,
+                "--accountants",
+                "rdp",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     for unit in ("worker", "record"):
-        assert main(["run", "dp-fedzero", "--rounds", "20", "--unit", unit, "--out", str(tmp_path)]) == 0
+        assert (
+            main(
+                ["run", "dp-fedzero", "--rounds", "20", "--unit", unit, "--accountants", "rdp", "--out", str(tmp_path)]
+            )
+            == 0
+        )
     names = _names(tmp_path)
     assert {"pne_dp-fed-pne_garland_classic.json", "pne_dp-fed-pne_garland_analytic.json"} <= names
     assert {"fedzero_dp-fedzero_l2_worker-scalar.json", "fedzero_dp-fedzero_l2_record-scalar.json"} <= names
