@@ -23,7 +23,7 @@ from attacks.executors.checkpoint import Checkpoint
 from attacks.probes import Probe, check_trials, get_probe
 from attacks.run_plan import plan_run
 
-EXIT_CODES = {"PASS": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}
+EXIT_CODES = {"CONSISTENT": 0, "VIOLATION": 1, "UNTESTABLE": 3}  # as the audit: PASS 0, VIOLATION 1, INCONCLUSIVE 3
 __all__ = ["AttackOptions", "AttackResult", "collect_counts", "collect_scores", "run_attack"]
 
 
@@ -103,7 +103,7 @@ class AttackResult:
 
     @property
     def exit_code(self) -> int:
-        """0 PASS (or no claim to judge), 1 VIOLATION, 3 INCONCLUSIVE."""
+        """0 CONSISTENT (or no claim to judge), 1 VIOLATION, 3 UNTESTABLE."""
         return 0 if self.verdict is None else EXIT_CODES[self.verdict.status]
 
     def best_rigorous(self) -> float:
@@ -311,10 +311,11 @@ def _collect_and_estimate(probe, trials, root, plan, delta, confidence, options,
 
 
 def _claim_and_verdict(probe, true_eps, claim_epsilon, claim_delta, delta, bounds, trials, confidence):
-    """The claim judged (the given one, else the described mechanism's tight epsilon), where it came from,
-    and the verdict (None without a finite claim)."""
+    """The claim judged (the given one, else the described mechanism's tight epsilon when finite: a
+    non-private probe's infinite epsilon is no claim), where it came from, and the verdict (None without a
+    finite claim)."""
     source = "given"
-    if claim_epsilon is None and true_eps is not None:
+    if claim_epsilon is None and true_eps is not None and math.isfinite(true_eps):
         claim_epsilon = float(true_eps) if claim_delta == delta else probe.true_epsilon(claim_delta)
         source = "tight epsilon of the described mechanism"
     verdict = None

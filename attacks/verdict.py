@@ -1,11 +1,15 @@
-"""The verdict of an audit: PASS, VIOLATION or INCONCLUSIVE, with a p-value for the claim.
+"""The empirical verdict on a claim: VIOLATION, CONSISTENT or UNTESTABLE, with a p-value for the claim.
+
+These are the words of the audit's empirical verdict (``reports.audit.verdicts``), so `dpaudit attack`
+and `dpaudit audit` say the same thing about the same evidence; PASS/INCONCLUSIVE are the audit's overall
+verdicts, which also weigh the accountants.
 
 Null hypothesis: the mechanism is (claim_epsilon, claim_delta)-DP. Each rigorous bound that carries
 its evidence (the threshold tests of Clopper-Pearson, the counts of one-run) yields a valid p-value
 for this null at the claimed delta; when several rigorous bounds are combined the smallest p-value is
 Bonferroni-corrected by their number. VIOLATION when that p-value is at most 1 - confidence (for a
-single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise INCONCLUSIVE when
-the planner's ceiling for the trial budget cannot exceed the claim; otherwise PASS (no evidence
+single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise UNTESTABLE when
+the planner's ceiling for the trial budget cannot exceed the claim; otherwise CONSISTENT (no evidence
 against the claim). Model-based and Bayesian bounds are never used to declare a violation.
 """
 
@@ -19,10 +23,13 @@ from attacks.estimators.one_run import one_run_p_value
 from attacks.estimators.types import EpsilonBound, _plain
 from attacks.planner import max_certifiable_epsilon
 
+VIOLATION, CONSISTENT, UNTESTABLE = "VIOLATION", "CONSISTENT", "UNTESTABLE"
+STATUSES = (VIOLATION, CONSISTENT, UNTESTABLE)
+
 
 @dataclass(frozen=True)
 class Verdict:
-    status: str                      # "PASS" | "VIOLATION" | "INCONCLUSIVE"
+    status: str                      # one of STATUSES
     p_value: float | None            # for the null "the claim holds"; None without rigorous evidence
     best_bound: EpsilonBound | None  # the largest rigorous bound (None if there is none)
     ceiling: float                   # planner: the most any attack could certify with these trials
@@ -67,16 +74,16 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
     level = 1.0 - confidence
     if p_value is not None and p_value <= level:
         correction = f" (Bonferroni over {len(p_values)} rigorous estimators)" if len(p_values) > 1 else ""
-        return Verdict("VIOLATION", p_value, best, ceiling,
+        return Verdict(VIOLATION, p_value, best, ceiling,
                        f"{best.method} certifies epsilon >= {best.epsilon:.4g} at delta = {best.delta:g} "
                        f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
                        f"p = {p_value:.3g}{correction}.")
     if ceiling <= claim_epsilon:
-        return Verdict("INCONCLUSIVE", p_value, best, ceiling,
+        return Verdict(UNTESTABLE, p_value, best, ceiling,
                        f"with {trials} trials per world no attack can certify more than epsilon = "
                        f"{ceiling:.4g} at delta = {claim_delta:g}, so the claim {claim_epsilon:g} "
                        f"cannot be refuted; use more trials.")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return Verdict("PASS", p_value, best, ceiling,
+    return Verdict(CONSISTENT, p_value, best, ceiling,
                    f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling "
                    f"{ceiling:.4g}.")

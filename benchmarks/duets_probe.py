@@ -7,6 +7,7 @@ epsilon and the wall time. Usage: python -P benchmarks/duets_probe.py [--trials 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 from attacks.attack import run_attack
@@ -33,12 +34,13 @@ def main() -> None:
     for name, params in PROBES.items():
         probe = get_probe(name, **params)
         start = time.perf_counter()
-        claim = None if probe.true_epsilon(args.delta) is not None else 8.0
+        tight_eps = probe.true_epsilon(args.delta)  # inf for the non-private probe
+        claim = None if tight_eps is not None and math.isfinite(tight_eps) else 8.0
         result = run_attack(probe, args.trials, seed=2026, delta=args.delta, claim_epsilon=claim)
         elapsed = time.perf_counter() - start
         tight = result.true_epsilon
         bounds = {b.method: b.epsilon for b in result.bounds}
-        ratios = {k: (v / tight if tight else None) for k, v in bounds.items()}
+        ratios = {k: (v / tight if tight and math.isfinite(tight) else None) for k, v in bounds.items()}
         print(
             f"{name:28s} tight {tight if tight is None else round(tight, 3)}  "
             + "  ".join(f"{k} {v:.3f}" + (f" ({ratios[k]:.2f})" if ratios[k] else "") for k, v in bounds.items())

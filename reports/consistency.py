@@ -1,7 +1,8 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
-code is that status's, each target's verdict follows the verdict table from its two verdicts, and every
-curve's arrays have equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of
-these, in one line naming the path."""
+code is that status's, each target's verdict follows the verdict table from its two verdicts, the findings
+tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
+equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
+naming the path."""
 
 from __future__ import annotations
 
@@ -43,6 +44,35 @@ def _target_verdict(path: str, target: dict) -> None:
         )
 
 
+def _findings_tally(report: dict) -> None:
+    """The top-level findings tally (schema 2.1; absent in 2.0 reports) must be the targets' own."""
+    from reports.model import findings_tally
+
+    if "findings" not in report:
+        return
+    expected = findings_tally(report["targets"])
+    for key in ("count", "worst", "by_severity"):
+        if report["findings"][key] != expected[key]:
+            raise ConfigurationError(
+                f"findings/{key}", f"{report['findings'][key]} but the targets' findings give {expected[key]}"
+            )
+
+
+def _gap(path: str, verdict: dict) -> None:
+    """Since schema 2.1 the gap is exactly upper - lower, negative when the two contradict (2.0 clipped
+    it at 0, which hid a lower bound above the upper bound)."""
+    import math
+
+    upper, lower, gap = verdict.get("upper_bound"), verdict["empirical"].get("lower_bound"), verdict.get("gap")
+    if not upper or not lower or gap is None:
+        return
+    expected = float(upper["epsilon"]) - float(lower["epsilon"])
+    if not math.isclose(float(gap), expected, rel_tol=1e-9, abs_tol=1e-12) and not (
+        math.isinf(expected) and float(gap) == expected
+    ):
+        raise ConfigurationError(f"{path}/verdict/gap", f"{gap} but upper - lower bound = {expected:.6g}")
+
+
 def check_consistency(report: dict) -> None:
     """Raise ConfigurationError (path and reason, one line) if ``report`` contradicts itself."""
     from reports.audit.verdicts import worst_status
@@ -50,7 +80,10 @@ def check_consistency(report: dict) -> None:
 
     for i, target in enumerate(report["targets"]):
         _target_verdict(f"targets/{i}", target)
+        if report.get("schema_version") != "2.0":
+            _gap(f"targets/{i}", target["verdict"])
         _target_curves(f"targets/{i}", target)
+    _findings_tally(report)
     worst = worst_status(t["verdict"]["status"] for t in report["targets"]).value
     if report["status"] != worst:
         raise ConfigurationError("status", f"{report['status']} but the targets' verdicts give {worst}")

@@ -6,8 +6,11 @@ against ``reports/schema/report.schema.json`` and reads/writes it atomically.
 
 Layout (see the schema for every field)::
 
-    {"schema": "dpfed-audit/report", "schema_version": "2.0", "title", "status", "exit_code",
-     "targets": [target, ...], "provenance": {...}}
+    {"schema": "dpfed-audit/report", "schema_version": "2.1", "title", "status", "exit_code",
+     "findings": {"count", "worst", "by_severity"}, "targets": [target, ...], "provenance": {...}}
+
+``findings`` (added in 2.1; a 2.0 report without it is still read) tallies the targets' findings that
+call for attention (every severity but "info"), so that a PASS never hides a high-severity finding.
 
 Each target is a ``reports.audit.model.TargetResult`` as JSON: one audited system with its claim,
 accounting, calibration check, planner, probes, verdicts, utility and findings, all numbers and ids
@@ -27,7 +30,7 @@ from accounting.zero_out import relation_note
 from attacks.files import atomic_write_text
 
 SCHEMA_NAME = "dpfed-audit/report"
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"  # 2.1: the top-level "findings" tally
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
 # Fields that legitimately differ between two runs of the same configuration and seed.
@@ -75,6 +78,30 @@ def fmt_number(value) -> str:
     return f"{value:.4g}"
 
 
+SEVERITIES = ("critical", "high", "medium", "low", "info")  # most severe first
+ATTENTION = SEVERITIES[:-1]  # "info" findings state facts (the claim holds, ...); they are not counted
+
+
+def findings_tally(targets: list[dict]) -> dict:
+    """The findings of ``targets`` (report dicts) that call for attention: their number, the worst
+    severity (None without any) and the number at each severity (info included, for completeness)."""
+    severities = [x["severity"] for t in targets for x in t.get("findings", [])]
+    counted = [s for s in severities if s in ATTENTION]
+    return {
+        "count": len(counted),
+        "worst": min(counted, key=SEVERITIES.index) if counted else None,
+        "by_severity": {s: severities.count(s) for s in SEVERITIES},
+    }
+
+
+def verdict_headline(status: str, tally: dict) -> str:
+    """The verdict with its findings: "PASS, with 2 findings (worst: high)" or "PASS, no findings"."""
+    if not tally["count"]:
+        return f"{status}, no findings"
+    plural = "s" if tally["count"] != 1 else ""
+    return f"{status}, with {tally['count']} finding{plural} (worst: {tally['worst']})"
+
+
 def new_report(title: str, targets, provenance: dict) -> dict:
     """The JSON report of typed target results (``reports.audit.model.TargetResult``): the one place
     where the audit becomes JSON. Its status is the worst target verdict."""
@@ -83,17 +110,20 @@ def new_report(title: str, targets, provenance: dict) -> dict:
     from reports.exit_codes import exit_code_for_status
 
     status = worst_status(t.verdict.status for t in targets).value
-    return to_plain(
+    report = to_plain(
         {
             "schema": SCHEMA_NAME,
             "schema_version": SCHEMA_VERSION,
             "title": title,
             "status": status,
             "exit_code": int(exit_code_for_status(status)),
+            "findings": None,
             "targets": list(targets),
             "provenance": provenance,
         }
     )
+    report["findings"] = findings_tally(report["targets"])
+    return report
 
 
 @lru_cache(maxsize=1)

@@ -61,6 +61,12 @@ def _positive_pairs(xs, ys):
 
 
 def roc_svg(probe: dict, claim: dict | None = None) -> str | None:
+    """``roc_figure`` as inline SVG (None when there is nothing to draw)."""
+    fig = roc_figure(probe, claim)
+    return None if fig is None else _to_svg(fig, f"ROC of probe {probe['name']}")
+
+
+def roc_figure(probe: dict, claim: dict | None = None) -> Figure | None:
     """Empirical ROC (log-log) drawn over the accountant's trade-off curve (the best possible ROC) and the
     claimed (epsilon, delta) boundary (no ROC of a mechanism meeting the claim lies above it)."""
     roc, tradeoff = probe.get("roc") or {}, probe.get("tradeoff") or {}
@@ -86,29 +92,47 @@ def roc_svg(probe: dict, claim: dict | None = None) -> str | None:
             drew = True
     if not drew:
         return None
+    low = max(1e-6, 0.5 / max(probe.get("trials", 1), 1))
     if claim is not None:
-        import numpy as np
-
-        grid = np.logspace(-7, 0, 200)
-        ax.plot(
-            grid,
-            claim_boundary(float(claim["epsilon"]), float(claim["delta"]), grid),
-            color="#7b3fa0",
-            lw=1.2,
-            ls="--",
-            label=f"claimed ({claim['epsilon']:g}, {claim['delta']:.3g}) boundary",
-        )
+        _claim_boundary_line(ax, claim, low)
     ax.plot([1e-7, 1], [1e-7, 1], color="#999999", lw=0.8, ls=":", label="random guess")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(max(1e-6, 0.5 / max(probe.get("trials", 1), 1)), 1)
-    ax.set_ylim(max(1e-6, 0.5 / max(probe.get("trials", 1), 1)), 1.05)
+    ax.set_xlim(low, 1)
+    ax.set_ylim(low, 1.05)
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_title(plain(f"{probe['name']} ({probe.get('threat_model', '')})"), fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    return _to_svg(fig, f"ROC of probe {probe['name']}")
+    return fig
+
+
+FRAME_TPR = 0.99  # on the ROC plot's log axis (top 1.05) a TPR above this lies within about 1% of the top frame
+
+
+def claim_boundary_points(epsilon: float, delta: float, low: float):
+    """The claimed boundary over FPR in [low, 1] where it lies visibly below the top frame (TPR < 0.99);
+    a large claim's boundary is ~1 almost everywhere and would be drawn along the frame. Returns (fpr, tpr,
+    the first FPR from which TPR >= 0.99, or None)."""
+    import numpy as np
+
+    grid = np.logspace(math.log10(low), 0, 400)
+    tpr = claim_boundary(epsilon, delta, grid)
+    binding = tpr < FRAME_TPR
+    saturated = grid[~binding]
+    return grid[binding], tpr[binding], float(saturated[0]) if saturated.size else None
+
+
+def _claim_boundary_line(ax, claim: dict, low: float) -> None:
+    """The claimed (epsilon, delta) boundary, only where it lies visibly below TPR = 1; the legend says from
+    which FPR it is ~1 (for a large claim every FPR shown: the claim constrains nothing visible)."""
+    eps, delta = float(claim["epsilon"]), float(claim["delta"])
+    x, y, saturated = claim_boundary_points(eps, delta, low)
+    label = f"claimed ({eps:g}, {delta:.3g}) boundary"
+    if saturated is not None:
+        label += f": TPR >= {FRAME_TPR:g} for FPR >= {saturated:.2g}" + (" (no constraint shown)" if not len(x) else "")
+    ax.plot(x, y, color="#7b3fa0", lw=1.2, ls="--", label=label, gid="claim-boundary")
 
 
 def epsilon_rounds_svg(accounting: dict, claim: dict) -> str | None:
@@ -180,75 +204,155 @@ def _probe_bounds(target: dict) -> list[tuple[str, float, float | None]]:
     return out
 
 
-def summary_svg(report: dict) -> str | None:
+SUMMARY_LABEL_WIDTH = 34  # characters per line of a target's label (wrapped, never cut)
+LANE = 0.28  # height of one lane (the claim and upper bounds, or one probe) in data units = inches / 1.25
+
+
+def _lanes(target: dict) -> int:
+    return 1 + len(_probe_bounds(target))
+
+
+def summary_layout(targets: list[dict]) -> list[tuple[float, float]]:
+    """(bottom, top) of each target's band, top to bottom: one lane for the claim and upper bounds, one per
+    probe, and padding; bands never overlap, so two rows never share one label."""
+    bands, top = [], 0.0
+    for t in targets:
+        height = LANE * (_lanes(t) + 1)
+        bands.append((top - height, top))
+        top -= height
+    return bands
+
+
+def summary_figure(report: dict) -> Figure | None:
     """Every target on one epsilon axis: the claim, each accountant's upper bound (the tightest marked),
-    each probe's best rigorous lower bound and the ceiling its budget allowed. Infinite values are drawn
-    at the right edge with an arrow."""
+    each probe's best rigorous lower bound and the ceiling its budget allowed. Each target has its own
+    shaded band with its full name (wrapped); infinite values are drawn at the right edge as arrows
+    marked "inf"."""
+    import textwrap
+
     targets = report.get("targets") or []
-    finite = [t["claim"]["epsilon"] for t in targets]
-    finite += [e for t in targets for _, e in _accountant_bounds(t) if math.isfinite(e)]
-    finite += [c for t in targets for _, _, c in _probe_bounds(t) if c is not None]
     if not targets:
         return None
+    finite = [float(t["claim"]["epsilon"]) for t in targets]
+    finite += [e for t in targets for _, e in _accountant_bounds(t) if math.isfinite(e)]
+    finite += [c for t in targets for _, _, c in _probe_bounds(t) if c is not None]
+    finite += [lo for t in targets for _, lo, _ in _probe_bounds(t) if math.isfinite(lo)]
     edge = 1.1 * max(finite)
-    fig = Figure(figsize=(7.5, 0.9 + 0.75 * len(targets)))
+    bands = summary_layout(targets)
+    height = -bands[-1][0]
+    fig_height = 1.6 + 1.25 * height
+    fig = Figure(figsize=(8.5, fig_height))
     ax = fig.subplots()
     marks = _SummaryMarks(ax, edge)
-    for row, t in enumerate(targets):
-        _draw_summary_row(marks, t, len(targets) - 1 - row)
-    ax.set_yticks(range(len(targets)))
-    ax.set_yticklabels([plain(t["name"][:48]) for t in reversed(targets)], fontsize=7)
-    ax.set_xlim(0, edge * 1.02)
-    ax.set_ylim(-0.6, len(targets) - 0.4)
-    ax.set_xlabel("epsilon (at each target's claimed delta)")
+    for i, (t, band) in enumerate(zip(targets, bands, strict=True)):
+        if i % 2 == 0:
+            ax.axhspan(band[0], band[1], color="#f0f0f0", zorder=0, lw=0, gid=f"band-{i}")
+        _draw_summary_row(marks, t, band, f"target-{i}")
+    ax.set_yticks([(b + t) / 2 for b, t in bands])
+    ax.set_yticklabels(
+        [plain(textwrap.fill(t["name"], SUMMARY_LABEL_WIDTH, break_on_hyphens=False)) for t in targets], fontsize=7
+    )
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlim(-0.015 * edge, edge * 1.08)  # a lower bound of 0 stays a whole triangle
+    ax.set_ylim(-height, 0)
+    ax.set_xlabel("epsilon (at each target's claimed delta); values beyond the axis, and inf, are drawn at its edge")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
-    return _to_svg(fig, "summary: claims, upper and lower bounds of every target")
+    ax.legend(
+        handles=marks.legend_handles(),
+        fontsize=7,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.6 / (0.77 * fig_height)),  # 0.6 inch below the axes (default margins)
+        ncol=2,
+        handlelength=2.5,
+        columnspacing=2.5,
+        labelspacing=0.9,
+    )
+    return fig
+
+
+def summary_svg(report: dict) -> str | None:
+    """``summary_figure`` as inline SVG (None without targets)."""
+    fig = summary_figure(report)
+    return None if fig is None else _to_svg(fig, "summary: claims, upper and lower bounds of every target")
+
+
+LEGEND_STYLES = {
+    "claim": dict(marker="|", ms=10, mew=2.5, color="#c0392b"),
+    "accountant upper bound": dict(marker="o", ms=5, color="#1f5fa8", alpha=0.6),
+    "tightest upper bound": dict(marker="*", ms=10, color="#1f5fa8"),
+    "infinite (drawn at the edge)": dict(marker=">", ms=8, color="#1f5fa8"),
+    "best rigorous lower bound": dict(marker="^", ms=7, color="#2e7d32"),
+}
 
 
 class _SummaryMarks:
-    """Draws on the summary axis: values beyond ``edge`` (infinite ones too) at the edge; each legend label
-    once."""
+    """Draws on the summary axis: values beyond ``edge`` (infinite ones too) at the edge, as arrows with
+    "inf" written beside an infinite one; remembers which legend entries were used."""
 
     def __init__(self, ax, edge: float):
-        self.ax, self.edge, self.seen = ax, edge, set()
+        self.ax, self.edge, self.seen, self.count, self.edge_texts = ax, edge, [], 0, set()
 
-    def mark(self, x, y, label, **style) -> None:
-        self.ax.plot([min(x, self.edge)], [y], linestyle="none", label=None if label in self.seen else label, **style)
-        self.seen.add(label)
+    def _gid(self, prefix: str) -> str:
+        """A unique id per mark ("target-3-7"): the SVG writes gids as element ids."""
+        self.count += 1
+        return f"{prefix}-{self.count}"
 
-    def ceiling(self, lower, ceiling, y) -> None:
+    def _use(self, label: str) -> None:
+        if label not in self.seen:
+            self.seen.append(label)
+
+    def mark(self, x, y, label, gid, **style) -> None:
+        x = float(x)
+        if not math.isfinite(x) or x > self.edge:
+            style = {**style, "marker": ">", "ms": 8}
+            self._use("infinite (drawn at the edge)")
+            text = "inf" if not math.isfinite(x) else fmt_short(x)
+            if (y, text) not in self.edge_texts:  # several accountants at inf: one word, not a smudge
+                self.edge_texts.add((y, text))
+                self.ax.text(self.edge * 1.012, y, text, fontsize=6, va="center", ha="left", color=style.get("color"))
+            x = self.edge
+        else:
+            self._use(label)
+        self.ax.plot([x], [y], linestyle="none", gid=self._gid(gid), **style)
+
+    def ceiling(self, lower, ceiling, y, gid) -> None:
         """The band from a probe's lower bound to the ceiling of its estimator."""
-        self.ax.plot(
-            [lower, min(ceiling, self.edge)],
-            [y] * 2,
-            color="#2e7d32",
-            alpha=0.35,
-            lw=4,
-            label=None if "ceiling" in self.seen else "lower bound .. ceiling of the estimator used",
-        )
-        self.seen.add("ceiling")
+        self.ax.plot([lower, min(ceiling, self.edge)], [y] * 2, color="#2e7d32", alpha=0.35, lw=4, gid=self._gid(gid))
+        self._use("lower bound .. ceiling of the estimator used")
+
+    def legend_handles(self) -> list:
+        from matplotlib.lines import Line2D
+
+        handles = []
+        for label in self.seen:
+            if label in LEGEND_STYLES:
+                handles.append(Line2D([], [], linestyle="none", label=label, **LEGEND_STYLES[label]))
+            else:
+                handles.append(Line2D([], [], color="#2e7d32", alpha=0.35, lw=4, label=label))
+        return handles
 
 
-def _draw_summary_row(marks: _SummaryMarks, target: dict, y: float) -> None:
-    """One target at height ``y``: its claim, accountants' upper bounds above, probes' lower bounds below."""
-    marks.mark(target["claim"]["epsilon"], y, "claim", marker="|", ms=22, mew=2.5, color="#c0392b")
+def fmt_short(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _draw_summary_row(marks: _SummaryMarks, target: dict, band: tuple[float, float], gid: str) -> None:
+    """One target in its band: the claim and accountants' upper bounds in the top lane, one lane per probe
+    below (its best rigorous lower bound and the band up to its estimator's ceiling)."""
+    y = band[1] - LANE
+    # the claim on top (zorder): an upper bound equal to it (a star or a dot) must not hide it
+    marks.mark(target["claim"]["epsilon"], y, "claim", gid, **{**LEGEND_STYLES["claim"], "ms": 14, "zorder": 4})
     uppers = _accountant_bounds(target)
     for _name, eps in uppers:
-        marks.mark(
-            eps,
-            y + 0.12,
-            "accountant upper bound",
-            marker=">" if not math.isfinite(eps) else "o",
-            ms=5,
-            color="#1f5fa8",
-            alpha=0.6,
-        )
+        marks.mark(eps, y, "accountant upper bound", gid, **LEGEND_STYLES["accountant upper bound"])
     if uppers:
         tight = min(e for _, e in uppers)
-        marks.mark(tight, y + 0.12, "tightest upper bound", marker="*", ms=12, color="#1f5fa8")
-    for k, (_, lower, ceiling) in enumerate(_probe_bounds(target)):
-        y_probe = y - 0.12 - 0.1 * k
+        if math.isfinite(tight):  # an infinite tightest bound is an arrow at the edge, never a star
+            marks.mark(tight, y, "tightest upper bound", gid, **LEGEND_STYLES["tightest upper bound"])
+    for k, (name, lower, ceiling) in enumerate(_probe_bounds(target)):
+        y_probe = y - LANE * (k + 1)
         if ceiling is not None:
-            marks.ceiling(lower, ceiling, y_probe)
-        marks.mark(lower, y_probe, "best rigorous lower bound", marker="^", ms=7, color="#2e7d32")
+            marks.ceiling(lower, ceiling, y_probe, gid)
+        right = min(max(lower, ceiling if ceiling is not None else lower), marks.edge)
+        marks.ax.text(right + 0.01 * marks.edge, y_probe, plain(name), fontsize=6, va="center", color="#2e7d32")
+        marks.mark(lower, y_probe, "best rigorous lower bound", gid, **LEGEND_STYLES["best rigorous lower bound"])

@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from reports import plots
 from reports import render_text as words
-from reports.model import fmt_number
+from reports.model import findings_tally, fmt_number
 from reports.render_markdown import collapsed_rows
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -78,7 +78,12 @@ def _texts(report: dict) -> dict:
     targets = report["targets"]
     return {
         "summary": words.summary_lines(report),
+        "headline": words.overall_headline(report),
+        "tally": words.report_tally(report),
+        "target_headlines": [words.target_headline(t) for t in targets],
+        "target_worst": [findings_tally([t])["worst"] for t in targets],
         "reasons": [words.verdict_reason(t) for t in targets],
+        "gaps": [words.gap_text(t["verdict"]) for t in targets],
         "claims": [words.claim_text(t["claim"]) for t in targets],
         "findings": [[words.finding_text(x, t["claim"]) for x in t["findings"]] for t in targets],
         "notes": [words.explanations(t) for t in targets],
@@ -89,6 +94,7 @@ def _texts(report: dict) -> dict:
             for t in targets
         ],
         "planners": [words.planner_text(t["planner"]) for t in targets],
+        "bugs": [[words.planted_bug_note(p) for p in t["probes"]] for t in targets],
         "utilities": [
             words.utility_note(t["utility"]) if t["utility"].get("available", True) is not False else ""
             for t in targets

@@ -93,7 +93,7 @@ def _calibration(cal: dict | None) -> list[str]:
 
 
 def _probe(p: dict) -> list[str]:
-    out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])})", ""]
+    out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])}){esc(words.planted_bug_note(p))}", ""]
     if p["outcome"] != "ran":
         return out + [f"{p['outcome'].capitalize()}: {esc(p['reason'])}", ""]
     out += [
@@ -128,13 +128,13 @@ def summary_table(t: dict) -> list[str]:
         ["claim", f"({f(t['claim']['epsilon'])}, {f(t['claim']['delta'])}), {t['claim']['neighbouring']}"],
         ["analytic verdict", v["analytic"]["status"]],
         ["empirical verdict", v["empirical"]["status"]],
-        ["verdict", v["status"]],
+        ["verdict", words.target_headline(t)],
         ["tightest upper bound", "n/a" if not upper else f"{f(upper['epsilon'])} ({upper['source']})"],
         ["best rigorous lower bound", "n/a" if not lower else f"{f(lower['epsilon'])} ({lower['source']})"],
-        ["gap", f(v.get("gap"))],
+        ["gap", words.gap_text(v)],
         ["ceiling of the estimator used", f(v["empirical"].get("ceiling"))],
     ]
-    return _table(["", ""], rows) + [f"**{v['status']}** - {esc(words.verdict_reason(t))}", ""]
+    return _table(["", ""], rows) + [f"**{words.target_headline(t)}** - {esc(words.verdict_reason(t))}", ""]
 
 
 def _utility(u: dict) -> list[str]:
@@ -208,7 +208,7 @@ def render_markdown(report: dict) -> str:
     lines = [
         f"# {esc(report['title'])}",
         "",
-        f"**Overall verdict: {report['status']}** (exit code {report['exit_code']}; report schema "
+        f"**Overall verdict: {words.overall_headline(report)}** (exit code {report['exit_code']}; report schema "
         f"{report['schema_version']})",
         "",
     ]

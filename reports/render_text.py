@@ -3,7 +3,7 @@ numbers and ids of the report JSON (the audit writes no prose). Plain text; each
 
 from __future__ import annotations
 
-from reports.model import as_number, claim_in_words, is_available
+from reports.model import as_number, claim_in_words, findings_tally, is_available, verdict_headline
 from reports.model import fmt_number as f
 
 CEILING_WORDS = "a perfect attack could certify at most epsilon = {ceiling} with these trials"
@@ -62,8 +62,24 @@ def verdict_reason(target: dict) -> str:
     return reasons.get(v["rule"], v["rule"])
 
 
+def report_tally(report: dict) -> dict:
+    """The report's findings tally (computed from its targets for a 2.0 report, which has none)."""
+    return report.get("findings") or findings_tally(report["targets"])
+
+
+def overall_headline(report: dict) -> str:
+    """The overall verdict with the count and worst severity of the findings: "PASS, with 2 findings
+    (worst: high)"."""
+    return verdict_headline(report["status"], report_tally(report))
+
+
+def target_headline(target: dict) -> str:
+    return verdict_headline(target["verdict"]["status"], findings_tally([target]))
+
+
 def summary_lines(report: dict) -> list[str]:
-    return [f"{t['name']}: {t['verdict']['status']} - {verdict_reason(t)}" for t in report["targets"]]
+    """One line per target: its verdict with its findings, then why."""
+    return [f"{t['name']}: {target_headline(t)} - {verdict_reason(t)}" for t in report["targets"]]
 
 
 def _large_delta(v: dict, claim: dict) -> str:
@@ -219,6 +235,19 @@ def _bandit_utility_note(u: dict) -> str:
     return text
 
 
+def gap_text(verdict: dict) -> str:
+    """The gap between the tightest upper and the best rigorous lower bound; a lower bound above the upper
+    bound is a contradiction, never a gap of 0 (reports before schema 2.1 clipped it to 0)."""
+    gap = verdict.get("gap")
+    upper, lower = verdict.get("upper_bound"), verdict["empirical"].get("lower_bound")
+    if upper and lower and as_number(lower["epsilon"]) > as_number(upper["epsilon"]):
+        return (
+            f"none: the lower bound {f(lower['epsilon'])} exceeds the upper bound {f(upper['epsilon'])} by "
+            f"{f(as_number(lower['epsilon']) - as_number(upper['epsilon']))}; they contradict each other"
+        )
+    return f(gap)
+
+
 def fmt_stderr(se, value) -> str:
     """A standard error to two significant digits, or 0 when it is below the value's last shown digit."""
     if se is None:
@@ -269,6 +298,13 @@ def probe_setting_note(target: dict, probe: dict) -> str:
             f"of the target's {own!r}, so it tests the code path, not this target's data."
         )
     return ""
+
+
+def planted_bug_note(probe: dict) -> str:
+    """ " - planted bug 'NAME'" for a probe whose parameters plant a bug (``bug`` or ``planted_bug``)."""
+    params = probe.get("params") or {}
+    bug = params.get("bug") or params.get("planted_bug")
+    return "" if bug in (None, "none") else f" - planted bug {bug!r}"
 
 
 def claim_text(claim: dict) -> str:

@@ -121,6 +121,12 @@ def files() -> dict[str, str | bytes]:
         "notjson.json": "{not json",
         "notreport.json": json.dumps({"hello": "world"}),
         "list.json": "[1, 2, 3]",
+        # earlier results of `dpaudit run` variants (a rerun into "." without --force is refused)
+        "fts_dp-fts_synthetic.json": "{}",
+        "pne_dp-fed-pne_garland_analytic.png": "",
+        "fkm_dp-fkm_linear_event.json": "{}",
+        "fedzero_dp-fedzero_l2_worker-scalar.png": "",
+        "duets_dp-duets_branin_agent_communication.png": "",
     }
     out.update(fts_files())
     out.update(pne_files())

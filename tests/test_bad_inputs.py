@@ -554,6 +554,33 @@ REPORT_CASES = bad(
         BAD,
     ),
     case("report-roc-lengths", ["report", "report_roc_lengths.json"], BAD),
+    # a hand-edited findings tally that hides a high finding behind a PASS-looking headline
+    case("report-findings-tally", ["report", "report_findings_tally.json"], BAD, words="findings/count"),
+]
+
+# ----- a run into a directory that holds this variant's earlier result: refused (no --force) -----------
+# (the files are in bad_input_files.files(); each variant has its own name, tests/reports/test_run_outputs.py)
+EXISTING_OUTPUT_CASES = [
+    case("run-dp-fts-existing-output", ["run", "dp-fts", "--config", "fts.toml", "--out", "."], words="--force"),
+    case("run-dp-fed-pne-existing-output", ["run", "dp-fed-pne", "--horizon", "50", "--out", "."], words="--force"),
+    case("run-dp-fkm-existing-output", ["run", "dp-fkm", "--out", "."], words="--force"),
+    case("run-dp-fedzero-existing-output", ["run", "dp-fedzero", "--out", "."], words="--force"),
+    case("run-dp-duets-existing-output", ["run", "dp-duets", "--out", "."], words="--force"),
+]
+
+# ----- an unreachable Dask scheduler is refused with no file written (no checkpoint manifest, no audit
+# directory); "foo://" fails at once, so the cases stay fast (tcp://127.0.0.1:1 takes the 10 s timeout) ---
+SCHEDULER_CASES = [
+    case(
+        "attack-unreachable-scheduler-writes-no-checkpoint",
+        ["attack", "gaussian", "--trials", "200", "--executor", "dask", "--scheduler", "foo://x", "--checkpoint", "ck"],
+        words="scheduler",
+    ),
+    case(
+        "audit-unreachable-scheduler-writes-nothing",
+        ["audit", "audit.toml", "--executor", "dask", "--scheduler", "foo://x", "--out", "aud"],
+        words="scheduler",
+    ),
 ]
 
 # ----- the command line itself -------------------------------------------------------------------------
@@ -615,6 +642,8 @@ ALL_CASES = (
     + PLAN_CASES
     + AUDIT_CASES
     + REPORT_CASES
+    + EXISTING_OUTPUT_CASES
+    + SCHEDULER_CASES
     + GLOBAL_CASES
     + ESTIMATE_CASES
     + FOUND_CASES
@@ -633,6 +662,7 @@ def report_files() -> dict[str, str]:
         "report_version.json": {**report, "schema_version": "99.0"},
         "report_schema_error.json": {**report, "status": 5},
         "report_inconsistent.json": {**report, "status": "PASS", "exit_code": 0},
+        "report_findings_tally.json": {**report, "findings": {**report["findings"], "count": 0}},
     }
     roc = json.loads(json.dumps(report))
     roc["targets"][0]["probes"][0]["roc"]["x"] = roc["targets"][0]["probes"][0]["roc"]["x"][:3]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -66,39 +67,68 @@ def _unsealed(data: bytes) -> np.ndarray | None:
         return None
 
 
+def _check_creatable(directory: Path) -> None:
+    """Refuse, without creating anything, a directory that could not be created: one under a regular
+    file or in a place that is not writable."""
+    base = directory.absolute()
+    while not base.exists() and base != base.parent:
+        base = base.parent
+    if not base.is_dir():
+        raise ConfigurationError("checkpoint", f"cannot create {str(directory)!r}: {base} is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ConfigurationError("checkpoint", f"cannot create {str(directory)!r}: {base} is not writable")
+
+
 class Checkpoint:
-    """Finished batches of one attack in ``directory`` (created if missing)."""
+    """Finished batches of one attack in ``directory``.
+
+    Opening one only checks: the directory and its manifest are created (and, with ``fresh``, an old
+    checkpoint discarded) when the first batch or grid is saved, so a run refused before any work (exit
+    2: an unreachable Dask scheduler, a bad option found later) leaves no file behind."""
 
     def __init__(self, directory, manifest: dict, fresh: bool = False):
         self.directory = Path(directory)
         if self.directory.exists() and not self.directory.is_dir():
             raise ConfigurationError("checkpoint", f"{str(directory)!r} is not a directory")
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigurationError("checkpoint", f"cannot create {str(directory)!r}: {exc}") from None
+        _check_creatable(self.directory)
         self.manifest = _normalise(manifest)
         self.corrupted: list[str] = []
+        self._written = False
+        self._discard_first = False
         path = self.directory / MANIFEST
         if path.exists():
-            self._check_existing(path, fresh)
-        elif any(self.directory.iterdir()):
+            self._written = self._check_existing(path, fresh)
+        elif self.directory.is_dir() and any(self.directory.iterdir()):
             raise ConfigurationError(
                 "checkpoint",
                 f"{str(directory)!r} holds files but no {MANIFEST}: it "
                 "is not an attack checkpoint; use an empty directory",
             )
-        if not path.exists():
-            text = json.dumps(self.manifest, indent=2, sort_keys=True)
-            atomic_write_bytes(path, text.encode())
 
-    def _check_existing(self, path: Path, fresh: bool) -> None:
+    def _commit(self) -> None:
+        """Before the first write: discard an old checkpoint (``fresh``), create the directory and write
+        the manifest."""
+        if self._written:
+            return
+        if self._discard_first:
+            self.discard()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigurationError("checkpoint", f"cannot create {str(self.directory)!r}: {exc}") from None
+        text = json.dumps(self.manifest, indent=2, sort_keys=True)
+        atomic_write_bytes(self.directory / MANIFEST, text.encode())
+        self._written = True
+
+    def _check_existing(self, path: Path, fresh: bool) -> bool:
+        """True if the stored manifest is this attack's; with ``fresh`` a different one is discarded at the
+        first write; otherwise a different one is refused."""
         try:
             existing = json.loads(path.read_text())
         except (OSError, ValueError):
             existing = None
         if existing == self.manifest:
-            return
+            return True
         if not fresh:
             if not isinstance(existing, dict):
                 raise ConfigurationError(
@@ -112,7 +142,8 @@ class Checkpoint:
                 f"({', '.join(keys)} differ); rerun with --fresh to "
                 "discard it, or use another directory",
             )
-        self.discard()
+        self._discard_first = True
+        return False
 
     def discard(self) -> None:
         """Remove the manifest, the grid and every batch file of this directory (nothing else)."""
@@ -153,6 +184,8 @@ class Checkpoint:
     def load(self, task, size: int | None = None) -> np.ndarray | None:
         """The stored array of ``task`` (``size`` entries, default the batch size), or None if the batch
         has not finished; a damaged batch file is recorded in ``corrupted`` and also gives None."""
+        if not self._written:  # nothing of this attack is stored yet (or only an old one, to discard)
+            return None
         array = self._read(self._path(task), task.key)
         expected = (task.size if size is None else size,)
         if array is not None and array.shape != expected:
@@ -161,11 +194,12 @@ class Checkpoint:
         return array
 
     def save(self, task, array: np.ndarray) -> None:
+        self._commit()
         atomic_write_bytes(self._path(task), _sealed(array))
 
     def load_grid(self) -> dict | None:
         """The threshold grid stored by the first run of a counts reduction (None if absent or damaged)."""
-        array = self._read(self.directory / GRID, GRID)
+        array = self._read(self.directory / GRID, GRID) if self._written else None
         if array is None:
             return None
         try:
@@ -175,5 +209,6 @@ class Checkpoint:
             return None
 
     def save_grid(self, grid: dict) -> None:
+        self._commit()
         data = np.frombuffer(json.dumps(grid).encode(), dtype=np.uint8).astype(float)
         atomic_write_bytes(self.directory / GRID, _sealed(data))

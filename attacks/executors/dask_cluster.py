@@ -28,7 +28,7 @@ class DaskExecutor:
             else:
                 self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, dashboard_address=None)
                 self._client = Client(self._cluster)
-        except OSError as exc:
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, or not an address (unknown scheme)
             raise ConfigurationError("scheduler", f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
 
     def run(self, probe, tasks, reduce=None):
@@ -78,3 +78,9 @@ class DaskExecutor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def check_scheduler(scheduler: str, timeout: float = 10.0) -> None:
+    """Connect to the Dask scheduler at ``scheduler`` and disconnect: ConfigurationError (exit 2) if it
+    cannot be reached, so that a command can refuse before it writes anything."""
+    DaskExecutor(scheduler, timeout=timeout).close()

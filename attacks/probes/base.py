@@ -120,11 +120,20 @@ class Probe(abc.ABC):
         modules |= {accounting.mechanisms.__name__, attacks.probes.planted.__name__}
         return {name: module_hash(name) for name in sorted(modules)}
 
+    def bug_name(self) -> str | None:
+        """The planted bug this probe runs (its ``bug`` or ``planted_bug`` field), None if correct."""
+        bug = self.__dict__.get("bug") or self.__dict__.get("planted_bug")
+        return None if bug in (None, "none") else str(bug)
+
     def metadata(self, delta: float | None = None) -> dict:
-        """Name, threat model, description, parameters, attacked mechanism and (where known) true epsilon."""
+        """Name (of the probe class; ``registry_name`` is the name it was asked for, e.g. a planted-bug
+        probe's), planted bug, threat model, description, parameters, attacked mechanism and (where known)
+        true epsilon."""
         mech = self.mechanism()
         info = {
             "name": self.name,
+            "registry_name": getattr(self, "registry_name", self.name),
+            "planted_bug": self.bug_name(),
             "threat_model": self.threat_model,
             "description": self.description,
             "params": self.params(),

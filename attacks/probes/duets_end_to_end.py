@@ -8,6 +8,7 @@ design (notes A.9); ``private = False`` audits the seed's non-private DUETS.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,9 +141,9 @@ class DuetsEndToEndProbe(Probe):
         return Composition(tuple((e.mechanism, 1) for e in self._epochs))
 
     def true_epsilon(self, delta: float) -> float | None:
-        """Tight epsilon of this canary: mu^2 = sum_j |m1_j - m0_j|^2 / s_j^2 (None if not private)."""
+        """Tight epsilon of this canary: mu^2 = sum_j |m1_j - m0_j|^2 / s_j^2 (infinite if not private)."""
         if not self.private:
-            return None
+            return math.inf
         mu = float(np.sqrt(sum((e.shift @ e.shift) / e.noise_std**2 for e in self._epochs)))
         return gaussian_epsilon(mu, float(delta))
 

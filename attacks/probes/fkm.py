@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,7 +80,7 @@ class FkmLossProbe(Probe):
     def true_epsilon(self, delta: float) -> float | None:
         from dpfed.fkm import event_release_epsilon
 
-        return event_release_epsilon(self._mechanism, _delta(delta))[1] if self.private else None
+        return event_release_epsilon(self._mechanism, _delta(delta))[1] if self.private else math.inf
 
     def scores(self, world, trials, rng):
         from dpfed.fkm import EventLevelFeedback, SequenceFeedback, make_losses
@@ -130,7 +131,7 @@ class FkmEndToEndProbe(Probe):
     def true_epsilon(self, delta: float) -> float | None:
         from dpfed.fkm import event_release_epsilon
 
-        return event_release_epsilon(self._mechanism, _delta(delta))[1] if self.private else None
+        return event_release_epsilon(self._mechanism, _delta(delta))[1] if self.private else math.inf
 
     def scores(self, world, trials, rng):
         from dpfed.fkm import SequenceFeedback, make_losses, run_dp_fkm, run_fkm

@@ -237,7 +237,7 @@ class TargetVerdict:
     analytic: AnalyticResult
     empirical: EmpiricalResult
     upper_bound: Bound | None
-    gap: float | None  # tightest upper bound minus best rigorous lower bound
+    gap: float | None  # tightest upper bound minus best rigorous lower bound (negative: they contradict)
 
 
 @dataclass(frozen=True)

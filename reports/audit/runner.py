@@ -181,7 +181,8 @@ def target_verdict(target, accounting, probes, confidence: float) -> TargetVerdi
     status, rule = verdicts.combine(analytic, empirical)
     upper = None if isinstance(accounting, Unavailable) else accounting.best_upper_bound()
     lower = empirical.lower_bound
-    gap = None if upper is None or lower is None else max(0.0, upper.epsilon - lower.epsilon)
+    # negative when a rigorous lower bound exceeds a valid upper bound: a contradiction, never shown as 0
+    gap = None if upper is None or lower is None else upper.epsilon - lower.epsilon
     return TargetVerdict(status, rule, analytic, empirical, upper, gap)
 
 

@@ -1,6 +1,9 @@
 """``dpaudit attack PROBE ...``: run a membership-inference probe, print each estimator's lower bound
-and the verdict against the claim. Exit codes: 0 PASS (or no claim), 1 VIOLATION, 2 bad input
-(nothing run), 3 INCONCLUSIVE or the probe failed (a worker died), 130 interrupted."""
+and the empirical verdict against the claim, in the words of the audit's empirical verdict: VIOLATION (a
+rigorous lower bound exceeds the claim), CONSISTENT (no evidence against it, and the trials could have
+found some), UNTESTABLE (the trials cannot certify the claimed epsilon). Exit codes: 0 CONSISTENT (or no
+claim), 1 VIOLATION, 2 bad input (nothing run), 3 UNTESTABLE or the probe failed (a worker died), 130
+interrupted."""
 
 from __future__ import annotations
 
@@ -190,13 +193,39 @@ def check_params(name: str, params: dict) -> None:
 
 
 def _fmt(value, digits=4):
-    return "-" if value is None else f"{value:.{digits}g}"
+    if value is None:
+        return "-"
+    return "inf" if value == float("inf") else f"{value:.{digits}g}"
+
+
+def probe_title(info: dict) -> str:
+    """The probe as asked for, naming a planted bug: "bug-weak-noise (gaussian with the planted bug
+    'weak-noise')"; a correct probe is its name."""
+    asked = info.get("registry_name", info["name"])
+    bug = info.get("planted_bug")
+    if bug:
+        return f"{asked} ({info['name']} with the planted bug {bug!r})"
+    return asked if asked == info["name"] else f"{asked} ({info['name']})"
+
+
+def _verdict_lines(result, out) -> None:
+    if result.verdict is not None:
+        v = result.verdict
+        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}", file=out)
+    elif result.true_epsilon is not None and result.true_epsilon == float("inf"):
+        print(
+            "\nverdict     none (the described mechanism is not private, epsilon = inf; give --claim-epsilon "
+            "to test a claim)",
+            file=out,
+        )
+    else:
+        print("\nverdict     none (no claim and no known tight epsilon; give --claim-epsilon)", file=out)
 
 
 def print_table(result, out=None) -> None:
     out = sys.stdout if out is None else out
     p = result.probe
-    print(f"probe       {p['name']} ({p['threat_model']}): {p['description']}", file=out)
+    print(f"probe       {probe_title(p)}, {p['threat_model']}: {p['description']}", file=out)
     print(
         f"trials      {result.trials} per world"
         + (f" (+{result.training_trials} to train the score)" if result.training_trials else "")
@@ -222,26 +251,35 @@ def print_table(result, out=None) -> None:
     for b in result.bounds:
         kind = "rigorous" if b.rigorous else "indicative only (not rigorous)"
         print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
-    if result.verdict is not None:
-        v = result.verdict
-        print(f"\nverdict     {v.status}  (p = {_fmt(v.p_value, 3)}, ceiling {_fmt(v.ceiling)}): {v.reason}", file=out)
-    else:
-        print("\nverdict     none (no claim and no known tight epsilon; give --claim-epsilon)", file=out)
+    _verdict_lines(result, out)
+
+
+def list_rows() -> list[list[str]]:
+    """One row per registered probe: name, threat model and what it does (naming a planted bug)."""
+    from attacks.probes import PROBES, probe_class
+
+    rows = []
+    for name, (_, preset) in PROBES.items():
+        try:
+            cls = probe_class(name)
+        except ConfigurationError as exc:
+            rows.append([name, "-", f"unavailable: {exc}"])
+            continue
+        bug = preset.get("bug") or preset.get("planted_bug")
+        what = f"PLANTED BUG {bug!r} in: {cls.description}" if bug else cls.description
+        rows.append([name, cls.threat_model, what])
+    return rows
 
 
 def run(args) -> int:
     from attacks.attack import AttackOptions, run_attack
     from attacks.executors import BatchFailed
     from attacks.files import dumps_json
-    from attacks.probes import PROBES, probe_class
 
     if args.list:
-        for name in PROBES:
-            try:
-                cls = probe_class(name)
-                print(f"{name:<24}{cls.threat_model:<16}{cls.description}")
-            except ConfigurationError as exc:
-                print(f"{name:<24}{'-':<16}unavailable: {exc}")
+        from reports.commands.common import print_table as print_columns
+
+        print_columns(["probe", "threat model", "what it does"], list_rows())
         return 0
     settings = _settings(args)
     probe = build_probe(settings)

@@ -9,9 +9,11 @@ kept in DIR/.audit-work, so running the same command again after an interruption
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import platform
 import shlex
+import shutil
 import sys
 import time
 from importlib import metadata
@@ -135,6 +137,19 @@ def _previous_run(work_dir: Path) -> str:
     return "finished run" if finished else "interrupted run"
 
 
+@contextlib.contextmanager
+def _removed_if_refused(out_dir: Path):
+    """An exit-2 refusal (ConfigurationError) inside the block removes ``out_dir`` if this run created it,
+    so a refused audit leaves no files; a directory that existed before is left as it was found."""
+    existed = out_dir.exists()
+    try:
+        yield
+    except ConfigurationError:
+        if not existed and out_dir.is_dir():
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
 def run(args) -> int:
     from reports.audit import load_config, run_audit
     from reports.audit.runner import plan_audit
@@ -146,7 +161,11 @@ def run(args) -> int:
     options = _options(args, config, out_dir)
     log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     planned = plan_audit(config["targets"], options)  # a bad target or probe stops here, before the lock
-    with locked_out_dir(out_dir):
+    if options.executor == "dask":  # an unreachable scheduler is refused before anything is written
+        from attacks.executors.dask_cluster import check_scheduler
+
+        check_scheduler(options.scheduler)
+    with _removed_if_refused(out_dir), locked_out_dir(out_dir):
         work_dir = out_dir / WORK_DIR_NAME
         reused_from = _previous_run(work_dir)
         started, clock = _now(), time.perf_counter()
@@ -156,11 +175,11 @@ def run(args) -> int:
         paths = swap_in_report_set(out_dir, render_report_set(report))
         work_dir.mkdir(parents=True, exist_ok=True)
         (work_dir / FINISHED_MARKER).write_text(report["provenance"]["finished"] + "\n", encoding="utf-8")
-    from reports.render_text import summary_lines
+    from reports.render_text import overall_headline, summary_lines
 
     for line in summary_lines(report):
         print(line)
-    print(f"overall: {report['status']}; wrote {', '.join(str(p) for p in paths)}")
+    print(f"overall: {overall_headline(report)}; wrote {', '.join(str(p) for p in paths)}")
     return report["exit_code"]
 
 

@@ -117,10 +117,10 @@ def format_number(value, digits: int = 4) -> str:
 def print_table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows, strict=True)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    print(line)
+    print(line.rstrip())
     print("  ".join("-" * w for w in widths))
     for row in rows:
-        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)))
+        print("  ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip())
 
 
 def dumps(obj) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from accounting.errors import ConfigurationError, read_toml, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import dumps, format_number, mean_and_standard_error, print_table, write_curve_png
+from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
 
 ALGORITHM_HELP = {
     "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
@@ -57,6 +58,7 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plots")
+        add_force_argument(p)
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 
@@ -145,6 +147,8 @@ def privacy_report(run, config, accountants) -> dict:
 
 def run_command(algorithm: str, args) -> int:
     config, options = resolve(algorithm, args)
+    stem = variant_stem("duets", algorithm, config.objective, config.unit if algorithm == "dp-duets" else None)
+    paths = claim_outputs(args.out, [f"{stem}.json", f"{stem}_regret.png", f"{stem}_communication.png"], args.force)
     results = execute(algorithm, config, options)
     regret, regret_se = mean_and_standard_error(np.array([r.regret for r in results]))
     comm, comm_se = mean_and_standard_error(np.array([r.communication for r in results]))
@@ -170,8 +174,7 @@ def run_command(algorithm: str, args) -> int:
         print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
-    stem = f"duets_{algorithm}_{config.objective}"
-    _write(Path(args.out), stem, payload, regret, regret_se, comm, comm_se, algorithm, config.objective)
+    _write(paths, payload, regret, regret_se, comm, comm_se, algorithm, config.objective)
     return 0
 
 
@@ -190,9 +193,9 @@ def print_regret_and_communication(algorithm, config, options, results, regret, 
             [
                 str(t),
                 format_number(regret[t - 1], 2),
-                format_number(regret_se[t - 1], 2),
+                stderr_cell(regret_se[t - 1], options["runs"]),
                 format_number(comm[t - 1], 1),
-                format_number(comm_se[t - 1], 1),
+                stderr_cell(comm_se[t - 1], options["runs"], 1),
             ]
             for t in steps
         ],
@@ -204,16 +207,16 @@ def print_regret_and_communication(algorithm, config, options, results, regret, 
     return rounds
 
 
-def _write(out: Path, stem, payload, regret, regret_se, comm, comm_se, algorithm, objective) -> None:
+def _write(paths: list[Path], payload, regret, regret_se, comm, comm_se, algorithm, objective) -> None:
+    """Write the JSON and the two plots to ``paths`` (from ``claim_outputs``), atomically."""
+    out = paths[0].parent
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     x = np.arange(1, len(regret) + 1)
-    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
+    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
     title = f"{algorithm} on {objective}"
-    regret_png = write_curve_png(out / f"{stem}_regret.png", x, regret, regret_se, title, "step", "cumulative regret")
-    comm_png = write_curve_png(
-        out / f"{stem}_communication.png", x, comm, comm_se, title, "step", "communication (reals)"
-    )
+    regret_png = write_curve_png(paths[1], x, regret, regret_se, title, "step", "cumulative regret")
+    comm_png = write_curve_png(paths[2], x, comm, comm_se, title, "step", "communication (reals)")
     print(f"\nwrote {json_path}, {regret_png} and {comm_png}")

@@ -13,7 +13,13 @@ import functools
 import numpy as np
 
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
-from reports.commands.run_output import add_run_arguments, privacy_section, regret_summary, write_outputs
+from reports.commands.run_output import (
+    add_run_arguments,
+    claim_run_outputs,
+    privacy_section,
+    regret_summary,
+    write_outputs,
+)
 
 ALGORITHM_HELP = {
     "fedzero": "FedZero: federated zero-order dual averaging with shared seeds (no privacy)",
@@ -89,6 +95,10 @@ def report_privacy(run, args) -> dict:
 def run_command(algorithm: str, args) -> int:
     from dpfed.fedzero import theorem_bound
 
+    private = algorithm == "dp-fedzero"
+    paths = claim_run_outputs(
+        args, "fedzero", algorithm, args.geometry, f"{args.unit}-{args.noise}" if private else None
+    )
     run = execute(algorithm, args)
     cfg = run.config
     print(
@@ -127,5 +137,5 @@ def run_command(algorithm: str, args) -> int:
 
         payload["privacy"] = None
         print(f"\nnot private (epsilon = infinity). {PRIVACY_REMARK}")
-    write_outputs(args, run, f"fedzero_{algorithm}_{cfg.geometry}", payload, mean, se, "cumulative regret")
+    write_outputs(args, run, paths, payload, mean, se, "cumulative regret")
     return 0

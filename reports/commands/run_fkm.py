@@ -12,7 +12,13 @@ import functools
 
 from accounting.errors import ConfigurationError
 from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
-from reports.commands.run_output import add_run_arguments, privacy_section, regret_summary, write_outputs
+from reports.commands.run_output import (
+    add_run_arguments,
+    claim_run_outputs,
+    privacy_section,
+    regret_summary,
+    write_outputs,
+)
 
 ALGORITHM_HELP = {
     "fkm": "FKM bandit convex optimisation (one-point gradient, projected OGD; no privacy)",
@@ -31,7 +37,7 @@ def add_algorithms(subparsers) -> None:
             "--exploration",
             type=number_arg("exploration", **POSITIVE),
             default=None,
-            help="exploration radius delta (default: the corrected optimum of notes C.3)",
+            help="exploration radius (FKM's delta, not the privacy delta; default: the corrected optimum of notes C.3)",
         )
         p.add_argument(
             "--step",
@@ -124,10 +130,11 @@ def report_privacy(run, args) -> dict:
 
 
 def run_command(algorithm: str, args) -> int:
+    paths = claim_run_outputs(args, "fkm", algorithm, args.loss, args.unit if algorithm == "dp-fkm" else None)
     run = execute(algorithm, args)
-    print(
+    print(  # the exploration radius is FKM's "delta"; it is not the privacy delta, so it is not called that
         f"{run.algorithm}: n={run.config.dim}, T={run.config.horizon}, {run.config.loss} losses, "
-        f"runs={args.runs} (seed {args.seed}); delta={format_number(run.exploration)}, "
+        f"runs={args.runs} (seed {args.seed}); exploration radius={format_number(run.exploration)}, "
         f"eta={format_number(run.step)}"
     )
     mean, se = regret_summary(run.regret, "expected regret at the played points")
@@ -148,5 +155,5 @@ def run_command(algorithm: str, args) -> int:
     else:
         payload["privacy"] = None
         print("\nnot private: the observed losses are released exactly (epsilon = infinity)")
-    write_outputs(args, run, f"fkm_{algorithm}_{run.config.loss}", payload, mean, se, "expected regret")
+    write_outputs(args, run, paths, payload, mean, se, "expected regret")
     return 0

@@ -15,7 +15,6 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     check_memory,
-    check_output_dir,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -23,6 +22,7 @@ from reports.commands.common import (
     print_table,
     write_curve_png,
 )
+from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -46,6 +46,7 @@ def add_algorithms(subparsers) -> None:
         )
         p.add_argument("--runs", default="1", help="number of runs (seeds [S, 0..R-1])")
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
+        add_force_argument(p)
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
         if name.startswith("dp-"):  # non-private runs release nothing to account for
@@ -96,7 +97,9 @@ def run_command(algorithm: str, args) -> int:
     runs = int(require_number("runs", args.runs, low=1, integer=True))
     config = load_config(algorithm, args)
     check_fts_memory(config, runs)
-    out = check_output_dir("out", args.out)
+    stem = f"fts_{algorithm}_{config.objective}"
+    json_out, png_out = claim_outputs(args.out, [f"{stem}.json", f"{stem}.png"], args.force)
+    out = json_out.parent
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
     results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
     curves = np.array([r.utility for r in results])
@@ -120,10 +123,9 @@ def run_command(algorithm: str, args) -> int:
     }
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
-    stem = f"fts_{algorithm}_{config.objective}"
-    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
+    json_path = atomic_write_bytes(json_out, dumps(payload).encode())
     png_path = write_curve_png(
-        out / f"{stem}.png", np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
+        png_out, np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
     )
     print(f"\nwrote {json_path} and {png_path}")
     return 0
@@ -136,7 +138,9 @@ def print_utility(algorithm: str, config, runs: int, name: str, mean: np.ndarray
         f"P={config.effective_subregions} runs={runs} ({name}, lower is better; agents' mean)"
     )
     steps = sorted(set(np.linspace(0, config.rounds, min(config.rounds, 6) + 1).astype(int)))
-    print_table(["round", name, "std error"], [[str(t), format_number(mean[t]), format_number(se[t])] for t in steps])
+    print_table(
+        ["round", name, "std error"], [[str(t), format_number(mean[t]), stderr_cell(se[t], runs, 4)] for t in steps]
+    )
 
 
 def privacy_report(composition, config, accountants) -> list[dict]:

@@ -9,6 +9,7 @@ import numpy as np
 from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_bytes
 from reports.commands.common import STEPS, dumps, format_number, number_arg, print_table, write_curve_png
+from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
 
 
 def add_run_arguments(parser, private: bool) -> None:
@@ -17,7 +18,10 @@ def add_run_arguments(parser, private: bool) -> None:
         parser.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
     parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
     parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
-    parser.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
+    parser.add_argument(
+        "--out", default="dpaudit-out", help="directory for the JSON result and the plot (one name per variant)"
+    )
+    add_force_argument(parser)
     parser.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
 
 
@@ -29,7 +33,7 @@ def regret_summary(curves: np.ndarray, label: str) -> tuple[np.ndarray, np.ndarr
     steps = sorted(set(np.linspace(1, horizon, min(horizon, 5)).astype(int)))
     print_table(
         ["round", label, "std error"],
-        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
+        [[str(t), format_number(mean[t - 1], 2), stderr_cell(se[t - 1], runs)] for t in steps],
     )
     return mean, se
 
@@ -58,8 +62,16 @@ def privacy_section(run, args, **extra) -> dict:
     }
 
 
-def write_outputs(args, run, stem: str, payload: dict, mean: np.ndarray, se: np.ndarray, label: str) -> None:
-    """Add the transcript if asked for; write ``stem.json`` and ``stem.png`` (atomically) into ``args.out``."""
+def claim_run_outputs(args, *parts) -> list[Path]:
+    """Before any work: the JSON and plot paths of this variant (``variant_stem(*parts)``) in ``args.out``,
+    refused (exit 2) if one exists and ``--force`` was not given."""
+    stem = variant_stem(*parts)
+    return claim_outputs(args.out, [f"{stem}.json", f"{stem}.png"], args.force)
+
+
+def write_outputs(args, run, paths: list[Path], payload: dict, mean: np.ndarray, se: np.ndarray, label: str) -> None:
+    """Add the transcript if asked for; write the JSON and the plot (atomically) to ``paths`` (from
+    ``claim_run_outputs``)."""
     if args.save_transcript:
         payload["transcript"] = run.transcript.to_dict()
     title = run.algorithm
@@ -68,6 +80,6 @@ def write_outputs(args, run, stem: str, payload: dict, mean: np.ndarray, se: np.
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {directory}: {exc.strerror}") from None
-    json_path = atomic_write_bytes(directory / f"{stem}.json", dumps(payload).encode())
-    png_path = write_curve_png(directory / f"{stem}.png", np.arange(1, len(mean) + 1), mean, se, title, "round", label)
+    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
+    png_path = write_curve_png(paths[1], np.arange(1, len(mean) + 1), mean, se, title, "round", label)
     print(f"\nwrote {json_path} and {png_path}")

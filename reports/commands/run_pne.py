@@ -18,13 +18,13 @@ from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     check_memory,
-    check_output_dir,
     dumps,
     format_number,
     mean_and_standard_error,
     print_table,
     write_curve_png,
 )
+from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
 from reports.exit_codes import ExitCode
 
 ALGORITHM_HELP = {
@@ -106,6 +106,7 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
         p.add_argument("--out", default=None, help="directory for the JSON result and the plot")
+        add_force_argument(p)
         if name != "hct":  # HCT is centralised: nothing crosses a network
             p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
@@ -217,7 +218,8 @@ def privacy_report(run, opts: dict) -> dict:
 
 def run_command(algorithm: str, args) -> int:
     opts, constants = resolve_options(algorithm, args)
-    out = check_output_dir("out", opts["out"])
+    stem = variant_stem("pne", algorithm, opts["objective"], opts["calibration"] if algorithm == "dp-fed-pne" else None)
+    paths = claim_outputs(opts["out"], [f"{stem}.json", f"{stem}.png"], args.force)
     results = execute(algorithm, opts, constants)
     mean, se = mean_and_standard_error(np.array([r.regret for r in results]))
     label = print_regret(algorithm, opts, results, mean, se)
@@ -239,7 +241,7 @@ def run_command(algorithm: str, args) -> int:
         print("\nnot private: no differentially private release (epsilon = infinity)")
     if getattr(args, "save_transcript", False):
         payload["transcript"] = results[0].transcript.to_dict()
-    write_result(out, algorithm, opts, payload, mean, se, label)
+    write_result(paths, algorithm, opts, payload, mean, se, label)
     classic = (payload["privacy"] or {}).get("classic_check") or {}
     return int(ExitCode.VIOLATION if classic.get("violated") else ExitCode.PASS)
 
@@ -254,7 +256,7 @@ def print_regret(algorithm: str, opts: dict, results: list, mean: np.ndarray, se
     label = "cumulative regret" if algorithm == "hct" else "avg per-client cumulative regret"
     print_table(
         ["round", label, "std error"],
-        [[str(t), format_number(mean[t - 1], 2), format_number(se[t - 1], 2)] for t in steps],
+        [[str(t), format_number(mean[t - 1], 2), stderr_cell(se[t - 1], runs)] for t in steps],
     )
     if algorithm != "hct":
         print(
@@ -264,13 +266,12 @@ def print_regret(algorithm: str, opts: dict, results: list, mean: np.ndarray, se
     return label
 
 
-def write_result(out, algorithm: str, opts: dict, payload: dict, mean: np.ndarray, se: np.ndarray, label: str) -> None:
-    """Write the JSON result and the regret plot into ``out`` (atomically) and say where."""
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"pne_{algorithm}_{opts['objective']}"
-    json_path = atomic_write_bytes(out / f"{stem}.json", dumps(payload).encode())
+def write_result(paths, algorithm: str, opts: dict, payload: dict, mean, se, label: str) -> None:
+    """Write the JSON result and the regret plot to ``paths`` (atomically) and say where."""
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
     png_path = write_curve_png(
-        out / f"{stem}.png",
+        paths[1],
         np.arange(1, len(mean) + 1),
         mean,
         se,

@@ -27,7 +27,7 @@ def test_dp_duets_reports_every_release_and_the_accountants(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0 and "3 subsampled-Gaussian release(s)" in out
-    privacy = json.loads((tmp_path / "duets_dp-duets_branin.json").read_text())["privacy"]
+    privacy = json.loads((tmp_path / "duets_dp-duets_branin_agent.json").read_text())["privacy"]
     assert privacy["releases"] == 3 and [a["name"] for a in privacy["accounting"]] == ["exact", "rdp"]
     assert privacy["accounting"][0]["epsilon"] == pytest.approx(3.7086, abs=1e-3)  # mu = sqrt(3)/2
 

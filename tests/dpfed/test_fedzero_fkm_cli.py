@@ -36,7 +36,7 @@ def test_dp_fkm_event_level_is_one_gaussian_release(tmp_path, capsys):
         ]
     )
     assert code == 0 and "ONE such release" in capsys.readouterr().out
-    data = json.loads((tmp_path / "fkm_dp-fkm_linear.json").read_text())
+    data = json.loads((tmp_path / "fkm_dp-fkm_linear_event.json").read_text())
     exact = [row for row in data["privacy"]["accounting"] if row["name"] == "exact"][0]
     assert exact["epsilon"] == pytest.approx(2.0, rel=1e-6) and data["privacy"]["releases_per_unit"] == 1
     assert len(data["transcript"]["messages"]) == 2 * 3000
@@ -62,7 +62,7 @@ def test_dp_fkm_dataset_level_composes_over_rounds(tmp_path):
         ]
     )
     assert code == 0
-    data = json.loads((tmp_path / "fkm_dp-fkm_linear.json").read_text())
+    data = json.loads((tmp_path / "fkm_dp-fkm_linear_dataset.json").read_text())
     assert data["privacy"]["releases_per_unit"] == 200
 
 
@@ -94,7 +94,7 @@ def test_dp_fedzero_reports_n_rounds_of_the_subsampled_gaussian(tmp_path):
         ]
     )
     assert code == 0
-    data = json.loads((tmp_path / "fedzero_dp-fedzero_l2.json").read_text())
+    data = json.loads((tmp_path / "fedzero_dp-fedzero_l2_worker-vector.json").read_text())
     assert data["privacy"]["releases_per_unit"] == 50 and data["privacy"]["noise"] == "vector"
 
 

@@ -45,7 +45,7 @@ def test_dp_fed_pne_reports_the_guarantee(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0 and "event level" in out and "exact" in out
-    data = json.loads((tmp_path / "pne_dp-fed-pne_doublesine.json").read_text())
+    data = json.loads((tmp_path / "pne_dp-fed-pne_doublesine_analytic.json").read_text())
     exact = [row for row in data["privacy"]["accounting"] if row["name"] == "exact"][0]
     assert exact["epsilon"] == pytest.approx(2.0, rel=1e-6)
     assert data["transcript"]["messages"]
@@ -77,7 +77,7 @@ def test_classic_calibration_warns_and_shows_the_true_delta(tmp_path, capsys):
     assert "does not give the claimed guarantee for large epsilon" in out
     assert "from about epsilon = 8.4" in out  # notes: first failing epsilon 8.42 at delta = 1e-5
     assert "true delta at epsilon=10: 2.26" in out and "VIOLATED" in out  # notes: 2.27e-5
-    data = json.loads((tmp_path / "pne_dp-fed-pne_garland.json").read_text())
+    data = json.loads((tmp_path / "pne_dp-fed-pne_garland_classic.json").read_text())
     assert data["privacy"]["classic_check"]["violated"] is True
 
 

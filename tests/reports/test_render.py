@@ -115,7 +115,7 @@ def test_an_infinite_epsilon_survives_json_and_renders():
     report = synthetic_report()
     target = report["targets"][0]
     target["accounting"]["rows"][0]["epsilon"] = "inf"
-    target["verdict"]["upper_bound"] = {"epsilon": "inf", "source": "exact"}
+    target["verdict"].update(upper_bound={"epsilon": "inf", "source": "exact"}, gap="inf")  # gap = upper - lower
     text = dumps_report(validate_report(report))
     assert "Infinity" not in text and '"inf"' in text
     assert "| exact * | add-remove | none | 1e-05 | inf |" in render_markdown(json.loads(text))

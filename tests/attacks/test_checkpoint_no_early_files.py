@@ -1,0 +1,55 @@
+"""A checkpoint writes nothing until the attack stores its first batch: a run refused before any work
+(exit 2, e.g. an unreachable Dask scheduler) leaves no manifest behind, and --fresh discards an old
+checkpoint only when new work replaces it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from accounting.errors import ConfigurationError
+from attacks.executors.base import BatchTask
+from attacks.executors.checkpoint import MANIFEST, Checkpoint
+
+TASK = BatchTask(0, 0, 3, np.random.SeedSequence(1))
+
+
+def test_opening_creates_nothing_and_the_first_save_writes_the_manifest(tmp_path):
+    directory = tmp_path / "deep" / "ck"
+    checkpoint = Checkpoint(directory, {"probe": "gaussian", "seed": 1})
+    assert not directory.exists() and checkpoint.load(TASK) is None
+    checkpoint.save(TASK, np.arange(3.0))
+    assert json.loads((directory / MANIFEST).read_text()) == {"probe": "gaussian", "seed": 1}
+    reopened = Checkpoint(directory, {"probe": "gaussian", "seed": 1})
+    assert reopened.load(TASK).tolist() == [0.0, 1.0, 2.0]  # resumed
+
+
+def test_fresh_discards_an_old_checkpoint_only_at_the_first_save(tmp_path):
+    old = Checkpoint(tmp_path, {"seed": 1})
+    old.save(TASK, np.arange(3.0))
+    with pytest.raises(ConfigurationError, match="--fresh"):
+        Checkpoint(tmp_path, {"seed": 2})
+    fresh = Checkpoint(tmp_path, {"seed": 2}, fresh=True)
+    assert json.loads((tmp_path / MANIFEST).read_text()) == {"seed": 1}  # untouched until new work
+    assert fresh.load(TASK) is None  # the old batch is not this attack's
+    fresh.save(TASK, np.ones(3))
+    assert json.loads((tmp_path / MANIFEST).read_text()) == {"seed": 2}
+
+
+def test_a_directory_under_a_file_is_refused_at_once(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(ConfigurationError, match="not a directory"):
+        Checkpoint(tmp_path / "afile" / "ck", {})
+
+
+@pytest.mark.slow  # about 11 s: the connect timeout (the fast foo:// form is a case in tests/test_bad_inputs.py)
+def test_unreachable_scheduler_leaves_no_checkpoint(tmp_path, capsys):
+    """The reported case: a TCP scheduler nobody listens on (takes the 10 s connect timeout)."""
+    from reports.cli import main
+
+    ck = tmp_path / "ck"
+    argv = ["attack", "gaussian", "--trials", "200", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"]
+    assert main([*argv, "--checkpoint", str(ck)]) == 2
+    assert "cannot reach Dask scheduler" in capsys.readouterr().err and not ck.exists()
