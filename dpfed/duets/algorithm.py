@@ -163,9 +163,9 @@ def communicate(config, objective, consts, log, points, rewards, active, rng, tr
     v_bar = model.solve(total)
     transcript.add(j, SERVER, BROADCAST, "v_bar", v_bar)
     transcript.add(j, SERVER, BROADCAST, "sigma_max", sigma_max)
-    keep, margin = eliminate(
-        config, model, model.mean(z_active, v_bar), model.scaled_variance(z_active), consts["beta"], sigma_max, widening
-    )
+    # elimination "off" reads no mean (for a batched release it would be a (trials, |X_j|) array)
+    mean = np.zeros(active.size) if config.elimination == "off" else model.mean(z_active, v_bar)
+    keep, margin = eliminate(config, model, mean, model.scaled_variance(z_active), consts["beta"], sigma_max, widening)
     keep = common_mask(keep)
     log.sigma_max, log.inclusion_probability, log.inducing = sigma_max, p, inducing
     log.threshold, log.widening, log.model, log.active_after = margin, widening, model, int(keep.sum())
