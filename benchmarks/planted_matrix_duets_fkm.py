@@ -2,7 +2,8 @@
 audit's private target (``configs/audit_duets.toml`` / ``audit_fkm.toml``, exact accountant, one utility
 run) on the correct code and on each bug planted by ``tests/attacks/test_matrix_*.py``; prints the verdict,
 the best rigorous bound, the per-probe bounds and the CPU / wall time. Also the null-world counts of
-``tests/attacks/test_null_worlds_duets_fkm.py``. Usage: ``PYTHONPATH=. python -P benchmarks/planted_matrix_duets_fkm.py``.
+``tests/attacks/test_null_worlds_duets_fkm.py``.
+Usage: ``PYTHONPATH=. python -P benchmarks/planted_matrix_duets_fkm.py``.
 """
 
 from __future__ import annotations

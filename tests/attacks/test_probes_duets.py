@@ -15,7 +15,7 @@ from attacks.attack import run_attack
 from attacks.planner import bonferroni_ceiling
 from attacks.probes import PROBES, get_probe
 from attacks.probes.duets import audit_mechanism
-from dpfed.duets import DuetsConfig, RewardOverride, run_duets
+from dpfed.duets import DuetsConfig, run_duets
 
 SMALL = dict(agents=3, horizon=20, candidates=150)
 
@@ -42,8 +42,15 @@ def test_batched_releases_refuse_a_noise_dependent_elimination():
     # z = 0.05 and no DP widening: the code's elimination bites and depends on the noise, so a batch of
     # trials cannot share one trajectory
     config = DuetsConfig(
-        algorithm="dp-duets", objective="cosine", num_agents=3, horizon=20, candidates=150, noise_multiplier=0.05,
-        reward_clip=1.0, elimination="code", noise_correction=False,
+        algorithm="dp-duets",
+        objective="cosine",
+        num_agents=3,
+        horizon=20,
+        candidates=150,
+        noise_multiplier=0.05,
+        reward_clip=1.0,
+        elimination="code",
+        noise_correction=False,
     )
     with pytest.raises(ConfigurationError, match="mechanism_trials"):
         run_duets(config, 0, mechanism_rng=0, mechanism_trials=200)
