@@ -294,6 +294,24 @@ RUN_CASES += bad(
         "config-huge": ["--config", "pne_huge.toml"],
     },
 )
+# sizes that cannot fit in memory: one line naming the field and the largest size that fits (issue 21)
+RUN_CASES += [
+    case(f"run-{_name}-{_field}-huge", ["run", _name, f"--{_field.replace('_', '-')}", _size], words=f"{_field}: ")
+    for _name, _field, _size in [
+        ("diskernelucb", "runs", "1e9"),
+        ("diskernelucb", "horizon", "1e12"),
+        ("diskernelucb", "num_agents", "1e5"),
+        ("duets", "runs", "1e9"),
+        ("dp-duets", "horizon", "1e12"),
+        ("duets", "num_agents", "1e9"),
+        ("fkm", "runs", "1e12"),
+        ("fkm", "horizon", "1e12"),
+        ("dp-fkm", "dim", "1e9"),
+    ]
+]
+RUN_CASES.append(
+    case("run-dp-fkm-records-huge", ["run", "dp-fkm", "--unit", "dataset", "--records", "1e12"], words="records: ")
+)
 RUN_CASES += bad("run", ["run"], {"no-algorithm": [], "unknown-algorithm": ["quantum"]})
 RUN_CASES.append(
     case(

@@ -6,17 +6,18 @@ agent whose clipped statistic has the full norm C_j is absent (statistic zero) o
 agents' statistics are known (zero); score: the Neyman-Pearson log-likelihood ratio (mixture for q < 1).
 Reward level: one reward flipped from -c_y to +c_y at a point with |z_S(x)| = kappa; score: the release.
 
-``DuetsEndToEndProbe`` (end to end, shared-randomness replay): the real algorithm is run once per
-world with the same seed (coins, observation noise, server draws); world 1 differs by the canary only:
-agent level, the canary agent's rewards are 0 (statistic zero: absent from the sum) or +c_y; reward
-level, one reward of the first epoch at an inducing point is -c_y or +c_y. Everything but the mechanism
-noise is then identical in both worlds, so the trials re-draw only the noise, vectorised: each epoch's
-uploads (read from the transcript) go through ``release_sum`` and the server's ``SparseModel.solve`` with
-a leading trial axis (a test checks that this equals the algorithm's own broadcast for the same noise
-stream). Score: the projection statistic of A.9 summed over the epochs the canary touches,
-``sum_j <A_j v_bar_j - (m0_j + m1_j)/2, m1_j - m0_j> / s_j^2`` (m_w: the world's noise-free clipped sum,
-s_j: the noise std), which is the log-likelihood ratio, so the score is exactly Gaussian,
-N(+-mu^2/2, mu^2) with mu^2 = sum_j |m1_j - m0_j|^2 / s_j^2, and the GDP route is exact for it.
+``DuetsEndToEndProbe`` (end to end, on the algorithm's own release path): the real algorithm is run with
+the same seed in both worlds (coins, observation noise, server draws: shared public randomness); world 1
+differs by the canary only: agent level, the canary agent's rewards are 0 (statistic zero: absent from the
+sum) or ``canary_scale * c_y`` (the other agents' rewards 0); reward level, one reward of the first epoch at
+an inducing point is -+``canary_scale * c_y``. Each batch of trials is ONE ``run_duets`` call per world
+with ``mechanism_trials`` = the batch size: the algorithm's own ``communicate`` draws every epoch's release
+for every trial, and the probe reads the ``v_bar`` broadcasts of that run. Score: the projection statistic
+of A.9 summed over the epochs the canary touches,
+``sum_j <A_j v_bar_j - (m0_j + m1_j)/2, m1_j - m0_j> / s_j^2`` (m_w: the world's noise-free clipped sum as
+the specification computes it, s_j: the noise std), which for a correct implementation is the
+log-likelihood ratio, so the score is exactly Gaussian, N(+-mu^2/2, mu^2) with
+mu^2 = sum_j |m1_j - m0_j|^2 / s_j^2, and the GDP route is exact for it.
 Agent level needs ``elimination = "off"`` (the privacy claim does not depend on the elimination rule,
 which is post-processing, but replay is exact only if the trajectory does not depend on the noise);
 reward level uses the first release only, so any elimination rule works. ``private = False`` runs the

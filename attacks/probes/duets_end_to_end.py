@@ -1,9 +1,20 @@
-"""DUETS / DP-DUETS end-to-end probe with shared-randomness replay (see ``attacks.probes.duets``).
+"""DUETS / DP-DUETS end-to-end probe on the algorithm's own release path (see ``attacks.probes.duets``).
 
-The probe runs the real algorithm once per world with the same seed and the canary forced through its
-``RewardOverride`` hook; the trials then re-draw only the mechanism noise of the epochs the canary
-touches, through ``release_sum`` and ``SparseModel.solve`` with a leading trial axis. DP-DUETS is our
-design (notes A.9); ``private = False`` audits the seed's non-private DUETS.
+Every batch of trials is ONE call of ``run_duets`` per world with ``mechanism_trials`` = the batch size:
+the algorithm draws each epoch's DP release for every trial itself (its own ``communicate`` ->
+``server_release`` -> ``release_sum``), and the scores are computed from the ``v_bar`` broadcasts in that
+run's transcript. Shared public randomness (coins, observation noise, server draws) is replayed from
+``replay_seed``; a run raises if the trials' trajectories would differ (an elimination that depends on the
+noise). A dry run per world (noise stream 0) gives the public state: inducing sets and server models.
+
+Canary. Agent level: every other agent's rewards are 0 (known to the adversary; the worst case of
+add/remove), the canary agent's are 0 (world 0: statistic zero, as if absent) or ``canary_scale * c_y``
+(world 1; ``canary_scale > 1`` puts it beyond the reward clip). Reward level: one reward of the first
+epoch at an inducing point is ``-+canary_scale * c_y``. The score's reference sums ``m0, m1`` are computed
+HERE from the specification (features of the public points, rewards clipped to ``[-c_y, c_y]``, the
+canary's statistic clipped to the public ``C_j``), not read from the algorithm, so a clip the algorithm
+skips moves the released sums away from the reference and the score sees it.
+DP-DUETS is our design (notes A.9); ``private = False`` audits the seed's non-private DUETS.
 """
 
 from __future__ import annotations
@@ -21,20 +32,37 @@ from attacks.probes.duets import _config
 
 
 @dataclass(frozen=True)
-class _EpochReplay:
-    """The replayed public state of one epoch: both worlds' uploads, the server model, the mechanism."""
+class _Epoch:
+    """The public state of one released epoch and the score's reference for it."""
 
-    uploads: tuple[np.ndarray, np.ndarray]  # (N, r) per world
-    model: object
+    epoch: int
+    inducing: np.ndarray
+    gram: np.ndarray  # A = lam I + Z^T Z (public), so that A v_bar is the released sum
     mechanism: object  # None for non-private DUETS
     noise_std: float
-    shift: np.ndarray  # m1 - m0: the canary's effect on the noise-free clipped sum
+    shift: np.ndarray  # m1 - m0: the canary's effect on the specified noise-free sum
     middle: np.ndarray  # (m0 + m1) / 2
+
+
+class _AgentCanary:
+    """Reward override of the agent-level worlds: all rewards 0 but the canary agent's, set to ``value``."""
+
+    def __init__(self, agent: int, value: float):
+        self.agent, self.value = agent, value
+
+    def apply(self, epoch: int, rewards: np.ndarray) -> None:
+        rewards[:] = 0.0
+        rewards[self.agent, :] = self.value
+
+
+def _clip_norm(vector: np.ndarray, bound: float) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector if norm <= bound else vector * (bound / norm)
 
 
 @dataclass
 class DuetsEndToEndProbe(Probe):
-    """The real (DP-)DUETS run with a canary agent or reward; shared-randomness replay of all but noise."""
+    """The real (DP-)DUETS run with a canary agent or reward, its releases batched over the trials."""
 
     objective: str = "cosine"
     agents: int = 3
@@ -50,21 +78,24 @@ class DuetsEndToEndProbe(Probe):
     replay_seed: int = 0
     private: bool = True
     delta: float = 1e-5
+    canary_scale: float = 1.0
 
     name = "dp-duets-end-to-end"
     threat_model = "broadcast view"
     description = (
-        "DP-DUETS (ours) end to end with shared-randomness replay: canary agent's rewards 0 vs "
-        "+c_y (agent level) or one reward -c_y vs +c_y (reward level); projection statistic "
-        "of the released sums over the epochs the canary touches"
+        "DP-DUETS (ours) end to end, releases drawn by the algorithm itself (batched over trials): canary "
+        "agent's rewards 0 vs canary_scale * c_y (agent level) or one reward -+canary_scale * c_y (reward "
+        "level); projection statistic of the broadcast sums over the epochs the canary touches"
     )
-    batch_size = 50_000
+    batch_size = 20_000
+    memory_per_trial = 4096
 
     def __post_init__(self):
         self.canary_agent = int(
             require_number("canary_agent", self.canary_agent, low=0, high=int(self.agents) - 1, integer=True)
         )
         self.delta = require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
+        self.canary_scale = require_number("canary_scale", self.canary_scale, low=1.0, high=1e6)
         if not isinstance(self.private, bool):
             raise ConfigurationError("private", f"expected true or false, got {self.private!r}")
         if self.unit == "agent" and self.elimination != "off":
@@ -86,16 +117,18 @@ class DuetsEndToEndProbe(Probe):
             clip_scale=self.clip_scale,
             elimination=self.elimination,
         )
+        self._stop = 1 if self.unit == "reward" else None
+        self._worlds = self._overrides()
         self._epochs = self._replay()
         self.default_delta = self.delta
 
     def _overrides(self):
         from dpfed.duets import RewardOverride, run_duets
 
-        c, a = self._config.reward_clip, self.canary_agent
+        value, a = self.canary_scale * self._config.reward_clip, self.canary_agent
         if self.unit == "agent":
-            return RewardOverride(a, 0.0), RewardOverride(a, c)
-        dry = run_duets(self._config, self.replay_seed, mechanism_rng=0)
+            return _AgentCanary(a, 0.0), _AgentCanary(a, value)
+        dry = run_duets(self._config, self.replay_seed, mechanism_rng=0, stop_after=1)
         first = dry.epochs[0]
         if not first.completed:
             raise ConfigurationError("horizon", "the first epoch does not complete: nothing is released")
@@ -103,37 +136,56 @@ class DuetsEndToEndProbe(Probe):
         if hits.size == 0:
             raise ConfigurationError("replay_seed", "the canary agent has no inducing point in epoch 1")
         index = int(hits[0])
-        return RewardOverride(a, -c, epoch=1, index=index), RewardOverride(a, c, epoch=1, index=index)
+        return RewardOverride(a, -value, epoch=1, index=index), RewardOverride(a, value, epoch=1, index=index)
 
-    def _replay(self) -> list[_EpochReplay]:
+    def _run(self, world: int, **kwargs):
         from dpfed.duets import run_duets
+
+        return run_duets(
+            self._config, self.replay_seed, reward_override=self._worlds[world], stop_after=self._stop, **kwargs
+        )
+
+    def _replay(self) -> list[_Epoch]:
         from dpfed.duets.private import released_noise_std
 
-        runs = [
-            run_duets(self._config, self.replay_seed, mechanism_rng=0, reward_override=o) for o in self._overrides()
-        ]
+        runs = [self._run(w, mechanism_rng=0) for w in (0, 1)]
         completed = [e for e in runs[0].epochs if e.completed]
         if not completed:
             raise ConfigurationError("horizon", "no epoch completes: nothing is released")
-        if self.unit == "reward":
-            completed = completed[:1]
-        replays = []
+        epochs = []
         for log in completed:
-            other = runs[1].epochs[log.epoch - 1]
-            if not np.array_equal(log.inducing, other.inducing):
+            if not np.array_equal(log.inducing, runs[1].epochs[log.epoch - 1].inducing):
                 raise ConfigurationError("replay_seed", "the worlds' public states differ: replay is not exact")
-            uploads = tuple(_uploads(r, log.epoch) for r in runs)
-            sums = [self._clipped_sum(log.mechanism, u) for u in uploads]
+            m0, m1 = self._reference(runs, log)
             s = released_noise_std(self._config, log.mechanism) if self.private else 1.0
-            replays.append(
-                _EpochReplay(uploads, log.model, log.mechanism, s, sums[1] - sums[0], (sums[0] + sums[1]) / 2)
-            )
-        return replays
+            gram = log.model.chol @ log.model.chol.T
+            epochs.append(_Epoch(log.epoch, log.inducing, gram, log.mechanism, s, m1 - m0, (m0 + m1) / 2))
+        return epochs
 
-    def _clipped_sum(self, mechanism, uploads):
-        if mechanism is None or self.unit == "reward":
-            return uploads.sum(axis=0)
-        return mechanism.clip_vectors(uploads).sum(axis=0)
+    def _features(self, log, points) -> np.ndarray:
+        from dpfed.duets.algorithm import objective_of
+        from dpfed.duets.surrogate import NystromFeatures
+
+        kernel = objective_of(self._config).kernel
+        return NystromFeatures.build(kernel, log.inducing, self._config.jitter)(kernel, points)
+
+    def _reference(self, runs, log) -> tuple[np.ndarray, np.ndarray]:
+        """The specified noise-free sums of the two worlds in epoch ``log`` (module docstring)."""
+        from dpfed.duets.private import agent_clip_bound
+
+        c, a = self._config.reward_clip, self.canary_agent
+        points = runs[0].points[a, log.start : log.start + log.length]
+        z = self._features(log, points)  # (T_j, r)
+        if self.unit == "agent":
+            canary = z.T @ np.full(log.length, min(self.canary_scale * c, c))
+            if self.private:
+                canary = _clip_norm(canary, agent_clip_bound(self._config, log.length))
+            return np.zeros_like(canary), canary
+        index = self._worlds[1].index
+        others = [_uploads(r, log.epoch).sum(axis=0) for r in runs]  # the canary's reward is symmetric
+        middle = (others[0] + others[1]) / 2
+        half = c * z[index] if self.private else self.canary_scale * c * z[index]
+        return middle - half, middle + half
 
     def mechanism(self):
         if not self.private:
@@ -147,25 +199,23 @@ class DuetsEndToEndProbe(Probe):
         mu = float(np.sqrt(sum((e.shift @ e.shift) / e.noise_std**2 for e in self._epochs)))
         return gaussian_epsilon(mu, float(delta))
 
-    def simulate_broadcasts(self, world: int, trials: int, rng) -> list[np.ndarray]:
-        """The ``v_bar`` broadcasts of ``trials`` replayed runs of ``world``: one (trials, r) per epoch."""
-        from dpfed.duets.private import release_sum
-
-        world, out = check_world(world), []
+    def broadcasts(self, world, trials, rng) -> list[np.ndarray]:
+        """The ``v_bar`` broadcasts of ``trials`` runs of ``world``, as the algorithm drew them: one
+        (trials, r) array per released epoch."""
+        trials = int(trials)
+        run = self._run(check_world(world), mechanism_rng=rng, mechanism_trials=trials)
+        out = []
         for e in self._epochs:
-            uploads = np.broadcast_to(e.uploads[world], (int(trials),) + e.uploads[world].shape)
-            if self.private:
-                released = release_sum(self._config, e.mechanism, uploads, rng)
-            else:
-                released = uploads.sum(axis=-2)
-            out.append(e.model.solve(released))
+            if not np.array_equal(run.epochs[e.epoch - 1].inducing, e.inducing):
+                raise RuntimeError("a batched run left the replayed public state: replay is not exact")
+            (v_bar,) = [m.payload for m in run.transcript.filter(name="v_bar", round=e.epoch)]
+            out.append(np.broadcast_to(v_bar, (trials, e.gram.shape[0])))
         return out
 
     def scores(self, world, trials, rng):
         total = np.zeros(int(trials))
-        for e, v_bar in zip(self._epochs, self.simulate_broadcasts(world, trials, rng), strict=True):
-            released = v_bar @ (e.model.chol @ e.model.chol.T)  # A v_bar (A is symmetric)
-            total += (released - e.middle) @ e.shift / e.noise_std**2
+        for e, v_bar in zip(self._epochs, self.broadcasts(world, trials, rng), strict=True):
+            total += (v_bar @ e.gram - e.middle) @ e.shift / e.noise_std**2  # A v_bar: the released sum
         return total
 
 

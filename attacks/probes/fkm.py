@@ -1,9 +1,11 @@
 """FKM and DP-FKM probes (notes C.5, D). The private variants are our design (``dpfed.fkm.private``).
 
-* ``fkm-loss`` (mechanism level): one loss is the constant -B (world 0) or +B (world 1); the probe runs
+* ``fkm-loss`` (mechanism level): one loss is the constant -sB (world 0) or +sB (world 1), s =
+  ``canary_scale`` (s > 1: beyond the clip, which a correct implementation brings back to +-B); the probe runs
   the algorithm's own event-level feedback (clip to [-B, B], ``accounting.Gaussian.release``) and scores
   the released value. ``private=False`` runs the exact feedback of non-private FKM.
-* ``fkm-end-to-end`` (shared-randomness replay): the whole (DP-)FKM run with the canary loss at round
+* ``fkm-end-to-end`` (shared-randomness replay): the whole (DP-)FKM run, vectorised over the trials (every
+  trial's released loss is drawn by the algorithm's own feedback), with the canary loss +-sB at round
   ``canary_round``; both worlds replay the same public losses and directions (``public_seed``), only the
   mechanism noise differs. The observer sees the played points ``y_t`` and the public directions, so
   ``x_t = y_t - delta v_t``, and while the step is interior the released loss is exactly
@@ -28,6 +30,11 @@ from attacks.probes.base import Probe, check_world, log_mixture_ratio
 
 def _delta(value) -> float:
     return require_number("delta", value, low=0, high=1, low_open=True, high_open=True)
+
+
+def _scale(value) -> float:
+    """The canary's size in units of the clip bound B (>= 1; > 1 puts it beyond the clip)."""
+    return require_number("canary_scale", value, low=1.0, high=1e6)
 
 
 def _config(dim, horizon, exploration, step):
@@ -61,6 +68,7 @@ class FkmLossProbe(Probe):
     delta: float = 1e-5
     noise_multiplier: float | None = None
     private: bool = True
+    canary_scale: float = 1.0
 
     name = "fkm-loss"
     threat_model = "output only"
@@ -71,6 +79,7 @@ class FkmLossProbe(Probe):
         from dpfed.fkm import event_mechanism
 
         self.delta = self.default_delta = _delta(self.delta)
+        self.canary_scale = _scale(self.canary_scale)
         self._config = _config(3, 1, 0.5, 1e-3)
         self._mechanism = event_mechanism(self._config, self.epsilon, self.delta, self.noise_multiplier)
 
@@ -86,7 +95,8 @@ class FkmLossProbe(Probe):
         from dpfed.fkm import EventLevelFeedback, SequenceFeedback, make_losses
 
         losses = make_losses(self._config, 0)
-        canary = losses.with_constants({0: losses.bound if check_world(world) else -losses.bound})
+        value = self.canary_scale * losses.bound
+        canary = losses.with_constants({0: value if check_world(world) else -value})
         feedback = EventLevelFeedback(canary, self._mechanism) if self.private else SequenceFeedback(canary)
         return feedback.observe(0, np.zeros((int(trials), 3)), rng)[1]
 
@@ -105,6 +115,7 @@ class FkmEndToEndProbe(Probe):
     exploration: float = 0.5
     step: float = 1e-3
     public_seed: int = 0
+    canary_scale: float = 1.0
 
     name = "fkm-end-to-end"
     threat_model = "output only"
@@ -118,6 +129,7 @@ class FkmEndToEndProbe(Probe):
         from dpfed.fkm import event_mechanism
 
         self.delta = self.default_delta = _delta(self.delta)
+        self.canary_scale = _scale(self.canary_scale)
         self.canary_round = int(
             require_number("canary_round", self.canary_round, low=0, high=self.horizon - 2, integer=True)
         )
@@ -136,8 +148,8 @@ class FkmEndToEndProbe(Probe):
     def scores(self, world, trials, rng):
         from dpfed.fkm import SequenceFeedback, make_losses, run_dp_fkm, run_fkm
 
-        bound = make_losses(self._config, 0, count=1).bound
-        canary = {self.canary_round: bound if check_world(world) else -bound}
+        value = self.canary_scale * make_losses(self._config, 0, count=1).bound
+        canary = {self.canary_round: value if check_world(world) else -value}
         common = dict(runs=int(trials), shared_directions=True, privacy_rng=rng)
         if self.private:
             run = run_dp_fkm(self._config, self.public_seed, mechanism=self._mechanism, canary=canary, **common)

@@ -19,6 +19,12 @@ exploration: an audit configuration under which the trajectory does not depend o
 Randomness: the seed spawns independent streams for the coins (one per agent), the observation noise
 (one per agent), the server's Bernoulli draws and the DP noise, so audits can replay everything but the
 noise (``mechanism_rng``).
+
+Batched releases (``mechanism_trials = K``, for audits): one run whose every DP release is drawn K times
+independently, through the same code (``release_sum`` on the statistics with a leading trial axis); the
+transcript's ``v_bar`` payloads then have shape (K, r). Everything else is shared, so this is K runs of
+the algorithm exactly when the trajectory does not depend on the noise: the elimination masks of the K
+trials must agree (always so with ``elimination = "off"``), else ``ConfigurationError``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import functools
 
 import numpy as np
 
+from accounting.errors import ConfigurationError, require_number
 from dpfed.duets.config import DuetsConfig
 from dpfed.duets.objectives import DuetsObjective, make_objective
 from dpfed.duets.private import epoch_mechanism, noise_widening, release_sum, released_noise_std
@@ -101,26 +108,48 @@ def select_inducing(objective, config, points, active, p0, rng):
 
 
 def eliminate(config, model, mean, scaled_variance, beta, sigma_max, widening) -> tuple[np.ndarray, float]:
-    """Boolean keep-mask over the active set and the margin used (eq. 9, the code's rule, or off)."""
+    """Boolean keep-mask over the active set and the margin used (eq. 9, the code's rule, or off).
+    ``mean`` (..., M): a leading trial axis gives one mask per trial."""
     if config.elimination == "off":
         return np.ones(mean.shape, dtype=bool), float("inf")
     if config.elimination == "paper":
         margin = 2.0 * beta * sigma_max + widening
-        return mean >= mean.max() - margin, margin
+        return mean >= mean.max(axis=-1, keepdims=True) - margin, margin
     sd = np.sqrt(scaled_variance)
     margin = widening
-    return mean + beta * sd >= np.max(mean - beta * sd) - margin, margin
+    return mean + beta * sd >= np.max(mean - beta * sd, axis=-1, keepdims=True) - margin, margin
 
 
-def communicate(config, objective, consts, log, points, rewards, active, rng, transcript):
+def common_mask(keep: np.ndarray) -> np.ndarray:
+    """The keep-mask shared by every trial of a batched release (ConfigurationError if they differ)."""
+    if keep.ndim == 1:
+        return keep
+    if not np.all(keep == keep[:1]):
+        raise ConfigurationError(
+            "mechanism_trials", "the trials' eliminations differ: the trajectory depends on the noise"
+        )
+    return keep[0]
+
+
+def clip_rewards(config, rewards: np.ndarray) -> np.ndarray:
+    """What the agents use of their rewards: clipped to [-c_y, c_y] for DP-DUETS, as observed otherwise."""
+    return np.clip(rewards, -config.reward_clip, config.reward_clip) if config.private else rewards
+
+
+def server_release(config, mechanism, statistics: np.ndarray, rng, trials: int | None) -> np.ndarray:
+    """The server's DP release of an epoch's statistics (N, r): one noisy sum (r,), or (trials, r)."""
+    batch = statistics if trials is None else np.broadcast_to(statistics, (int(trials),) + statistics.shape)
+    return release_sum(config, mechanism, batch, rng)
+
+
+def communicate(config, objective, consts, log, points, rewards, active, rng, transcript, trials=None):
     """Steps 1-4 of the module docstring for one completed epoch; returns the new active set."""
     j, d = log.epoch, objective.dim
     sigma_max, p, inducing = select_inducing(objective, config, points, active, consts["p0"], rng["server"])
     features = NystromFeatures.build(objective.kernel, inducing, config.jitter)
     transcript.add(j, SERVER, BROADCAST, "inducing_set", objective.candidates[inducing])
     z = features(objective.kernel, points)  # (N, T_j, r)
-    used = np.clip(rewards, -config.reward_clip, config.reward_clip) if config.private else rewards
-    statistics = np.einsum("ntr,nt->nr", z, used)
+    statistics = np.einsum("ntr,nt->nr", z, clip_rewards(config, rewards))
     for n in range(statistics.shape[0]):
         transcript.add(j, agent_name(n), SERVER, "statistic", statistics[n])
     model = SparseModel.build(z.reshape(points.size, features.rank), config.lam)
@@ -128,15 +157,16 @@ def communicate(config, objective, consts, log, points, rewards, active, rng, tr
     z_active = features(objective.kernel, active)
     if config.private:
         log.mechanism = epoch_mechanism(config, log.length)
-        total = release_sum(config, log.mechanism, statistics, rng["mechanism"])
+        total = server_release(config, log.mechanism, statistics, rng["mechanism"], trials)
         gain = float(model.noise_gain(z_active).max()) if features.rank else 0.0
         widening = noise_widening(config, released_noise_std(config, log.mechanism), gain, consts["completed_epochs"])
     v_bar = model.solve(total)
     transcript.add(j, SERVER, BROADCAST, "v_bar", v_bar)
     transcript.add(j, SERVER, BROADCAST, "sigma_max", sigma_max)
-    keep, margin = eliminate(
-        config, model, model.mean(z_active, v_bar), model.scaled_variance(z_active), consts["beta"], sigma_max, widening
-    )
+    # elimination "off" reads no mean (for a batched release it would be a (trials, |X_j|) array)
+    mean = np.zeros(active.size) if config.elimination == "off" else model.mean(z_active, v_bar)
+    keep, margin = eliminate(config, model, mean, model.scaled_variance(z_active), consts["beta"], sigma_max, widening)
+    keep = common_mask(keep)
     log.sigma_max, log.inclusion_probability, log.inducing = sigma_max, p, inducing
     log.threshold, log.widening, log.model, log.active_after = margin, widening, model, int(keep.sum())
     log.active_set = active[keep]
@@ -144,11 +174,21 @@ def communicate(config, objective, consts, log, points, rewards, active, rng, tr
 
 
 def run_duets(
-    config: DuetsConfig | None = None, seed=None, *, mechanism_rng=None, reward_override: RewardOverride | None = None
+    config: DuetsConfig | None = None,
+    seed=None,
+    *,
+    mechanism_rng=None,
+    reward_override: RewardOverride | None = None,
+    mechanism_trials: int | None = None,
+    stop_after: int | None = None,
 ) -> DuetsRun:
     """Run DUETS or DP-DUETS (``config.algorithm``). ``mechanism_rng`` replaces the DP noise stream
-    (audits replay everything else); ``reward_override`` forces canary rewards."""
+    (audits replay everything else); ``reward_override`` forces canary rewards (any object with its
+    ``apply(epoch, rewards)``); ``mechanism_trials`` batches the releases (module docstring);
+    ``stop_after`` ends the run after that many communication rounds (an audit reading the first ones)."""
     config = config or DuetsConfig()
+    if mechanism_trials is not None:
+        mechanism_trials = int(require_number("mechanism_trials", mechanism_trials, low=1, integer=True))
     objective, consts = objective_of(config), constants(config)
     n, horizon = config.num_agents, config.horizon
     rng = streams(seed, n)
@@ -169,8 +209,12 @@ def run_duets(
         logs.append(log)
         if not log.completed:
             break
-        active, down, up = communicate(config, objective, consts, log, epoch_points, rewards, active, rng, transcript)
+        active, down, up = communicate(
+            config, objective, consts, log, epoch_points, rewards, active, rng, transcript, mechanism_trials
+        )
         uplink[t - 1], downlink[t - 1] = up, down
+        if stop_after is not None and j >= stop_after:
+            break
     return DuetsRun(
         config.algorithm,
         config.objective,

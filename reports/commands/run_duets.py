@@ -102,6 +102,9 @@ def resolve(algorithm: str, args):
     options["threshold"] = math.inf if str(threshold) == "inf" else require_number("threshold", threshold, low=0)
     if algorithm == "diskernelucb" and isinstance(config.beta, str):
         raise ConfigurationError("beta", "diskernelucb needs a numeric beta")
+    from reports.commands.run_sizes import check_duets_sizes
+
+    check_duets_sizes(algorithm, config, options["runs"])
     return config, options
 
 

@@ -89,6 +89,11 @@ def execute(algorithm: str, args):
         step=args.step,
     )
     common = dict(runs=int(args.runs), record_transcript=args.save_transcript)
+    from reports.commands.run_sizes import check_fkm_sizes
+
+    dataset = algorithm == "dp-fkm" and args.unit == "dataset"
+    records = (200 if args.records is None else int(args.records)) if dataset else 0
+    check_fkm_sizes(config, int(args.runs), bool(args.save_transcript), records)
     if algorithm == "fkm":
         return run_fkm(config, int(args.seed), **common)
     if args.unit == "event":

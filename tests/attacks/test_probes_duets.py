@@ -15,23 +15,45 @@ from attacks.attack import run_attack
 from attacks.planner import bonferroni_ceiling
 from attacks.probes import PROBES, get_probe
 from attacks.probes.duets import audit_mechanism
-from dpfed.duets import DuetsConfig, RewardOverride, run_duets
+from dpfed.duets import DuetsConfig, run_duets
 
 SMALL = dict(agents=3, horizon=20, candidates=150)
 
 
 @pytest.mark.parametrize("unit", ["agent", "reward"])
-def test_replayed_broadcasts_equal_the_algorithms_own_for_the_same_noise_stream(unit):
+def test_probe_broadcasts_are_the_algorithms_own_batched_releases(unit):
+    # The probe's v_bar are those of one run_duets call with mechanism_trials (the algorithm's own release
+    # code); a batch of one equals the unbatched run with the same noise stream, and each trial of a batch
+    # differs (independent noise).
     extra = {"elimination": "paper"} if unit == "reward" else {}
     probe = get_probe("dp-duets-end-to-end", unit=unit, **SMALL, **extra)
-    replayed = probe.simulate_broadcasts(1, 1, np.random.default_rng(42))
-    override = probe._overrides()[1]
-    assert isinstance(override, RewardOverride)
+    mine = probe.broadcasts(1, 1, np.random.default_rng(42))
+    override = probe._worlds[1]
     run = run_duets(probe._config, probe.replay_seed, mechanism_rng=42, reward_override=override)
     actual = run.transcript.payloads(name="v_bar")
-    assert len(replayed) == (3 if unit == "agent" else 1)
-    for mine, theirs in zip(replayed, actual, strict=False):
-        np.testing.assert_allclose(mine[0], theirs, rtol=1e-10, atol=1e-12)
+    assert len(mine) == (3 if unit == "agent" else 1)
+    for a, b in zip(mine, actual, strict=False):
+        np.testing.assert_array_equal(a[0], b)
+    batch = probe.broadcasts(0, 4, np.random.default_rng(1))
+    assert all(v.shape[0] == 4 and not np.allclose(v[0], v[1]) for v in batch)
+
+
+def test_batched_releases_refuse_a_noise_dependent_elimination():
+    # z = 0.05 and no DP widening: the code's elimination bites and depends on the noise, so a batch of
+    # trials cannot share one trajectory
+    config = DuetsConfig(
+        algorithm="dp-duets",
+        objective="cosine",
+        num_agents=3,
+        horizon=20,
+        candidates=150,
+        noise_multiplier=0.05,
+        reward_clip=1.0,
+        elimination="code",
+        noise_correction=False,
+    )
+    with pytest.raises(ConfigurationError, match="mechanism_trials"):
+        run_duets(config, 0, mechanism_rng=0, mechanism_trials=200)
 
 
 def test_end_to_end_score_is_exactly_gaussian_with_the_composed_shift():
