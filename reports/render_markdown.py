@@ -92,6 +92,13 @@ def _calibration(cal: dict | None) -> list[str]:
     )
 
 
+def _power_words(power: dict | None) -> str:
+    """The power sentence of a probe section (``attacks.power``), or why there is none."""
+    if not power:
+        return "not computed (the probe reduces to no Gaussian mechanism: non-private, Laplace, or no claim)"
+    return power["sentence"]
+
+
 def _probe(p: dict) -> list[str]:
     out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])})", ""]
     if p["outcome"] != "ran":
@@ -104,6 +111,7 @@ def _probe(p: dict) -> list[str]:
         f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
         f"- AUC of the attack: {f(p['auc'])}",
         f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} (confidence {f(p['confidence'])})",
+        f"- Power: {esc(_power_words(p.get('power')))}",
         "",
     ]
     rows = [
