@@ -50,7 +50,10 @@ def add_algorithms(subparsers) -> None:
 
 def execute(algorithm: str, args):
     from dpfed.fedzero import FedZeroConfig, run_dp_fedzero, run_fedzero
+    from reports.commands.fedzero_sizes import check_fedzero_sizes
 
+    sizes = {f: int(getattr(args, f)) for f in ("rounds", "runs", "records", "workers", "dim")}
+    check_fedzero_sizes(sizes, bool(args.save_transcript), getattr(args, "unit", "worker") == "record")
     config = FedZeroConfig(
         dim=int(args.dim),
         workers=int(args.workers),
