@@ -79,6 +79,7 @@ def _private(results):
     return results[PRIVATE]
 
 
+@pytest.mark.slow  # a bundled audit: about 15 s of CPU
 def test_correct_dp_fedzero_passes_its_bundled_audit():
     result = _private(_audit())
     assert result.verdict.status.value == "PASS"
@@ -87,6 +88,7 @@ def test_correct_dp_fedzero_passes_its_bundled_audit():
     assert all(p.power and p.power["refuted_fraction"] >= 0.5 for p in result.probes)
 
 
+@pytest.mark.slow  # a bundled audit: about 15 s of CPU
 def test_half_the_noise_in_the_uplink_is_a_violation_of_the_bundled_audit(monkeypatch):
     # the exact case of issue 21
     monkeypatch.setattr(WorkerScalarUplink, "aggregate", _half_noise)
@@ -95,6 +97,7 @@ def test_half_the_noise_in_the_uplink_is_a_violation_of_the_bundled_audit(monkey
     assert result.verdict.empirical.lower_bound.epsilon > 5.7
 
 
+@pytest.mark.slow  # a bundled audit: about 15 s of CPU
 @pytest.mark.parametrize("bug", [_no_clip, _unnoised_broadcast], ids=["clip-skipped", "unnoised-broadcast"])
 def test_planted_bug_is_a_violation_of_the_bundled_audit(monkeypatch, bug):
     monkeypatch.setattr(WorkerScalarUplink, "aggregate", bug)
