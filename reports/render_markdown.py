@@ -10,6 +10,7 @@ import re
 from reports import render_text as words
 from reports.model import fmt_number as f
 from reports.model import is_available
+from reports.power_words import audit_power_text
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
@@ -180,7 +181,8 @@ def _target(i: int, t: dict) -> list[str]:
         "",
     ]
     out += _accounting(t["accounting"], t["claim"]) + _calibration(t["calibration"])
-    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", "### Probes", ""]
+    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", esc(audit_power_text(t["probes"])), ""]
+    out += ["### Probes", ""]
     out += ["No probes configured.", ""] if not t["probes"] else []
     for p in t["probes"]:
         out += _probe(p)

@@ -100,3 +100,28 @@ def test_probe_power_of_the_bundled_fedzero_probe_and_of_a_non_private_one():
     assert power.refuted_fraction >= 0.5 and power.half_noise_trials <= 80_000
     assert "0.5" in power.sentence() and power.to_dict()["method"] == "gdp-exact"
     assert probe_power(FedZeroEndToEndProbe(private=False), 1000, 5.7, 1e-5) is None
+
+
+def test_the_report_states_the_power_in_words_in_markdown_and_html():
+    import copy
+
+    from reports.model import validate_report
+    from reports.power_words import audit_power_text
+    from reports.render_html import render_html
+    from reports.render_markdown import render_markdown
+    from tests.reports.synthetic_report import synthetic_report
+
+    exact = reduce_composition(Composition.of(SubsampledGaussian(1.0, 8.0), 100))
+    from attacks.power import Power
+
+    power = Power(80_000, 0.9, 0.5, 76_000, exact.method, exact.mu)
+    report = copy.deepcopy(synthetic_report())
+    probe = next(p for p in report["targets"][0]["probes"] if p["outcome"] == "ran")
+    probe["power"] = power.to_dict()
+    validate_report(report)  # the typed fields fit the schema
+    sentence = "would refute an implementation adding 0.50 of the configured noise or less, with probability 0.9"
+    assert sentence in render_markdown(report) and sentence in render_html(report)
+    assert "it detects half the noise" in audit_power_text(report["targets"][0]["probes"])
+    probe["power"] = dict(power.to_dict(), refuted_fraction=0.3)
+    assert "does not detect half the noise" in audit_power_text(report["targets"][0]["probes"])
+    assert audit_power_text([{"outcome": "ran", "power": None}]).startswith("Power: not stated")
