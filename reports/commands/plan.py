@@ -64,6 +64,8 @@ def run(args) -> int:
         args._parser.error("give --trials N or --target-epsilon E (or both)")
     if args.trials is not None:  # the threshold grid counts trials in 64-bit integers
         require_number("trials", args.trials, low=1, high=MAX_TRIALS, integer=True)
+    if args.claim_epsilon is not None and args.probe is None:
+        args._parser.error("--claim-epsilon needs --probe and --trials")
     result = {"delta": args.delta, "confidence": args.confidence}
     if args.trials is not None:
         result["trials"] = args.trials
