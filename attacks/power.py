@@ -130,8 +130,8 @@ def trials_for_power(mu: float, claim_epsilon: float, delta: float, confidence: 
             return None
         high = min(high * 4, max_trials)
     low = max(1, high // 4)
-    while high > 1.02 * low:
-        mid = int(math.sqrt(low * high))
+    while high - low > 1 and high > 1.02 * low:
+        mid = min(high - 1, max(low + 1, int(math.sqrt(low * high))))
         if enough(mid):
             high = mid
         else:

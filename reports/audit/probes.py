@@ -178,7 +178,12 @@ def _power(probe, trials: int, claim, confidence: float) -> dict | None:
     """The probe's stated power at its budget (``attacks.power``), as typed fields and a sentence."""
     from attacks.power import probe_power
 
-    power = probe_power(probe, trials, claim.epsilon, claim.delta, confidence)
+    from accounting.errors import ConfigurationError
+
+    try:
+        power = probe_power(probe, trials, claim.epsilon, claim.delta, confidence)
+    except (ConfigurationError, ArithmeticError, ValueError):  # a figure we cannot state is not stated
+        return None
     return None if power is None else power.to_dict()
 
 

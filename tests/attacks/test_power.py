@@ -125,3 +125,10 @@ def test_the_report_states_the_power_in_words_in_markdown_and_html():
     probe["power"] = dict(power.to_dict(), refuted_fraction=0.3)
     assert "does not detect half the noise" in audit_power_text(report["targets"][0]["probes"])
     assert audit_power_text([{"outcome": "ran", "power": None}]).startswith("Power: not stated")
+
+
+def test_the_trial_search_ends_when_few_trials_suffice():
+    # a regression: the geometric bisection once looped forever between two adjacent small counts
+    trials = trials_for_power(19.8, 2.0, 1e-5)
+    assert trials <= 100
+    assert refutation_probability(19.8, trials, 2.0, 1e-5) >= 0.9
