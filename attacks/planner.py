@@ -51,6 +51,15 @@ def bonferroni_ceiling(trials: int, delta: float, confidence: float = 0.95,
     return _ceiling(float(trials), float(delta), 1.0 - (1.0 - float(confidence)) / tests)
 
 
+def noise_fraction_power(probe, trials: int, claim_epsilon: float, delta: float, confidence: float = 0.95):
+    """What ``trials`` per world of ``probe`` would refute against a claim: the largest fraction f of the
+    configured noise whose implementation is refuted with probability 0.9, and the trials that refute
+    f = 0.5 (``attacks.power.Power``; None when the probe reduces to no Gaussian mechanism)."""
+    from attacks.power import probe_power
+
+    return probe_power(probe, int(trials), claim_epsilon, delta, confidence)
+
+
 def trials_needed(target_epsilon: float, delta: float, confidence: float = 0.95) -> int:
     """Fewest trials per world with which a perfect attack certifies ``target_epsilon`` at ``delta``."""
     target = require_number("target_epsilon", target_epsilon, low=0.0, low_open=True, high=700.0)

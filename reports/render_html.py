@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from reports import plots
 from reports import render_text as words
 from reports.model import findings_tally, fmt_number
+from reports.power_words import audit_power_text
 from reports.render_markdown import collapsed_rows
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -33,6 +34,7 @@ def _environment() -> Environment:
     env.globals["f"] = fmt_number
     env.globals["accounting_table"] = _accounting_table
     env.globals["ceiling_words"] = words.CEILING_WORDS
+    env.globals["audit_power_text"] = audit_power_text
     return env
 
 

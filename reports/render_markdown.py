@@ -10,6 +10,7 @@ import re
 from reports import render_text as words
 from reports.model import fmt_number as f
 from reports.model import is_available
+from reports.power_words import audit_power_text
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
@@ -92,6 +93,13 @@ def _calibration(cal: dict | None) -> list[str]:
     )
 
 
+def _power_words(power: dict | None) -> str:
+    """The power sentence of a probe section (``attacks.power``), or why there is none."""
+    if not power:
+        return "not computed (the probe reduces to no Gaussian mechanism: non-private, Laplace, or no claim)"
+    return power["sentence"]
+
+
 def _probe(p: dict) -> list[str]:
     out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])}){esc(words.planted_bug_note(p))}", ""]
     if p["outcome"] != "ran":
@@ -104,6 +112,7 @@ def _probe(p: dict) -> list[str]:
         f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
         f"- AUC of the attack: {f(p['auc'])}",
         f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} (confidence {f(p['confidence'])})",
+        f"- Power: {esc(_power_words(p.get('power')))}",
         "",
     ]
     rows = [
@@ -172,7 +181,8 @@ def _target(i: int, t: dict) -> list[str]:
         "",
     ]
     out += _accounting(t["accounting"], t["claim"]) + _calibration(t["calibration"])
-    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", "### Probes", ""]
+    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", esc(audit_power_text(t["probes"])), ""]
+    out += ["### Probes", ""]
     out += ["No probes configured.", ""] if not t["probes"] else []
     for p in t["probes"]:
         out += _probe(p)

@@ -649,6 +649,18 @@ FOUND_CASES = [
     case("found-audit-seed-400-digits", AUDIT + ["--seed", HUGE]),
     case("found-attack-batch-size-400-digits", ATTACK + ["--batch-size", HUGE]),
     case("found-attack-trials-1e308", ["attack", "gaussian", "--trials", "1e308"], BAD),
+    case("plan-claim-epsilon-without-probe", PLAN + ["--trials", "1000", "--claim-epsilon", "2"], BAD),
+    case("plan-claim-epsilon-negative", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "-1"]),
+    case("plan-claim-epsilon-nan", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "nan"]),
+    # issue 21: FedZero sizes that cannot fit name the field and the largest value that fits
+    case("found-run-fedzero-rounds-1e30", ["run", "fedzero", "--rounds", "1e30"], BAD, words="rounds: "),
+    case("found-run-dp-fedzero-rounds-1e30", ["run", "dp-fedzero", "--rounds", "1e30"], BAD, words="at most about"),
+    case("found-run-fedzero-runs-1e12", ["run", "fedzero", "--runs", "1e12"], BAD, words="runs: "),
+    case("found-run-fedzero-dim-1e9", ["run", "fedzero", "--dim", "1e9"], BAD, words="dim: "),
+    case("found-run-fedzero-workers-1e9", ["run", "fedzero", "--workers", "1e9"], BAD, words="workers: "),
+    case("found-run-fedzero-records-1e12", ["run", "fedzero", "--records", "1e12"], BAD, words="records: "),
+    case("found-run-dp-fedzero-record-level-records-1e9",
+         ["run", "dp-fedzero", "--unit", "record", "--records", "1e9"], BAD, words="records: "),
 ]
 
 ALL_CASES = (

@@ -11,6 +11,9 @@
   the iterates (l2 geometry, iterates inside the ball): ``g_t = -(x_{t+1} - x_t)/eta``, and with public
   directions and m <= d the per-worker scalars are the least-squares solution of ``g_t = (d/m) W_t^T s``,
   so aggregation alone hides no one. ``private=False`` probes non-private FedZero, which leaks exactly.
+  ``canary_scale`` puts the canary's scalar at ``canary_scale * C`` (beyond the clip bound when > 1): a
+  clipping implementation releases exactly what a canary at C gives, so the score (the likelihood ratio of
+  a shift C) stays valid, while an implementation that forgot to clip shows a shift of ``canary_scale * C``.
 
 ``privacy_remark_answer`` answers the seed's closing remark that FedZero "may offer
 privacy-preserving benefits", backed by the non-private end-to-end probe.
@@ -97,6 +100,7 @@ class FedZeroEndToEndProbe(Probe):
     step: float = 1e-3
     public_seed: int = 0
     delta: float = 1e-5
+    canary_scale: float = 1.0
 
     name = "fedzero-end-to-end"
     threat_model = "server view"
@@ -110,6 +114,7 @@ class FedZeroEndToEndProbe(Probe):
         from dpfed.fedzero import FedZeroConfig, dp_uplink
 
         self.delta = self.default_delta = _delta(self.delta)
+        self.canary_scale = require_number("canary_scale", self.canary_scale, low=0, low_open=True, high=1e6)
         if self.view not in VIEWS:
             raise ConfigurationError("view", f"unknown {self.view!r}; choose one of {', '.join(VIEWS)}")
         self._config = FedZeroConfig(
@@ -138,7 +143,7 @@ class FedZeroEndToEndProbe(Probe):
     def _run(self, world, trials, rng):
         from dpfed.fedzero import ScalarCanary, run_fedzero
 
-        value = self.clip if check_world(world) else 0.0
+        value = self.canary_scale * self.clip if check_world(world) else 0.0
         canary = ScalarCanary(0, value, record=0 if self.unit == "record" else None)
         return run_fedzero(
             self._config,

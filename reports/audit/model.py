@@ -190,6 +190,7 @@ class ProbeSection:
     confidence: float | None = None
     batches_total: int = 0
     batches_resumed: int = 0
+    power: dict | None = None  # attacks.power.Power.to_dict(): what this budget would refute (None: no reduction)
 
     def best_rigorous(self) -> dict | None:
         return max((b for b in self.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)

@@ -170,7 +170,21 @@ def run_probe(
         confidence=confidence,
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,
+        power=_power(planned.probe, int(result.trials), claim, confidence),
     )
+
+
+def _power(probe, trials: int, claim, confidence: float) -> dict | None:
+    """The probe's stated power at its budget (``attacks.power``), as typed fields and a sentence."""
+    from attacks.power import probe_power
+
+    from accounting.errors import ConfigurationError
+
+    try:
+        power = probe_power(probe, trials, claim.epsilon, claim.delta, confidence)
+    except (ConfigurationError, ArithmeticError, ValueError):  # a figure we cannot state is not stated
+        return None
+    return None if power is None else power.to_dict()
 
 
 def failed_section(planned: PlannedProbe, reason: str) -> ProbeSection:

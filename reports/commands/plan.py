@@ -28,6 +28,12 @@ def add_parser(subparsers) -> None:
         "batches, pilot, memory), or why it cannot",
     )
     parser.add_argument("--workers", type=int, default=1, help="parallel batches for --probe (default 1)")
+    parser.add_argument(
+        "--claim-epsilon",
+        type=float,
+        help="with --probe: the power of the budget against this claim (the noise fraction refuted with "
+        "probability 0.9, and the trials that refute half the noise)",
+    )
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.set_defaults(func=run, _parser=parser)
 
@@ -43,11 +49,23 @@ def attack_plan(probe_name: str, trials, workers: int) -> dict:
     return {**dataclasses.asdict(plan), "summary": plan.describe()}
 
 
+def budget_power(probe_name: str, trials, claim_epsilon, delta, confidence) -> dict | None:
+    """``attacks.planner.noise_fraction_power`` of a named probe, as a dict (None: no Gaussian reduction)."""
+    from attacks.planner import noise_fraction_power
+    from attacks.probes import get_probe
+
+    require_number("claim_epsilon", claim_epsilon, low=0, low_open=True, high=700)
+    power = noise_fraction_power(get_probe(probe_name), int(trials), claim_epsilon, delta, confidence)
+    return None if power is None else power.to_dict()
+
+
 def run(args) -> int:
     if args.trials is None and args.target_epsilon is None:
         args._parser.error("give --trials N or --target-epsilon E (or both)")
     if args.trials is not None:  # the threshold grid counts trials in 64-bit integers
         require_number("trials", args.trials, low=1, high=MAX_TRIALS, integer=True)
+    if args.claim_epsilon is not None and args.probe is None:
+        args._parser.error("--claim-epsilon needs --probe and --trials")
     result = {"delta": args.delta, "confidence": args.confidence}
     if args.trials is not None:
         result["trials"] = args.trials
@@ -57,6 +75,8 @@ def run(args) -> int:
         if args.trials is None:
             args._parser.error("--probe needs --trials")
         result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers)
+        if args.claim_epsilon is not None:
+            result["power"] = budget_power(args.probe, args.trials, args.claim_epsilon, args.delta, args.confidence)
     if args.target_epsilon is not None:
         result["target_epsilon"] = args.target_epsilon
         result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
@@ -75,6 +95,10 @@ def run(args) -> int:
         )
     if "attack_plan" in result:
         print(f"{args.probe}: {result['attack_plan']['summary']}")
+    if args.claim_epsilon is not None and args.probe is not None:
+        power = result["power"]
+        print(f"power against epsilon = {args.claim_epsilon:g}: " + (
+            power["sentence"] if power else "not computed (the probe reduces to no Gaussian mechanism)"))
     if "trials_needed" in result:
         print(
             f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "

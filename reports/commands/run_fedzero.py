@@ -21,6 +21,8 @@ from reports.commands.run_output import (
     write_outputs,
 )
 
+DEFAULT_EPSILON = 4.0  # the privacy level the default DP-FedZero run spends (see default_noise_multiplier)
+
 ALGORITHM_HELP = {
     "fedzero": "FedZero: federated zero-order dual averaging with shared seeds (no privacy)",
     "dp-fedzero": "DP-FedZero (ours): clipped scalars with Gaussian noise, worker or record level",
@@ -45,8 +47,9 @@ def add_algorithms(subparsers) -> None:
                 "--noise-multiplier",
                 dest="noise_multiplier",
                 type=number_arg("noise_multiplier", **POSITIVE),
-                default=1.0,
-                help="sigma (default 1)",
+                default=None,
+                help=f"sigma (default: calibrated so that the run spends epsilon {DEFAULT_EPSILON:g} at --delta "
+                "with q = 1, exact Gaussian; a lower rate only lowers epsilon)",
             )
             p.add_argument("--clip", type=number_arg("clip", **POSITIVE), default=1.0, help="clip C of the scalar")
             p.add_argument("--delta", type=number_arg("delta", **PROBABILITY), default=1e-5, help="default 1e-5")
@@ -54,9 +57,24 @@ def add_algorithms(subparsers) -> None:
         p.set_defaults(func=functools.partial(run_command, name))
 
 
+def default_noise_multiplier(rounds: int, delta: float, epsilon: float = DEFAULT_EPSILON) -> float:
+    """The default sigma of ``dpaudit run dp-fedzero``: with q = 1, n rounds of the scalar release compose to
+    one Gaussian mechanism of noise multiplier ``sigma / sqrt(n)`` (for one unit, at every level and noise
+    space), so ``sigma = sqrt(n) z(epsilon, delta)`` with the exact (analytic) Gaussian calibration gives
+    exactly ``epsilon``; Poisson sampling at q < 1 only lowers it."""
+    import math
+
+    from accounting.calibration import analytic_gaussian_noise_multiplier
+
+    return math.sqrt(rounds) * analytic_gaussian_noise_multiplier(epsilon, delta)
+
+
 def execute(algorithm: str, args):
     from dpfed.fedzero import FedZeroConfig, run_dp_fedzero, run_fedzero
+    from reports.commands.fedzero_sizes import check_fedzero_sizes
 
+    sizes = {f: int(getattr(args, f)) for f in ("rounds", "runs", "records", "workers", "dim")}
+    check_fedzero_sizes(sizes, bool(args.save_transcript), getattr(args, "unit", "worker") == "record")
     config = FedZeroConfig(
         dim=int(args.dim),
         workers=int(args.workers),
@@ -69,6 +87,13 @@ def execute(algorithm: str, args):
     common = dict(runs=int(args.runs), record_transcript=args.save_transcript)
     if algorithm == "fedzero":
         return run_fedzero(config, int(args.seed), **common)
+    if args.noise_multiplier is None:
+        args.noise_multiplier = default_noise_multiplier(config.rounds, args.delta)
+        print(
+            f"noise multiplier not given: sigma = {args.noise_multiplier:.4g}, calibrated so that "
+            f"{config.rounds} rounds at q = 1 spend epsilon {DEFAULT_EPSILON:g} at delta {args.delta:g} "
+            "(exact Gaussian); a lower --rate only lowers epsilon"
+        )
     return run_dp_fedzero(
         config,
         int(args.seed),

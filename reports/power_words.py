@@ -1,0 +1,24 @@
+"""The audit's power in words, for a target of a report (``attacks.power`` figures in its probe sections)."""
+
+from __future__ import annotations
+
+
+def audit_power_text(probes: list[dict]) -> str:
+    """One sentence: the most powerful probe's refuted noise fraction (probability 0.9) and what half the
+    noise needs, or why no power is stated."""
+    stated = [p for p in probes if p.get("outcome") == "ran" and p.get("power")]
+    if not stated:
+        return ("Power: not stated (no probe that ran reduces to a Gaussian mechanism: non-private targets, "
+                "Laplace mechanisms).")
+    best = max(stated, key=lambda p: p["power"]["refuted_fraction"])
+    power = best["power"]
+    fraction = power["refuted_fraction"]
+    half = power["half_noise_trials"]
+    need = "" if half is None else f"; half the noise needs {half:.3g} trials per world"
+    if fraction <= 0:
+        return (f"Power: at these budgets no probe refutes even an implementation adding 0.01 of the configured "
+                f"noise with probability {power['probability']:g}{need} (probe {best['name']}).")
+    verdict = "detects" if fraction >= 0.5 else "does not detect"
+    return (f"Power: this audit would refute an implementation adding {fraction:.2f} of the configured noise or "
+            f"less, with probability {power['probability']:g} (probe {best['name']}, {best['trials']:.3g} trials "
+            f"per world{need}); it {verdict} half the noise.")
