@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from accounting.errors import require_number
-from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
+from attacks.planner import (
+    bonferroni_ceiling,
+    max_certifiable_epsilon,
+    single_threshold_trials_needed,
+    trials_needed,
+)
 
 MAX_TRIALS = 1e18
 
@@ -60,6 +65,9 @@ def run(args) -> int:
     if args.target_epsilon is not None:
         result["target_epsilon"] = args.target_epsilon
         result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
+        result["single_threshold_trials_needed"] = single_threshold_trials_needed(
+            args.target_epsilon, args.delta, args.confidence
+        )
     if args.format == "json":
         print(json.dumps(result, indent=2))
         return 0
@@ -77,7 +85,9 @@ def run(args) -> int:
         print(f"{args.probe}: {result['attack_plan']['summary']}")
     if "trials_needed" in result:
         print(
-            f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
-            f"{result['trials_needed']} trials per world, even with a perfect attack."
+            f"Certifying epsilon = {args.target_epsilon:g} ({level}) with the default Clopper-Pearson "
+            f"estimator (the one `attack` and `audit` run) needs at least {result['trials_needed']} trials per "
+            f"world, even with a perfect attack (one threshold fixed in advance would need "
+            f"{result['single_threshold_trials_needed']})."
         )
     return 0
