@@ -25,7 +25,7 @@ CONFIG_SCHEMA = {
     "scheduler": STRING,
     "checkpoint": STRING,
     "methods": OneOf((STRING, STRINGS)),
-    "batch_size": INTEGER,
+    "batch_size": NUMBER,  # a whole number, as for trials (1e8 allowed)
     "params": ANY_TABLE,
     "mechanism": STRING,
     "datasets": STRING,
@@ -123,7 +123,10 @@ def _add_execution_arguments(parser) -> None:
         help="directory for finished batches; rerun to resume (refused if it was written by other inputs or code)",
     )
     parser.add_argument("--fresh", action="store_true", help="discard the checkpoint's batches and start afresh")
-    parser.add_argument("--batch-size", type=int, help="trials per batch (default: the probe's, capped by free memory)")
+    parser.add_argument(
+        "--batch-size",
+        help="trials per batch, e.g. 1000000 or 1e8 (default: the probe's, capped by free memory)",
+    )
     parser.add_argument(
         "--reduction",
         choices=["auto", "sorted", "counts"],
@@ -245,9 +248,11 @@ def run(args) -> int:
         return 0
     settings = _settings(args)
     probe = build_probe(settings)
-    from attacks.run_plan import check_trial_count
+    from attacks.run_plan import check_trial_count, check_whole_number
 
     trials = check_trial_count(settings["trials"])
+    if settings.get("batch_size") is not None:
+        settings["batch_size"] = check_whole_number(settings["batch_size"], "batch_size")
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
