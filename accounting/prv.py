@@ -5,9 +5,10 @@ epsilon is the PRV upper estimate; ``eps_error`` bounds its distance from the tr
 grid shrinks like eps_error / sqrt(steps), so its cost grows without bound in the number of steps;
 beyond 10^4 steps we widen ``eps_error`` by sqrt(steps / 10^4) (reported in the details), which keeps
 the cost flat. (Un-subsampled releases are NOT collapsed into one Gaussian here as they are for the
-PLD: opacus's PRV fails on one release with a large mu.) A ``time_limit`` stops
-the worker when it runs out (``accounting.cost``: the budget of a run that did not insist). opacus runs in one spawned worker process, where its memory cap (RLIMIT_AS) and its
-warning filters live, so this process's state is never touched and threads may call it concurrently.
+PLD: opacus's PRV fails on one release with a large mu.) A ``time_limit`` stops the worker when it
+runs out (``accounting.cost``: the budget of a run that did not insist). opacus runs in one spawned
+worker process, where its memory cap (RLIMIT_AS) and its warning filters live, so this process's state
+is never touched and threads may call it concurrently.
 """
 
 from __future__ import annotations

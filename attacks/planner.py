@@ -65,6 +65,28 @@ def bonferroni_ceiling(trials: int, delta: float, confidence: float = 0.95,
     return _ceiling(float(trials), float(delta), 1.0 - (1.0 - float(confidence)) / tests)
 
 
+def counts_ceiling(trials: int, delta: float, confidence: float = 0.95) -> float:
+    """The most the Clopper-Pearson estimator of the counts reduction can certify with ``trials`` per world:
+    the pilot fixes ``2 * TESTS_PER_DIRECTION`` tests, Bonferroni over them (``attacks.estimators.counts``)."""
+    from attacks.estimators.grid import TESTS_PER_DIRECTION
+
+    trials = require_number("trials", trials, low=1, integer=True)
+    _check(delta, confidence)
+    alpha = (1.0 - float(confidence)) / (2 * TESTS_PER_DIRECTION)
+    return perfect_test_ceiling(int(trials), int(trials), float(delta), alpha)
+
+
+def estimator_ceiling(trials: int, delta: float, confidence: float = 0.95) -> float:
+    """The ceiling of the estimator ``attack --reduction auto`` runs at ``trials`` per world: Bonferroni
+    over the rank grid on sorted scores up to ``SORTED_MAX_TRIALS``, the pilot's tests on counts above
+    (where sorted scores fit in memory; a machine too small for them also switches to counts earlier)."""
+    from attacks.run_plan import SORTED_MAX_TRIALS
+
+    if int(trials) <= SORTED_MAX_TRIALS:
+        return bonferroni_ceiling(trials, delta, confidence)
+    return counts_ceiling(trials, delta, confidence)
+
+
 def _smallest(reaches, target: float) -> int:
     """Smallest n >= 1 found by doubling then bisection with ``reaches(n) >= target``; the answer always
     satisfies it (bisection only ever moves ``high`` to a budget that reaches the target)."""
@@ -92,9 +114,10 @@ def single_threshold_trials_needed(target_epsilon: float, delta: float, confiden
 
 
 def trials_needed(target_epsilon: float, delta: float, confidence: float = 0.95) -> int:
-    """Fewest trials per world with which the estimator the audit and ``attack`` run by default (Bonferroni
-    Clopper-Pearson over its rank grid, ``bonferroni_ceiling``) certifies ``target_epsilon`` at ``delta``
-    for a perfect attack: the number to budget from."""
+    """Fewest trials per world with which the estimator the audit and ``attack`` run by default
+    (``estimator_ceiling``: Bonferroni Clopper-Pearson over its rank grid, or over the pilot's tests of a
+    counts reduction above 10^6 trials) certifies ``target_epsilon`` at ``delta`` for a perfect attack:
+    the number to budget from."""
     target = require_number("target_epsilon", target_epsilon, low=0.0, low_open=True, high=700.0)
     _check(delta, confidence)
-    return _smallest(lambda n: bonferroni_ceiling(n, delta, confidence), target)
+    return _smallest(lambda n: estimator_ceiling(n, delta, confidence), target)

@@ -72,7 +72,7 @@ def estimator_ceiling(bounds, trials: int, claim_delta: float, confidence: float
             best = max(best, max_certifiable_epsilon(trials, claim_delta, 1.0 - alpha))
             continue
         per_test = alpha / max(1, int(tests["corrected_for"]))
-        for n_lower, n_upper in set(zip(tests["lower_totals"], tests["upper_totals"])):
+        for n_lower, n_upper in set(zip(tests["lower_totals"], tests["upper_totals"], strict=True)):
             best = max(best, perfect_test_ceiling(n_lower, n_upper, claim_delta, per_test))
     return best
 

@@ -166,7 +166,7 @@ def run_probe(
         true_epsilon=result.true_epsilon,
         status=None if verdict is None else verdict.status,
         p_value=None if verdict is None else verdict.p_value,
-        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence),
+        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence) if verdict is None else verdict.ceiling,
         confidence=confidence,
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,

@@ -83,7 +83,7 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
 
 def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confidence: float) -> PlannerSection:
     """What the largest probe budget of the target can certify with the estimator the probes use."""
-    from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
+    from attacks.planner import estimator_ceiling, max_certifiable_epsilon, trials_needed
 
     trials = max([p.trials for p in planned.probes if p.probe is not None] or [1])
     try:
@@ -94,7 +94,7 @@ def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confid
         int(trials),
         delta,
         confidence,
-        bonferroni_ceiling(trials, delta, confidence),
+        estimator_ceiling(trials, delta, confidence),
         max_certifiable_epsilon(trials, delta, confidence),
         needed,
         ESTIMATOR,

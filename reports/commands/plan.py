@@ -6,7 +6,7 @@ import json
 
 from accounting.errors import require_number
 from attacks.planner import (
-    bonferroni_ceiling,
+    estimator_ceiling,
     max_certifiable_epsilon,
     single_threshold_trials_needed,
     trials_needed,
@@ -57,7 +57,7 @@ def run(args) -> int:
     if args.trials is not None:
         result["trials"] = args.trials
         result["max_certifiable_epsilon"] = max_certifiable_epsilon(args.trials, args.delta, args.confidence)
-        result["default_estimator_ceiling"] = bonferroni_ceiling(args.trials, args.delta, args.confidence)
+        result["default_estimator_ceiling"] = estimator_ceiling(args.trials, args.delta, args.confidence)
     if args.probe is not None:
         if args.trials is None:
             args._parser.error("--probe needs --trials")
@@ -79,7 +79,7 @@ def run(args) -> int:
         )
         print(
             "The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
-            f"at most {result['default_estimator_ceiling']:.4f}."
+            f"at most {result['default_estimator_ceiling']:.4f} (the verdict's ceiling in `attack`)."
         )
     if "attack_plan" in result:
         print(f"{args.probe}: {result['attack_plan']['summary']}")

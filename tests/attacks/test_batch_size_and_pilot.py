@@ -55,3 +55,7 @@ def test_a_grown_pilot_run_holds_on_a_null_world(capsys):
     assert result["pilot_trials_per_world"] == pilot_size(10**8) > 2_000_000
     assert result["verdict"]["status"] != "VIOLATION" and code != 1
     assert 1.5 < result["bounds"][0]["epsilon"] <= result["true_epsilon"]
+    # a counts run's verdict ceiling is its estimator's (the pilot's 8 tests), the figure `plan` prints
+    assert main(["plan", "--trials", "1e8", "--delta", "1e-5", "--format", "json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert abs(result["verdict"]["ceiling"] - planned["default_estimator_ceiling"]) < 1e-9
