@@ -103,5 +103,5 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
                        f"--target-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
     return Verdict("PASS", p_value, best, ceiling,
-                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling "
-                   f"{ceiling:.4g}.")
+                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}; the estimators used "
+                   f"could certify at most {ceiling:.4g}.")

@@ -154,6 +154,10 @@ def _settings(args) -> dict:
             "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
         )
     settings["params"] = {**params, **parse_params(args.param)}
+    if settings.get("batch_size") is not None:  # the number forms --trials takes (1e8, 100_000)
+        from attacks.run_plan import check_whole_number
+
+        settings["batch_size"] = check_whole_number(settings["batch_size"], "batch_size")
     return settings
 
 
@@ -248,11 +252,9 @@ def run(args) -> int:
         return 0
     settings = _settings(args)
     probe = build_probe(settings)
-    from attacks.run_plan import check_trial_count, check_whole_number
+    from attacks.run_plan import check_trial_count
 
     trials = check_trial_count(settings["trials"])
-    if settings.get("batch_size") is not None:
-        settings["batch_size"] = check_whole_number(settings["batch_size"], "batch_size")
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
