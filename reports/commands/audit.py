@@ -134,8 +134,8 @@ def reuse_lines(options) -> list[str]:
         lines.append(
             f"reused {len(options.reused)} saved section(s) from an earlier run in this --out: "
             f"{', '.join(sorted(options.reused))}; safe because each was saved under the same configuration, "
-            "trials, seed and batch size, the same source of this project's packages and of the audited "
-            "user module and datasets, and the same dp-accounting, opacus, torch, numpy and scipy versions"
+            "trials, seed and batch size, the same source of this project's packages (and, for a user probe, "
+            "of its module and datasets file) and the same dp-accounting, opacus, torch, numpy and scipy versions"
         )
     if options.recomputed:
         lines.append(
