@@ -6,7 +6,8 @@ grid shrinks like eps_error / sqrt(steps), so its cost grows without bound in th
 beyond 10^4 steps we widen ``eps_error`` by sqrt(steps / 10^4) (reported in the details), which keeps
 the cost flat. (Un-subsampled releases are NOT collapsed into one Gaussian here as they are for the
 PLD: opacus's PRV fails on one release with a large mu.) A ``time_limit`` stops the worker when it
-runs out (``accounting.cost``: the budget of a run that did not insist). opacus runs in one spawned
+runs out (``accounting.cost``: the budget of a run that did not insist; the worker's start, importing
+opacus, is not counted). opacus runs in one spawned
 worker process, where its memory cap (RLIMIT_AS) and its warning filters live, so this process's state
 is never touched and threads may call it concurrently.
 """
@@ -124,15 +125,24 @@ def _stop_worker() -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _warm() -> bool:
+    """Runs in the worker: import opacus (the worker's start-up cost, seconds on a loaded machine)."""
+    import opacus.accountants  # noqa: F401
+
+    return True
+
+
 def _run_in_worker(*args, time_limit: float | None = None) -> float | None:
     global _WORKER
     try:
-        return _worker().submit(_worker_epsilon, *args).result(timeout=time_limit)
+        worker = _worker()
+        if time_limit is not None:  # the limit is for the computation, not for starting the worker
+            worker.submit(_warm).result()
+        return worker.submit(_worker_epsilon, *args).result(timeout=time_limit)
     except FutureTimeout:
         _stop_worker()
         raise Unsupported(
-            f"skipped after {time_limit:.0f} s (opacus's PRV, its worker's start included); "
-            "`--accountants prv` insists"
+            f"skipped after {time_limit:.0f} s (opacus's PRV grid for this configuration); `--accountants prv` insists"
         ) from None
     except BrokenProcessPool:
         with _WORKER_LOCK:
