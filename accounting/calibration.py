@@ -111,9 +111,11 @@ class NoiseCalibration:
 
 
 def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps: int, accountant: str = "pld",
-                               relative_tolerance: float = 1e-3, **mechanism_options) -> NoiseCalibration:
+                               relative_tolerance: float = 1e-3, progress=None,
+                               **mechanism_options) -> NoiseCalibration:
     """Noise multiplier of a Poisson-subsampled Gaussian run ``steps`` times so that ``accountant``
-    certifies (epsilon, delta). Conservative: the returned value is verified to meet the target."""
+    certifies (epsilon, delta). Conservative: the returned value is verified to meet the target.
+    ``progress(evaluations, low, high)`` is called after each accountant evaluation."""
     from accounting.base import run_accountant
     from accounting.mechanisms import Composition, SubsampledGaussian
     from accounting.registry import get_accountant
@@ -123,11 +125,16 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps:
     engine = get_accountant(accountant)
     SubsampledGaussian(rate, 1.0, **mechanism_options)  # validate the mechanism options up front
 
+    calls = []
+
     def eps_at(z: float) -> float:
         mechanism = SubsampledGaussian(rate, z, **mechanism_options)
         result = run_accountant(engine, Composition.of(mechanism, int(steps)), delta=delta)
         if not result.ok:
             raise ConfigurationError("accountant", f"{accountant} cannot answer: {result.reason}")
+        calls.append(z)
+        if progress is not None:
+            progress(len(calls), low, high)
         return result.epsilon
 
     low, high = 0.05, 1.0

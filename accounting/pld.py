@@ -5,6 +5,9 @@ epsilon it reports is an upper bound, loose by at most about ``steps * value_dis
 The interval is 1e-4 unless the noise is so small that the privacy-loss support would need more than
 ``MAX_POINTS`` grid points per release (memory blows up otherwise); it is then coarsened, and the
 interval used is reported in the result details.
+
+Un-subsampled Gaussian releases are analysed as the one Gaussian they equal (``accounting.shortcuts``):
+the same privacy-loss distribution, one release's discretisation error, and instant at any steps.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Laplace, Sampling, SubsampledGaussian
+from accounting.shortcuts import collapsed
 
 MAX_POINTS = 200_000
 MAX_LOSS_RANGE = 1e12  # beyond, the coarsened grid overflows inside dp-accounting
@@ -40,7 +44,7 @@ def discretisation_interval(composition: Composition, finest: float = 1e-4) -> f
     return max(finest, widest / MAX_POINTS)
 
 
-def _accountant(composition: Composition, value_discretization_interval: float):
+def _accountant(composition: Composition, value_discretization_interval: float, relation=None):
     from dp_accounting import pld
 
     for mechanism, _ in composition.parts:
@@ -52,7 +56,7 @@ def _accountant(composition: Composition, value_discretization_interval: float):
             raise Unsupported("dp-accounting's PLD does not analyse fixed-size sampling without replacement")
         if not isinstance(mechanism, (Gaussian, Laplace, SubsampledGaussian)):
             raise Unsupported(f"no PLD for {type(mechanism).__name__}")
-    relation = peers.composition_relation(composition)
+    relation = peers.composition_relation(composition) if relation is None else relation
     accountant = pld.PLDAccountant(peers.dpa_relation(relation), value_discretization_interval)
     event = peers.dp_event(composition, peers.PeerScale.RECORD_NORM, relation)
     if not accountant.supports(event):
@@ -68,13 +72,17 @@ class PldAccountant:
         self.value_discretization_interval = value_discretization_interval
         self.last_details: dict = {}
 
-    def _interval(self, composition: Composition) -> float:
-        interval = discretisation_interval(composition, self.value_discretization_interval)
-        self.last_details = {"value_discretization_interval": interval}
-        return interval
+    def _prepared(self, composition: Composition):
+        """The accountant for ``composition``: un-subsampled Gaussian releases as the one Gaussian they
+        equal (``accounting.shortcuts``, exact), the relation taken from the original composition."""
+        relation = peers.composition_relation(composition)
+        target, note = collapsed(composition)
+        interval = discretisation_interval(target, self.value_discretization_interval)
+        self.last_details = {"value_discretization_interval": interval, **note}
+        return _accountant(target, interval, relation)
 
     def epsilon(self, composition: Composition, delta: float) -> float:
-        return _accountant(composition, self._interval(composition)).get_epsilon(delta)
+        return self._prepared(composition).get_epsilon(delta)
 
     def delta(self, composition: Composition, epsilon: float) -> float:
-        return _accountant(composition, self._interval(composition)).get_delta(epsilon)
+        return self._prepared(composition).get_delta(epsilon)

@@ -4,8 +4,12 @@ Covers Poisson-subsampled (or un-subsampled) Gaussian mechanisms under add/remov
 epsilon is the PRV upper estimate; ``eps_error`` bounds its distance from the true value. Opacus's
 grid shrinks like eps_error / sqrt(steps), so its cost grows without bound in the number of steps;
 beyond 10^4 steps we widen ``eps_error`` by sqrt(steps / 10^4) (reported in the details), which keeps
-the cost flat. opacus runs in one spawned worker process, where its memory cap (RLIMIT_AS) and its
-warning filters live, so this process's state is never touched and threads may call it concurrently.
+the cost flat. (Un-subsampled releases are NOT collapsed into one Gaussian here as they are for the
+PLD: opacus's PRV fails on one release with a large mu.) A ``time_limit`` stops the worker when it
+runs out (``accounting.cost``: the budget of a run that did not insist; the worker's start, importing
+opacus, is not counted). opacus runs in one spawned
+worker process, where its memory cap (RLIMIT_AS) and its warning filters live, so this process's state
+is never touched and threads may call it concurrently.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import multiprocessing
 import resource
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 from accounting import peers
@@ -109,10 +114,36 @@ def _worker():
         return _WORKER
 
 
-def _run_in_worker(*args) -> float | None:
+def _stop_worker() -> None:
+    """End the worker process (after a time limit ran out); the next call starts a fresh one."""
+    global _WORKER
+    with _WORKER_LOCK:
+        pool, _WORKER = _WORKER, None
+    if pool is not None:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _warm() -> bool:
+    """Runs in the worker: import opacus (the worker's start-up cost, seconds on a loaded machine)."""
+    import opacus.accountants  # noqa: F401
+
+    return True
+
+
+def _run_in_worker(*args, time_limit: float | None = None) -> float | None:
     global _WORKER
     try:
-        return _worker().submit(_worker_epsilon, *args).result()
+        worker = _worker()
+        if time_limit is not None:  # the limit is for the computation, not for starting the worker
+            worker.submit(_warm).result()
+        return worker.submit(_worker_epsilon, *args).result(timeout=time_limit)
+    except FutureTimeout:
+        _stop_worker()
+        raise Unsupported(
+            f"skipped after {time_limit:.0f} s (opacus's PRV grid for this configuration); `--accountants prv` insists"
+        ) from None
     except BrokenProcessPool:
         with _WORKER_LOCK:
             _WORKER = None
@@ -124,8 +155,9 @@ class PrvAccountant:
 
     name = "prv"
 
-    def __init__(self, eps_error: float = 0.01):
+    def __init__(self, eps_error: float = 0.01, time_limit: float | None = None):
         self.eps_error = eps_error
+        self.time_limit = time_limit  # seconds before the worker is stopped (None: no limit)
         self.last_details: dict = {}
 
     def error_for(self, composition: Composition) -> float:
@@ -135,7 +167,8 @@ class PrvAccountant:
         # A negative upper estimate (the true value is 0 within eps_error) still certifies 0.
         eps_error = self.error_for(composition)
         self.last_details = {"eps_error": eps_error}
-        value = _run_in_worker(_history(composition), float(delta), eps_error, MEMORY_CAP_BYTES)
+        history = _history(composition)
+        value = _run_in_worker(history, float(delta), eps_error, MEMORY_CAP_BYTES, time_limit=self.time_limit)
         if value is None:
             raise Unsupported(
                 f"opacus's PRV grid needs more than {MEMORY_CAP_BYTES // 2**30} GB here (small noise or many steps)"

@@ -7,8 +7,12 @@ Reductions (``reduction="auto"`` picks one):
   certifies at least as much as counts and its memory (about 24 bytes a trial and world) is small.
 - ``counts``: each batch is reduced on the fly to counts over thresholds fixed by an independent pilot
   batch (``attacks.estimators.grid``); memory does not grow with the trials. Chosen above
-  ``SORTED_MAX_TRIALS``. The pilot costs ``pilot_trials`` extra trials per world (5%, between 20 000
-  and 2 000 000).
+  ``SORTED_MAX_TRIALS``. The pilot costs ``pilot_trials`` extra trials per world (``pilot_size``: 5%
+  from 20 000 up to 2 000 000 at 4e7 trials, then growing as the square root of the budget up to
+  ``PILOT_MAX``, so that at large budgets the thresholds are chosen from a pilot that resolves rates
+  closer to 1 / budget instead of extrapolating further; it is still drawn, and the thresholds fixed,
+  before any test trial). A pilot that would not fit in the memory share is cut to what fits (shown in
+  the plan).
 
 Memory is checked up front against the memory available now (``psutil``): a sorted run that cannot
 fit, or a counts run whose batches cannot be made large enough to stay under ``MAX_BATCHES`` per world,
@@ -40,9 +44,20 @@ def available_memory() -> int:
         return 2 << 30
 
 
-def pilot_size(trials: int) -> int:
-    """Pilot trials per world for a counts reduction of ``trials`` test trials."""
-    return int(min(max(trials // 20, 20_000), 2_000_000))
+PILOT_KNEE = 2_000_000  # pilot at 4e7 trials (5%), where growth turns to a square root
+PILOT_MAX = 50_000_000  # about 2.4 GB of pilot scores for both worlds (SORTED_BYTES_PER_TRIAL)
+
+
+def pilot_size(trials: int, memory_budget: float | None = None) -> int:
+    """Pilot trials per world for a counts reduction of ``trials`` test trials: 5% (at least 20 000) up
+    to ``PILOT_KNEE``, then ``PILOT_KNEE * sqrt(trials / 4e7)`` up to ``PILOT_MAX``; at most what fits in
+    ``memory_budget`` bytes (both worlds' pilot scores held and sorted)."""
+    linear = max(trials // 20, 20_000)
+    grown = PILOT_KNEE * math.sqrt(trials / (20 * PILOT_KNEE)) if linear > PILOT_KNEE else linear
+    size = min(grown, PILOT_MAX)
+    if memory_budget is not None:
+        size = min(size, max(20_000, memory_budget // (2 * SORTED_BYTES_PER_TRIAL)))
+    return int(size)
 
 
 @dataclass(frozen=True)
@@ -130,7 +145,7 @@ def plan_run(
         raise ConfigurationError(
             "batch_size", f"{batches} batches per world exceed the limit of {MAX_BATCHES}; use a larger --batch-size"
         )
-    pilot = pilot_size(trials) if reduction == "counts" else 0
+    pilot = pilot_size(trials, budget / 2) if reduction == "counts" else 0
     peak = size * per_trial * in_flight + (
         2 * trials * SORTED_BYTES_PER_TRIAL if reduction == "sorted" else 2 * pilot * SORTED_BYTES_PER_TRIAL
     )
@@ -140,12 +155,18 @@ def plan_run(
 def check_trial_count(trials) -> int:
     """A number of trials per world: a whole number >= 1 given as an int, a float or a string such as
     "1e7" (ConfigurationError otherwise)."""
-    value = trials
+    return check_whole_number(trials, "trials")
+
+
+def check_whole_number(given, field: str) -> int:
+    """A whole number >= 1 given as an int, a float or a string such as "1e8" or "100_000", for
+    ``--trials`` and ``--batch-size`` alike (ConfigurationError naming ``field`` otherwise)."""
+    value = given
     if isinstance(value, str):
         try:
             value = float(value.replace("_", ""))
         except ValueError:
-            raise ConfigurationError("trials", f"expected a whole number such as 1e7, got {trials!r}") from None
+            raise ConfigurationError(field, f"expected a whole number such as 1e7, got {given!r}") from None
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -153,5 +174,5 @@ def check_trial_count(trials) -> int:
         or value != math.floor(value)
         or value < 1
     ):
-        raise ConfigurationError("trials", f"expected a whole number >= 1 such as 100000 or 1e7, got {trials!r}")
+        raise ConfigurationError(field, f"expected a whole number >= 1 such as 100000 or 1e7, got {given!r}")
     return int(value)

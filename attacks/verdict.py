@@ -9,7 +9,8 @@ its evidence (the threshold tests of Clopper-Pearson, the counts of one-run) yie
 for this null at the claimed delta; when several rigorous bounds are combined the smallest p-value is
 Bonferroni-corrected by their number. VIOLATION when that p-value is at most 1 - confidence (for a
 single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise UNTESTABLE when
-the planner's ceiling for the trial budget cannot exceed the claim; otherwise CONSISTENT (no evidence
+the ceiling of the estimators that ran (``estimator_ceiling``: what they could certify with a perfect
+attack at this budget) cannot exceed the claim; otherwise CONSISTENT (no evidence
 against the claim). Model-based and Bayesian bounds are never used to declare a violation.
 """
 
@@ -21,7 +22,7 @@ from accounting.errors import require_number
 from attacks.estimators.binomial import tests_p_value
 from attacks.estimators.one_run import one_run_p_value
 from attacks.estimators.types import EpsilonBound, _plain
-from attacks.planner import max_certifiable_epsilon
+from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, perfect_test_ceiling
 
 VIOLATION, CONSISTENT, UNTESTABLE = "VIOLATION", "CONSISTENT", "UNTESTABLE"
 STATUSES = (VIOLATION, CONSISTENT, UNTESTABLE)
@@ -32,7 +33,7 @@ class Verdict:
     status: str                      # one of STATUSES
     p_value: float | None            # for the null "the claim holds"; None without rigorous evidence
     best_bound: EpsilonBound | None  # the largest rigorous bound (None if there is none)
-    ceiling: float                   # planner: the most any attack could certify with these trials
+    ceiling: float                   # the most the estimators that ran could certify with these trials
     reason: str
 
     def to_dict(self) -> dict:
@@ -60,13 +61,36 @@ def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float)
     return 1.0 - bound.confidence if exceeds else 1.0
 
 
+def estimator_ceiling(bounds, trials: int, claim_delta: float, confidence: float) -> float:
+    """The most the rigorous estimators that ran could certify against the claim with a perfect attack:
+    each stored threshold test at the significance the verdict uses (1 - confidence over its tests and
+    over the number of rigorous estimators), every trial on the right side. For the default estimator
+    on scores this is ``planner.bonferroni_ceiling(trials)``, the figure ``plan`` prints. A rigorous bound
+    without stored tests is capped by the single-threshold ceiling; with no rigorous bound, the default
+    estimator's ceiling is reported."""
+    rigorous = [b for b in bounds if b.rigorous]
+    if not rigorous:
+        return bonferroni_ceiling(trials, claim_delta, confidence)
+    alpha = (1.0 - confidence) / len(rigorous)
+    best = 0.0
+    for bound in rigorous:
+        tests = (bound.details or {}).get("tests")
+        if not tests:
+            best = max(best, max_certifiable_epsilon(trials, claim_delta, 1.0 - alpha))
+            continue
+        per_test = alpha / max(1, int(tests["corrected_for"]))
+        for n_lower, n_upper in set(zip(tests["lower_totals"], tests["upper_totals"], strict=True)):
+            best = max(best, perfect_test_ceiling(n_lower, n_upper, claim_delta, per_test))
+    return best
+
+
 def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
            confidence: float = 0.95) -> Verdict:
     """Verdict on the claim from the estimators' ``bounds`` and the trials per world behind them."""
     claim_epsilon = require_number("claim_epsilon", claim_epsilon, low=0.0)
     claim_delta = require_number("claim_delta", claim_delta, low=0.0, high=1.0, low_open=True, high_open=True)
     confidence = require_number("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
-    ceiling = max_certifiable_epsilon(trials, claim_delta, confidence)
+    ceiling = estimator_ceiling(bounds, trials, claim_delta, confidence)
     rigorous = [b for b in bounds if b.rigorous]
     best = max(rigorous, key=lambda b: b.epsilon, default=None)
     p_values = [p for p in (bound_p_value(b, claim_epsilon, claim_delta) for b in rigorous) if p is not None]
@@ -80,10 +104,11 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
                        f"p = {p_value:.3g}{correction}.")
     if ceiling <= claim_epsilon:
         return Verdict(UNTESTABLE, p_value, best, ceiling,
-                       f"with {trials} trials per world no attack can certify more than epsilon = "
-                       f"{ceiling:.4g} at delta = {claim_delta:g}, so the claim {claim_epsilon:g} "
-                       f"cannot be refuted; use more trials.")
+                       f"with {trials} trials per world the estimators used cannot certify more than "
+                       f"epsilon = {ceiling:.4g} at delta = {claim_delta:g} even for a perfect attack, so "
+                       f"the claim {claim_epsilon:g} cannot be refuted; use more trials (`dpaudit plan "
+                       f"--target-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
     return Verdict(CONSISTENT, p_value, best, ceiling,
-                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}, budget ceiling "
-                   f"{ceiling:.4g}.")
+                   f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}; the estimators used "
+                   f"could certify at most {ceiling:.4g}.")

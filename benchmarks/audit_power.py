@@ -12,14 +12,14 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-import glob
-import sys
-import time
+import glob  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
 
-from attacks.power import probe_power
-from reports.audit import AuditOptions
-from reports.audit.config import load_config
-from reports.audit.runner import plan_target
+from attacks.power import probe_power  # noqa: E402
+from reports.audit import AuditOptions  # noqa: E402
+from reports.audit.config import load_config  # noqa: E402
+from reports.audit.runner import plan_target  # noqa: E402
 
 
 def rows(path: str | None):
@@ -38,7 +38,7 @@ def rows(path: str | None):
 
 def main(paths):
     paths = paths or sorted(glob.glob("configs/audit_*.toml")) + [None]
-    print("| audit | target | probe | trials | claim | refuted noise fraction (p = 0.9) | trials for f = 0.5 | method |")
+    print("| audit | target | probe | trials | claim | refuted noise fraction (p = 0.9) | trials for f = 0.5 | method |")  # noqa: E501
     print("|---|---|---|---|---|---|---|---|")
     for path in paths:
         started = time.process_time()
@@ -48,7 +48,7 @@ def main(paths):
             else:
                 half = "none up to 1e10" if power.half_noise_trials is None else f"{power.half_noise_trials:.3g}"
                 cells = [f"{power.refuted_fraction:.2f}", half, power.method]
-            print(f"| {path or 'default'} | {target} | {probe} | {trials:.3g} | {claim:g} | " + " | ".join(cells) + " |")
+            print(f"| {path or 'default'} | {target} | {probe} | {trials:.3g} | {claim:g} | " + " | ".join(cells) + " |")  # noqa: E501
         print(f"<!-- {path or 'default'}: {time.process_time() - started:.1f} s CPU -->", file=sys.stderr)
 
 

@@ -12,11 +12,11 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-import importlib.util
-import pathlib
-import time
+import importlib.util  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
 
-from dpfed.fedzero.private import WorkerScalarUplink
+from dpfed.fedzero.private import WorkerScalarUplink  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("matrix", ROOT / "tests/attacks/test_matrix_fedzero.py")

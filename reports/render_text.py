@@ -315,7 +315,8 @@ def planner_text(pl: dict) -> str:
     if not is_available(pl):
         return f"Not available: {pl['reason']}"
     needed = (
-        f"; certifying the claimed epsilon needs at least {pl['trials_for_claim']} trials per world"
+        f"; certifying the claimed epsilon with that estimator needs at least {pl['trials_for_claim']} "
+        "trials per world"
         if pl.get("trials_for_claim")
         else ""
     )

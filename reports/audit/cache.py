@@ -1,5 +1,10 @@
 """Saving finished audit work: a JSON cache of finished sections keyed by a hash of their inputs (so an
-interrupted audit resumes, and a new trial budget reuses the accounting), and trimming of long results."""
+interrupted audit resumes, and a new trial budget reuses the accounting), and trimming of long results.
+
+A section's key is its configuration (``key``) together with a fingerprint of the code and libraries
+that computed it (``reports.audit.fingerprint``: this project's source, the installed versions of
+dp-accounting, opacus, torch, numpy and scipy, and for a probe the user's module and datasets). A
+section is reused only if both match; otherwise it is recomputed and ``recomputed`` says why."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_text, dumps_json
 from reports.audit.model import Unavailable, from_plain
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: the key holds the code and library fingerprint
 
 
 def stable_hash(obj) -> str:
@@ -28,21 +33,25 @@ class SectionCache:
     ``reused`` lists the sections taken from an earlier run in the same directory.
     """
 
-    def __init__(self, root: str | None, target_index: int, reused: list):
+    def __init__(self, root: str | None, target_index: int, reused: list, recomputed: list | None = None):
         self.root = None if root is None else Path(root) / f"target-{target_index}"
         self.reused = reused
+        self.recomputed = [] if recomputed is None else recomputed
 
     def path(self, section: str) -> Path | None:
         return None if self.root is None else self.root / f"{section}.json"
 
-    def load(self, section: str, key, kind):
-        """The stored section of type ``kind`` under ``key``, or None (absent, stale or damaged)."""
+    def load(self, section: str, key, kind, fingerprint: dict | None = None):
+        """The stored section of type ``kind`` under ``key`` and ``fingerprint``, or None (absent, stale or
+        damaged); a section stored under the same configuration but other code or libraries is recorded
+        in ``recomputed`` with what changed."""
         path = self.path(section)
         if path is None or not path.exists():
             return None
         try:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            if stored.get("key") != stable_hash([CACHE_VERSION, key]):
+            if stored.get("key") != _full_key(key, fingerprint):
+                self._stale(section, stored, key, fingerprint)
                 return None
             value = from_plain(kind, stored["value"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -50,17 +59,36 @@ class SectionCache:
         self.reused.append(f"{self.root.name}/{section}")
         return value
 
-    def get_or_compute(self, section: str, key, compute, kind):
-        """The stored section, or ``compute()`` saved under ``key`` (a section that could not be produced
-        is not saved, so it is retried next time)."""
-        cached = self.load(section, key, kind)
+    def _stale(self, section: str, stored: dict, key, fingerprint) -> None:
+        from reports.audit.fingerprint import changed
+
+        if stored.get("config_key") != stable_hash([CACHE_VERSION, key]):
+            why = ["its configuration, trials, seed or batch size changed"]
+        else:
+            why = changed(stored.get("fingerprint"), fingerprint or {}) or ["the code that computed it changed"]
+        self.recomputed.append(f"{self.root.name}/{section} ({'; '.join(why)})")
+
+    def get_or_compute(self, section: str, key, compute, kind, fingerprint: dict | None = None):
+        """The stored section, or ``compute()`` saved under ``key`` and ``fingerprint`` (a section that
+        could not be produced is not saved, so it is retried next time)."""
+        cached = self.load(section, key, kind, fingerprint)
         if cached is not None:
             return cached
         value = compute()
         path = self.path(section)
         if path is not None and not isinstance(value, Unavailable) and getattr(value, "outcome", "") != "failed":
-            atomic_write_text(path, dumps_json({"key": stable_hash([CACHE_VERSION, key]), "value": value}))
+            entry = {
+                "key": _full_key(key, fingerprint),
+                "config_key": stable_hash([CACHE_VERSION, key]),
+                "fingerprint": fingerprint,
+                "value": value,
+            }
+            atomic_write_text(path, dumps_json(entry))
         return value
+
+
+def _full_key(key, fingerprint) -> str:
+    return stable_hash([CACHE_VERSION, key, fingerprint])
 
 
 def guard(what: str, compute, unavailable=Unavailable):

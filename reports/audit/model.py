@@ -162,7 +162,7 @@ class PlannerSection:
     confidence: float  # per probe (the audit's confidence split over its probes)
     ceiling: float  # of the estimator the probes use
     perfect_ceiling: float  # of a single threshold fixed in advance (no estimator reaches more)
-    trials_for_claim: int | None
+    trials_for_claim: int | None  # with the estimator the probes use (a perfect attack)
     estimator: str
 
 

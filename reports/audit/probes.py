@@ -166,7 +166,7 @@ def run_probe(
         true_epsilon=result.true_epsilon,
         status=None if verdict is None else verdict.status,
         p_value=None if verdict is None else verdict.p_value,
-        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence),
+        ceiling=bonferroni_ceiling(int(result.trials), claim.delta, confidence) if verdict is None else verdict.ceiling,
         confidence=confidence,
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,
@@ -176,9 +176,8 @@ def run_probe(
 
 def _power(probe, trials: int, claim, confidence: float) -> dict | None:
     """The probe's stated power at its budget (``attacks.power``), as typed fields and a sentence."""
-    from attacks.power import probe_power
-
     from accounting.errors import ConfigurationError
+    from attacks.power import probe_power
 
     try:
         power = probe_power(probe, trials, claim.epsilon, claim.delta, confidence)

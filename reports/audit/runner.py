@@ -17,6 +17,7 @@ from reports.audit import findings as rules
 from reports.audit import verdicts
 from reports.audit.accounting import accounting_section
 from reports.audit.cache import SectionCache, guard, stable_hash
+from reports.audit.fingerprint import audit_fingerprint, probe_fingerprint
 from reports.audit.model import (
     AccountingSection,
     CalibrationSection,
@@ -44,6 +45,7 @@ class AuditOptions:
     progress: bool = True
     estimate: bool = True  # time a first batch of each probe before the audit starts
     reused: list = field(default_factory=list)
+    recomputed: list = field(default_factory=list)  # saved sections found stale, with what changed
 
 
 @dataclass
@@ -81,7 +83,7 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
 
 def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confidence: float) -> PlannerSection:
     """What the largest probe budget of the target can certify with the estimator the probes use."""
-    from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
+    from attacks.planner import estimator_ceiling, max_certifiable_epsilon, trials_needed
 
     trials = max([p.trials for p in planned.probes if p.probe is not None] or [1])
     try:
@@ -92,7 +94,7 @@ def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confid
         int(trials),
         delta,
         confidence,
-        bonferroni_ceiling(trials, delta, confidence),
+        estimator_ceiling(trials, delta, confidence),
         max_certifiable_epsilon(trials, delta, confidence),
         needed,
         ESTIMATOR,
@@ -113,6 +115,7 @@ def _analytic_sections(planned: PlannedTarget, cache: SectionCache, log):
         [_system_key(target), list(spec.accountants), spec.reference_delta],
         lambda: guard("accounting", lambda: accounting_section(target, list(spec.accountants))),
         AccountingSection | Unavailable,
+        audit_fingerprint(),
     )
     calibration = None
     if target.calibration() is not None:
@@ -123,6 +126,7 @@ def _analytic_sections(planned: PlannedTarget, cache: SectionCache, log):
                 "calibration check", lambda: rules.calibration_section(claim.epsilon, claim.delta, target.calibration())
             ),
             CalibrationSection | Unavailable,
+            audit_fingerprint(),
         )
     return accounting, calibration
 
@@ -145,7 +149,9 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
             seed,
             confidence,
         ]
-        checkpoint = None if cache.root is None else str(cache.root / f"probe-{i}-{stable_hash(key)[:12]}")
+        fingerprint = {**audit_fingerprint(), **probe_fingerprint(probe.probe)}
+        name = f"probe-{i}-{stable_hash([key, fingerprint])[:12]}"
+        checkpoint = None if cache.root is None else str(cache.root / name)
         sections.append(
             cache.get_or_compute(
                 f"probe-{i}",
@@ -156,6 +162,7 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
                     unavailable=lambda reason, p=p: failed_section(p, reason),
                 ),
                 ProbeSection,
+                fingerprint,
             )
         )
     return tuple(sections)
@@ -171,6 +178,7 @@ def _utility_section(planned: PlannedTarget, options: AuditOptions, cache: Secti
         [_system_key(target), runs, options.seed, planned.index],
         lambda: guard("utility run", lambda: target.utility(seed, runs, log)),
         UtilitySection | Unavailable,
+        audit_fingerprint(),
     )
 
 
@@ -190,7 +198,7 @@ def audit_target(planned: PlannedTarget, options: AuditOptions, log) -> TargetRe
     """Audit one planned target; returns its typed result."""
     target = planned.target
     spec = target.spec
-    cache = SectionCache(options.work_dir, planned.index, options.reused)
+    cache = SectionCache(options.work_dir, planned.index, options.reused, options.recomputed)
     confidence = 1.0 - (1.0 - options.confidence) / planned.confidence_per_probe_divisor  # Bonferroni
     accounting, calibration = _analytic_sections(planned, cache, log)
     planner = guard("planner", lambda: planner_section(planned, spec.claim.delta, spec.claim.epsilon, confidence))

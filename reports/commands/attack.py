@@ -28,7 +28,7 @@ CONFIG_SCHEMA = {
     "scheduler": STRING,
     "checkpoint": STRING,
     "methods": OneOf((STRING, STRINGS)),
-    "batch_size": INTEGER,
+    "batch_size": NUMBER,  # a whole number, as for trials (1e8 allowed)
     "params": ANY_TABLE,
     "mechanism": STRING,
     "datasets": STRING,
@@ -126,7 +126,10 @@ def _add_execution_arguments(parser) -> None:
         help="directory for finished batches; rerun to resume (refused if it was written by other inputs or code)",
     )
     parser.add_argument("--fresh", action="store_true", help="discard the checkpoint's batches and start afresh")
-    parser.add_argument("--batch-size", type=int, help="trials per batch (default: the probe's, capped by free memory)")
+    parser.add_argument(
+        "--batch-size",
+        help="trials per batch, e.g. 1000000 or 1e8 (default: the probe's, capped by free memory)",
+    )
     parser.add_argument(
         "--reduction",
         choices=["auto", "sorted", "counts"],
@@ -154,6 +157,10 @@ def _settings(args) -> dict:
             "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
         )
     settings["params"] = {**params, **parse_params(args.param)}
+    if settings.get("batch_size") is not None:  # the number forms --trials takes (1e8, 100_000)
+        from attacks.run_plan import check_whole_number
+
+        settings["batch_size"] = check_whole_number(settings["batch_size"], "batch_size")
     return settings
 
 

@@ -128,6 +128,25 @@ def _provenance(args, config: dict, options, started: str, clock: float, reused_
     }
 
 
+def reuse_lines(options) -> list[str]:
+    """What this audit took from an earlier run in the same --out, why that is safe, and what it
+    recomputed because the code or libraries changed (printed on stdout, not only in report.md)."""
+    lines = []
+    if options.reused:
+        lines.append(
+            f"reused {len(options.reused)} saved section(s) from an earlier run in this --out: "
+            f"{', '.join(sorted(options.reused))}; safe because each was saved under the same configuration, "
+            "trials, seed and batch size, the same source of this project's packages (and, for a user probe, "
+            "of its module and datasets file) and the same dp-accounting, opacus, torch, numpy and scipy versions"
+        )
+    if options.recomputed:
+        lines.append(
+            f"recomputed {len(options.recomputed)} saved section(s) that no longer match: "
+            + "; ".join(sorted(options.recomputed))
+        )
+    return lines
+
+
 def _previous_run(work_dir: Path) -> str:
     """'finished run' if the last audit in this directory finished, else 'interrupted run'."""
     marker = work_dir / FINISHED_MARKER
@@ -178,6 +197,8 @@ def run(args) -> int:
     from reports.render_text import overall_headline, summary_lines
 
     for line in summary_lines(report):
+        print(line)
+    for line in reuse_lines(options):
         print(line)
     print(f"overall: {overall_headline(report)}; wrote {', '.join(str(p) for p in paths)}")
     return report["exit_code"]

@@ -66,7 +66,13 @@ def run(args) -> int:
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
     result = calibrate_noise_multiplier(
-        args.epsilon, args.delta, args.rate, int(args.steps), args.accountant, neighbouring=args.neighbouring
+        args.epsilon,
+        args.delta,
+        args.rate,
+        int(args.steps),
+        args.accountant,
+        progress=_progress_printer(args.accountant),
+        neighbouring=args.neighbouring,
     )
     if args.format == "json":
         print(dumps(result.to_dict()))
@@ -77,6 +83,28 @@ def run(args) -> int:
             f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
         )
     return 0
+
+
+def _progress_printer(accountant: str, quiet_for: float = 5.0, every: float = 5.0):
+    """Progress of the noise search on stderr: nothing during the first ``quiet_for`` seconds, then a
+    line at most every ``every`` seconds (which accountant, how many evaluations, the bracket)."""
+    import sys
+    import time
+
+    start, last = time.perf_counter(), [0.0]
+
+    def show(evaluations: int, low: float, high: float) -> None:
+        elapsed = time.perf_counter() - start
+        if elapsed >= quiet_for and elapsed - last[0] >= every:
+            last[0] = elapsed
+            print(
+                f"calibrate: {evaluations} evaluations of {accountant} in {elapsed:.0f} s; noise multiplier "
+                f"between {low:.4g} and {high:.4g} (search to 0.1%)",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return show
 
 
 def _check_classic(args) -> int:

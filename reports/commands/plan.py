@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from accounting.errors import require_number
-from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, trials_needed
+from attacks.planner import (
+    estimator_ceiling,
+    max_certifiable_epsilon,
+    single_threshold_trials_needed,
+    trials_needed,
+)
 
 MAX_TRIALS = 1e18
 
@@ -70,7 +75,7 @@ def run(args) -> int:
     if args.trials is not None:
         result["trials"] = args.trials
         result["max_certifiable_epsilon"] = max_certifiable_epsilon(args.trials, args.delta, args.confidence)
-        result["default_estimator_ceiling"] = bonferroni_ceiling(args.trials, args.delta, args.confidence)
+        result["default_estimator_ceiling"] = estimator_ceiling(args.trials, args.delta, args.confidence)
     if args.probe is not None:
         if args.trials is None:
             args._parser.error("--probe needs --trials")
@@ -80,6 +85,9 @@ def run(args) -> int:
     if args.target_epsilon is not None:
         result["target_epsilon"] = args.target_epsilon
         result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
+        result["single_threshold_trials_needed"] = single_threshold_trials_needed(
+            args.target_epsilon, args.delta, args.confidence
+        )
     if args.format == "json":
         print(json.dumps(result, indent=2))
         return 0
@@ -91,7 +99,7 @@ def run(args) -> int:
         )
         print(
             "The default Clopper-Pearson estimator, correcting for its threshold search, certifies "
-            f"at most {result['default_estimator_ceiling']:.4f}."
+            f"at most {result['default_estimator_ceiling']:.4f} (the verdict's ceiling in `attack`)."
         )
     if "attack_plan" in result:
         print(f"{args.probe}: {result['attack_plan']['summary']}")
@@ -101,7 +109,9 @@ def run(args) -> int:
             power["sentence"] if power else "not computed (the probe reduces to no Gaussian mechanism)"))
     if "trials_needed" in result:
         print(
-            f"Certifying epsilon = {args.target_epsilon:g} ({level}) needs at least "
-            f"{result['trials_needed']} trials per world, even with a perfect attack."
+            f"Certifying epsilon = {args.target_epsilon:g} ({level}) with the default Clopper-Pearson "
+            f"estimator (the one `attack` and `audit` run) needs at least {result['trials_needed']} trials per "
+            f"world, even with a perfect attack (one threshold fixed in advance would need "
+            f"{result['single_threshold_trials_needed']})."
         )
     return 0

@@ -129,7 +129,7 @@ def privacy_report(run, config, accountants) -> dict:
         f"{composition.total_count} subsampled-Gaussian release(s), z = {config.noise_multiplier:g}, "
         f"q = {config.rate:g}, clip(s) {clips}"
     )
-    rows = [a.to_dict() for a in account_all(composition, config.dp_delta, accountants)]
+    rows = [a.to_dict() for a in account_all(composition, config.dp_delta, accountants, insist=accountants or ())]
     print_table(
         ["accountant", f"epsilon at delta={config.dp_delta:g}", "status"],
         [

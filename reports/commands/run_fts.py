@@ -152,7 +152,7 @@ def privacy_report(composition, config, accountants) -> list[dict]:
         print("\nnot private: no differentially private release (epsilon = infinity)")
         return []
     delta = config.dp_delta
-    rows = [a.to_dict() for a in account_all(composition, delta, accountants)]
+    rows = [a.to_dict() for a in account_all(composition, delta, accountants, insist=accountants or ())]
     m = composition.parts[0][0]
     print(
         f"\nprivacy: {composition.total_count} releases of subsampled Gaussian "

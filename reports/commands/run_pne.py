@@ -182,7 +182,8 @@ def privacy_report(run, opts: dict) -> dict:
         f"to [0, 1]): each reward gets Gaussian noise of std {format_number(mech.noise_std)} ({method} "
         f"calibration for epsilon={eps:g}, delta={delta:g}); the whole run is one such release"
     )
-    rows = [a.to_dict() for a in account_all(run.composition(), delta, opts.get("accountants"))]
+    named = opts.get("accountants")
+    rows = [a.to_dict() for a in account_all(run.composition(), delta, named, insist=named or ())]
     print_table(
         ["accountant", f"epsilon at delta={delta:g}", "status"],
         [

@@ -143,7 +143,7 @@ def test_canary_beyond_the_clip_bound_is_valid_on_null_worlds(view):
     probe = _null_probe(view)
     rng = np.random.default_rng(2100 + (view == "broadcast"))
     out, inn = (probe.scores(w, REPETITIONS * NULL_TRIALS, rng).reshape(REPETITIONS, NULL_TRIALS) for w in (0, 1))
-    wrong = sum(clopper_pearson_lower_bound(o, i, 1e-3).epsilon > 0 for o, i in zip(out, inn))
+    wrong = sum(clopper_pearson_lower_bound(o, i, 1e-3).epsilon > 0 for o, i in zip(out, inn, strict=False))
     assert stats.binomtest(wrong, REPETITIONS, 0.05, alternative="greater").pvalue > 1e-3, wrong
 
 

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from accounting.errors import ConfigurationError
-from attacks.planner import max_certifiable_epsilon, trials_needed
+from attacks.planner import max_certifiable_epsilon, single_threshold_trials_needed, trials_needed
 from reports.cli import main
 
 
@@ -31,8 +31,8 @@ def test_ceiling_monotone_and_zero_when_delta_dominates():
 
 
 @pytest.mark.parametrize("target", [0.5, 2.0, 4.0, 8.0, 12.0])
-def test_trials_needed_is_the_smallest_sufficient_budget(target):
-    n = trials_needed(target, 1e-5)
+def test_single_threshold_trials_needed_is_the_smallest_sufficient_budget(target):
+    n = single_threshold_trials_needed(target, 1e-5)
     assert max_certifiable_epsilon(n, 1e-5) >= target
     assert n == 1 or max_certifiable_epsilon(n - 1, 1e-5) < target
 

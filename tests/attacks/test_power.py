@@ -40,7 +40,7 @@ def test_the_budget_for_power_0_9_refutes_at_least_that_often(mu, claim):
     trials = trials_for_power(mu, claim, 1e-5)
     assert refutation_probability(mu, trials, claim, 1e-5) >= 0.9
     out, inn = _simulate(np.random.default_rng(40 + int(mu)), mu, trials)
-    refuted = sum(clopper_pearson_lower_bound(o, i, 1e-5).epsilon > claim for o, i in zip(out, inn))
+    refuted = sum(clopper_pearson_lower_bound(o, i, 1e-5).epsilon > claim for o, i in zip(out, inn, strict=False))
     # the stated power is a lower bound: fewer refutations than 0.9 would allow is a failure
     assert stats.binomtest(refuted, AUDITS, 0.9, alternative="less").pvalue > LEVEL, refuted
 
@@ -53,13 +53,13 @@ def test_the_per_rank_probability_is_exact():
     alpha_each = 0.05 / (2 * ranks.size)
     out, inn = _simulate(np.random.default_rng(44), mu, trials, audits=1000)
     hits = np.zeros(ranks.size)
-    for o, i in zip(out, inn):
+    for o, i in zip(out, inn, strict=False):
         tests = order_statistic_tests(np.sort(o), np.sort(i), DEFAULT_CANDIDATES)
         eps, _, _ = threshold_epsilons(tests.lower_counts, tests.lower_totals, tests.upper_counts,
                                        tests.upper_totals, delta, alpha_each)
         hits += eps[: ranks.size] > claim  # the in-high tests, in rank order
-    from attacks.power import QUADRATURE, _rank_power
     from attacks.estimators.binomial import cp_upper
+    from attacks.power import QUADRATURE, _rank_power
 
     nodes = (np.arange(QUADRATURE) + 0.5) / QUADRATURE
     predicted = [

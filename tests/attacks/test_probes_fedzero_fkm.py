@@ -113,5 +113,7 @@ def test_example_attack_configs_run():
 
     assert len(CONFIGS) == 7
     for path in CONFIGS:
-        code = main(["attack", "--config", str(path), "--trials", "300"])
+        # 400 trials: the estimator's ceiling (3.94 at delta 1e-5) exceeds the record-level claim 3.70,
+        # so the verdict can be PASS (at 300 it is 3.65: INCONCLUSIVE, the claim cannot be tested)
+        code = main(["attack", "--config", str(path), "--trials", "400"])
         assert code == (1 if "nonprivate" in path.name else 0), path.name  # non-private: VIOLATION of eps 2
