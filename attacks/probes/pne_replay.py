@@ -94,6 +94,27 @@ class PneRules:
         return self.expand(partition, partition.children(survivors))
 
 
+class CachedChildren:
+    """A partition whose ``children`` are memoised by (seed where the cells depend on it, keys): the
+    observer's own cache (the replay builds one partition per run, the cells repeat across runs)."""
+
+    def __init__(self, partition, cache: dict):
+        self.partition, self.cache = partition, cache
+        seedless = partition.split == "midpoint" and (partition.dimension == "cyclic" or partition.dim == 1)
+        self.tag = None if seedless else partition.seed
+
+    def __getattr__(self, name):
+        return getattr(self.partition, name)
+
+    def children(self, nodes):
+        key = (self.tag, nodes.depth.tobytes(), nodes.index.tobytes())
+        if key not in self.cache:
+            if len(self.cache) > 100_000:
+                self.cache.clear()
+            self.cache[key] = self.partition.children(nodes)
+        return self.cache[key]
+
+
 def data_streams(entropy: int):
     """The run's partition seed and its objective and observation streams (never the privacy one):
     the first three children of the run's seed sequence, as ``dpfed.pne.seeding`` documents."""
@@ -126,6 +147,7 @@ class PneObserver:
     phase: int
     node: tuple
     canary_value: float
+    cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def replay(self, run, entropy: int, through: int | None = None) -> Replayed:
         """Replay ``run`` (seeded with ``entropy``) up to phase ``through`` (default: the phase after the
@@ -135,7 +157,7 @@ class PneObserver:
 
         last = self.phase + 1 if through is None else (through or math.inf)
         seed, obj_rng, obs_rng = data_streams(entropy)
-        partition = Partition(self.objective.domain, k=self.rules.k, seed=seed)
+        partition = CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
         local = LocalObjectives(
             self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind, rng=obj_rng
         )
