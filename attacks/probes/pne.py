@@ -26,8 +26,9 @@ from attacks.probes.base import Probe, check_world
 
 SCORES = ("replay", "upload", "node-difference")
 REPLAY_THREAT_MODEL = (
-    "server view with replay: the adversary sees every schedule and upload and knows every other "
-    "reward and all data seeds, but not the privacy noise"
+    "server view with replay: the adversary sees every schedule broadcast and every client's uploads, "
+    "knows (or chose) every other reward and the data seeds (partition, local objectives, observation "
+    "noise), but not the privacy noise of any reward; unit: one reward of one client (event level)"
 )
 
 
@@ -116,7 +117,8 @@ class PneEndToEndProbe(Probe):
     threat_model = "server view"
     description = (
         "DP-Fed-PNE end to end: the real algorithm with one forced canary reward; the server "
-        "view is the canary client's uploaded local mean of the canary node"
+        "view is the canary client's uploaded local mean of the canary node (default score: replay of the "
+        "run along the observed trajectory)"
     )
     batch_size = 20_000
 
@@ -140,7 +142,7 @@ class PneEndToEndProbe(Probe):
         self._node = tuple(phase.nodes[0])
         self._other = tuple(phase.nodes[1]) if len(phase.nodes) > 1 else None
         self._observer = self._make_observer()
-        if self.score == "replay" and self._phase == 1:
+        if self.score == "replay" and self._phase == 1 and phase.completed:
             from attacks.probes.pne_replay import decisive_node
 
             self._node = decisive_node(self._observer)
