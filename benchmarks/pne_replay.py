@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+import numpy as np
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HERE]
 
@@ -38,6 +40,20 @@ def _attack(label, probe, trials):
     return _line(label, result, time.process_time() - start)
 
 
+def _exactness(horizon: int, runs: int) -> None:
+    """Replay every phase of ``runs`` correct runs: schedules that differ from the replayed ones, and the
+    largest |residual - upload| (the canary node is pulled once, so the residual is the upload)."""
+    probe = PneEndToEndProbe(horizon=horizon, **SETTING)
+    rng = np.random.default_rng(7)
+    entropies = [int(rng.integers(2**63)) for _ in range(runs)]
+    done = probe._runs(1, [np.random.SeedSequence(e) for e in entropies])
+    replays = [probe._observer.replay(run, e, through=0) for run, e in zip(done, entropies, strict=True)]
+    phases = sum(len(run.phases) for run in done)
+    gap = max(abs(r.residual - probe._upload(run, probe._node)) for r, run in zip(replays, done, strict=True))
+    deviations = sum(r.deviations for r in replays)
+    print(f"exactness, T = {horizon}: {runs} runs, {phases} phases replayed, {deviations} deviating, max gap {gap:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=float, default=1e4)
@@ -46,11 +62,14 @@ def main() -> None:
     trials = int(args.trials)
     end_to_end = PneEndToEndProbe(horizon=20, canary_value=10.0, **SETTING)
     print(f"threat model: {end_to_end.threat_model}")
+    for horizon in (20, 2000):
+        _exactness(horizon, 1000)
     for n in (2000, trials):
         mech = _attack(f"pne-reward (mechanism), {n} trials", PneRewardProbe(**SETTING), n)
         replay = _attack(f"pne-end-to-end replay, {n} trials", end_to_end, n)
         print(f"  ratio replay / mechanism: {replay / mech:.3f}")
-    upload = _attack(f"pne-end-to-end upload score, {trials} trials", PneEndToEndProbe(horizon=20, score="upload", **SETTING), trials)
+    upload_probe = PneEndToEndProbe(horizon=20, score="upload", **SETTING)
+    upload = _attack(f"pne-end-to-end upload score, {trials} trials", upload_probe, trials)
     from tests.attacks.test_matrix_pne import _half_noise_client, _null_world_rate
 
     call = RewardPrivatizer.__call__
@@ -59,9 +78,11 @@ def main() -> None:
     RewardPrivatizer.__call__ = call
     start = time.process_time()
     null = PneEndToEndProbe(epsilon=1.0, calibration="analytic", horizon=20, canary_value=10.0)
-    rate = _null_world_rate(null, 0.0, args.null_reps, 25, world_in=0)
-    print(f"null worlds: {args.null_reps} x 25 trials per world, positive rigorous bounds {rate:.3f} "
-          f"(nominal 0.05), cpu {time.process_time() - start:.1f} s; upload-score bound above {upload:.3f}")
+    rate, jumps = _null_world_rate(null, 0.0, args.null_reps, 25, world_in=0)
+    print(
+        f"null worlds: {args.null_reps} x 25 trials per world, positive rigorous bounds {rate:.3f} "
+        f"(nominal 0.05), decision jumps {jumps}, cpu {time.process_time() - start:.1f} s; upload-score bound above {upload:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from accounting.errors import ConfigurationError, require_number
 from accounting.exact import gaussian_epsilon
 from attacks.probes.base import Probe, check_world
 
-
 SCORES = ("replay", "upload", "node-difference")
 REPLAY_THREAT_MODEL = (
     "server view with replay: the adversary sees every schedule broadcast and every client's uploads, "
@@ -86,19 +85,23 @@ class PneRewardProbe(Probe):
 
 @dataclass
 class PneEndToEndProbe(Probe):
-    """The real DP-Fed-PNE run with the canary reward forced in (client ``client``, first node of the
-    first phase whose nodes are pulled once per client, found by a dry run; with ``final_upload`` that
-    phase may be the one cut by the horizon).
+    """The real DP-Fed-PNE run with the canary reward forced in (client ``client``, pull 0 of a node of
+    the first phase whose nodes are pulled once per client, found by a dry run; with ``final_upload``
+    that phase may be the one cut by the horizon). The node is the phase's first, except for the
+    ``replay`` score when that phase is the first and completes: then it is the node whose un-noised
+    elimination the canary changes most often (``pne_replay.decisive_node``; an adversary may place
+    its canary anywhere, and the first phase is the same in every run).
 
     Scores: ``replay`` (default), the observer's replay (``attacks.probes.pne_replay``): the exact
-    log-likelihood ratio of N(shift, count sigma^2) against N(0, count sigma^2) at the canary's residual
-    (its client's upload minus its other, known, clipped rewards; shift = the clipped canary), plus
-    +-``DEVIATION_SCORE`` when the schedule after the canary's phase is not the one the uploads imply
-    but the one the un-noised means of world 1 (or 0) imply; ``upload``, that client's uploaded mean of the canary node (0.5, uninformative, if
-    the node was never uploaded); ``node-difference``, that upload minus the same client's upload of the
-    next node of the phase (noise that a correct client draws independently per reward does not cancel;
-    noise shared across nodes does). ``planted_bug`` runs a deliberate privatisation bug
-    (``dpfed.pne.private.PLANTED_BUGS``); the claim stays the correct mechanism's epsilon."""
+    log-likelihood ratio of N(shift, count sigma^2) against N(0, count sigma^2) at the canary's
+    residual (its client's upload minus its other, known, clipped rewards; shift = the clipped
+    canary), plus +-``DEVIATION_SCORE`` when the schedule after the canary's phase is not the one the
+    uploads imply but the one the un-noised means of world 1 (or 0) imply; ``upload``, that client's
+    uploaded mean of the canary node (0.5, uninformative, if the node was never uploaded);
+    ``node-difference``, that upload minus the same client's upload of the next node of the phase
+    (noise that a correct client draws independently per reward does not cancel; noise shared across
+    nodes does). ``planted_bug`` runs a deliberate privatisation bug (``dpfed.pne.private.PLANTED_BUGS``);
+    the claim stays the correct mechanism's epsilon."""
 
     epsilon: float = 1.0
     delta: float = 1e-5

@@ -36,8 +36,8 @@ costs power.
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,7 +174,7 @@ class PneObserver:
                 break
             nodes = nodes_of(partition, log.nodes, state[0])
             depth, pulls = int(nodes.depth[0]), int(log.pulls)
-            raw = local.values(nodes.centre)[..., None] + self.noise.sample(obs_rng, (self.rules.clients, len(nodes), pulls))
+            raw = self.rewards(local, nodes, pulls, obs_rng)
             done = min(len(nodes) * pulls, self.rules.horizon - used)
             pulled = (np.arange(len(nodes) * pulls) < done).reshape(len(nodes), pulls)
             means = uploads[log.phase][1]
@@ -186,6 +186,12 @@ class PneObserver:
             state = self.rules.next_schedule(partition, nodes, means.mean(axis=0), pulls, depth)
             used += len(nodes) * pulls
         return Replayed(**out)
+
+    def rewards(self, local, nodes, pulls: int, obs_rng) -> np.ndarray:
+        """The raw rewards (clients, nodes, pulls) of a phase: local values at the centres plus the next
+        observation noise draw, as the environment makes them."""
+        shape = (self.rules.clients, len(nodes), pulls)
+        return local.values(nodes.centre)[..., None] + self.noise.sample(obs_rng, shape)
 
     def _canary(self, log, raw, pulled, upload) -> dict:
         """The canary client's upload of the canary node times its count, minus its other clipped rewards."""
@@ -235,7 +241,7 @@ def decisive_node(observer: PneObserver, seeds: int = 32) -> tuple:
             observer.objective, rules.clients, observer.heterogeneity, observer.heterogeneity_kind, rng=obj_rng
         )
         nodes, depth, pulls = rules.expand(partition, partition.root())
-        raw = local.values(nodes.centre)[..., None] + observer.noise.sample(obs_rng, (rules.clients, len(nodes), pulls))
+        raw = observer.rewards(local, nodes, pulls, obs_rng)
         log = PhaseLog(1, depth, nodes.keys(), rules.tau(depth), pulls, 0, True)
         if flips is None:
             flips = np.zeros(len(nodes))

@@ -26,6 +26,7 @@ import pytest
 import dpfed.pne.engine as engine
 from attacks.estimators import estimate_all
 from attacks.probes.pne import PneEndToEndProbe
+from attacks.probes.pne_replay import DEVIATION_SCORE
 from attacks.verdict import decide
 from dpfed.pne.private import RewardPrivatizer
 from reports.audit.config import load_config
@@ -94,8 +95,9 @@ def test_elimination_from_the_unnoised_means_is_a_violation(monkeypatch):
     assert _matrix_audit(trials=2000) == "VIOLATION"
 
 
-def _null_world_rate(probe, claim: float, reps: int, trials: int, world_in: int) -> float:
-    """Fraction of ``reps`` audits (``trials`` per world) whose best rigorous bound exceeds ``claim``."""
+def _null_world_rate(probe, claim: float, reps: int, trials: int, world_in: int) -> tuple[float, int]:
+    """Fraction of ``reps`` audits (``trials`` per world) whose best rigorous bound exceeds ``claim``,
+    and how many scores carry the replay's decision jump (a schedule the uploads do not imply)."""
     rng = np.random.default_rng(11)
     out = probe.scores(0, reps * trials, rng).reshape(reps, trials)
     inn = probe.scores(world_in, reps * trials, rng).reshape(reps, trials)
@@ -104,7 +106,8 @@ def _null_world_rate(probe, claim: float, reps: int, trials: int, world_in: int)
         bounds = estimate_all(out[rep], inn[rep], 1e-5, 0.95, rng=rep)
         best = decide(claim, 1e-5, bounds, trials, 0.95).best_bound
         hits += best is not None and best.epsilon > claim
-    return hits / reps
+    jumps = int(np.sum(np.abs(np.concatenate([out, inn])) >= DEVIATION_SCORE / 2))
+    return hits / reps, jumps
 
 
 def test_replay_score_in_null_worlds_gives_positive_bounds_at_most_at_the_nominal_rate(monkeypatch):
@@ -113,8 +116,10 @@ def test_replay_score_in_null_worlds_gives_positive_bounds_at_most_at_the_nomina
     # 200 repetitions of 25 trials per world; under the nominal 5% the count exceeds 20 with
     # probability < 1e-3 (binomial(200, 0.05) tail).
     probe = PneEndToEndProbe(epsilon=1.0, calibration="analytic", horizon=20, canary_value=10.0)
-    assert _null_world_rate(probe, 0.0, 200, 25, world_in=0) <= 20 / 200
+    rate, jumps = _null_world_rate(probe, 0.0, 200, 25, world_in=0)
+    assert rate <= 20 / 200
+    assert jumps == 0  # the correct code's schedules are always the ones its uploads imply
     # The same procedure can fail: with the clip skipped, the canary of 10 gives a positive bound in
     # most repetitions (the unclipped shift is 10 noise standard deviations of epsilon = 1's 3.7).
     monkeypatch.setattr(RewardPrivatizer, "__call__", _no_clip)
-    assert _null_world_rate(probe, 0.0, 20, 25, world_in=1) >= 0.5
+    assert _null_world_rate(probe, 0.0, 20, 25, world_in=1)[0] >= 0.5
