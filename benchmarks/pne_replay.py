@@ -21,6 +21,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE] + [_HE
 
 from attacks.attack import run_attack  # noqa: E402
 from attacks.probes.pne import PneEndToEndProbe, PneRewardProbe  # noqa: E402
+from attacks.probes.pne_replay import data_streams  # noqa: E402
 from dpfed.pne.private import RewardPrivatizer  # noqa: E402
 
 SETTING = dict(epsilon=3.0, delta=1e-5, calibration="analytic")
@@ -47,7 +48,7 @@ def _exactness(horizon: int, runs: int) -> None:
     rng = np.random.default_rng(7)
     entropies = [int(rng.integers(2**63)) for _ in range(runs)]
     done = probe._runs(1, [np.random.SeedSequence(e) for e in entropies])
-    replays = [probe._observer.replay(run, e, through=0) for run, e in zip(done, entropies, strict=True)]
+    replays = [probe._observer.replay(run, data_streams(e), through=0) for run, e in zip(done, entropies, strict=True)]
     phases = sum(len(run.phases) for run in done)
     gap = max(abs(r.residual - probe._upload(run, probe._node)) for r, run in zip(replays, done, strict=True))
     deviations = sum(r.deviations for r in replays)

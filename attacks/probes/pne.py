@@ -214,7 +214,9 @@ class PneEndToEndProbe(Probe):
 
     def _score(self, run, entropy: int) -> float:
         if self.score == "replay":
-            return self._replay_score(self._observer.replay(run, entropy))
+            from attacks.probes.pne_replay import data_streams
+
+            return self._replay_score(self._observer.replay(run, data_streams(entropy)))
         upload = self._upload(run, self._node)
         return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
 

@@ -149,14 +149,15 @@ class PneObserver:
     canary_value: float
     cache: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
-    def replay(self, run, entropy: int, through: int | None = None) -> Replayed:
-        """Replay ``run`` (seeded with ``entropy``) up to phase ``through`` (default: the phase after the
-        canary's, the last that can change the score; None with ``through=0``: every phase)."""
+    def replay(self, run, data, through: int | None = None) -> Replayed:
+        """Replay ``run`` up to phase ``through`` (default: the phase after the canary's, the last that can
+        change the score; ``through=0``: every phase). ``data`` is the run's ``data_streams`` (partition
+        seed, objective and observation streams): the observer never holds the privacy stream."""
         from dpfed.pne.objectives import LocalObjectives
         from dpfed.pne.partition import Partition
 
         last = self.phase + 1 if through is None else (through or math.inf)
-        seed, obj_rng, obs_rng = data_streams(entropy)
+        seed, obj_rng, obs_rng = data
         partition = CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
         local = LocalObjectives(
             self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind, rng=obj_rng
