@@ -19,6 +19,7 @@ clip and decision bugs are refuted by a wide margin even at the 2000 trials per 
 """
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,7 +33,7 @@ from dpfed.pne.private import RewardPrivatizer
 from reports.audit.config import load_config
 from reports.audit.runner import AuditOptions, run_audit
 
-CONFIG = "configs/audit_dpfedpne.toml"
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "audit_dpfedpne.toml"
 MATRIX = "(planted-bug matrix)"
 
 
