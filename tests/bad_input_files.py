@@ -242,6 +242,11 @@ def audit_files() -> dict[str, str]:
         + '[target.probes.params]\nfunction = "shutil:rmtree"\ndatasets = "ds.toml"\n',
         "audit_delta_range.toml": _replace(g, "delta = 1e-5", "delta = 2.0"),
         "audit_algorithm_bad.toml": _replace(g, 'algorithm = "mechanism"', 'algorithm = "quantum"'),
+        # the DP-Fed-PNE end-to-end probe's score must be one it knows (replay, upload, node-difference)
+        "audit_pne_score.toml": 'title = "pne"\nseed = 1\n[[target]]\nname = "PNE"\nalgorithm = "dp-fed-pne"\n'
+        + 'accountants = ["exact"]\n[target.parameters]\nhorizon = 20\n[target.claim]\nepsilon = 3.0\n'
+        + 'delta = 1e-5\nneighbouring = "replace-one"\nunit = "one reward"\n[[target.probes]]\n'
+        + 'name = "pne-end-to-end"\nkind = "end-to-end"\ntrials = 10\n[target.probes.params]\nscore = "bogus"\n',
     }
 
 

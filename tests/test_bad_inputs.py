@@ -513,6 +513,7 @@ AUDIT_CASES = (
             "config-probe-overrides-target": ["audit_probe_overrides_target.toml"],
             "config-delta-range": ["audit_delta_range.toml"],
             "config-algorithm": ["audit_algorithm_bad.toml"],
+            "config-pne-score": ["audit_pne_score.toml"],
         },
     )
     + [

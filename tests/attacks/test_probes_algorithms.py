@@ -42,11 +42,18 @@ def test_pne_clipping_neutralises_an_out_of_range_canary():
 def test_pne_end_to_end_upload_moves_by_exactly_the_canary():
     # Same seed in both worlds: only the canary reward differs, the privacy noise is identical, and the
     # node is pulled once, so the uploaded mean moves by exactly 1.
-    probe = get_probe("pne-end-to-end")
+    probe = get_probe("pne-end-to-end", score="upload")
     s0 = probe.scores(0, 5, np.random.default_rng(3))
     s1 = probe.scores(1, 5, np.random.default_rng(3))
     assert s1 - s0 == pytest.approx(np.ones(5), abs=1e-9)
     assert probe.metadata(1e-5)["threat_model"] == "server view"
+    # The default replay score is the Gaussian log-likelihood ratio x / sigma^2 - 1 / (2 sigma^2) of the
+    # residual x, which moves by exactly 1 as well.
+    replay = get_probe("pne-end-to-end")
+    variance = replay.mechanism().noise_std ** 2
+    r0, r1 = (replay.scores(w, 5, np.random.default_rng(3)) for w in (0, 1))
+    assert (r1 - r0) * variance == pytest.approx(np.ones(5), abs=1e-9)
+    assert "replay" in replay.metadata(1e-5)["threat_model"]
 
 
 def test_fts_end_to_end_runs_the_real_algorithm():
