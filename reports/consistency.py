@@ -46,7 +46,7 @@ def _target_verdict(path: str, target: dict) -> None:
 
 def _findings_tally(report: dict) -> None:
     """The top-level findings tally (schema 2.1; absent in 2.0 reports) must be the targets' own."""
-    from reports.model import findings_tally
+    from reports.findings_tally import findings_tally
 
     if "findings" not in report:
         return

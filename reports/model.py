@@ -28,6 +28,7 @@ from pathlib import Path
 from accounting.errors import ConfigurationError
 from accounting.zero_out import relation_note
 from attacks.files import atomic_write_text
+from reports.findings_tally import ATTENTION, SEVERITIES, findings_tally, verdict_headline  # noqa: F401 - re-exported
 
 SCHEMA_NAME = "dpfed-audit/report"
 SCHEMA_VERSION = "2.1"  # 2.1: the top-level "findings" tally
@@ -76,30 +77,6 @@ def fmt_number(value) -> str:
     if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
         return f"{value:.3g}"
     return f"{value:.4g}"
-
-
-SEVERITIES = ("critical", "high", "medium", "low", "info")  # most severe first
-ATTENTION = SEVERITIES[:-1]  # "info" findings state facts (the claim holds, ...); they are not counted
-
-
-def findings_tally(targets: list[dict]) -> dict:
-    """The findings of ``targets`` (report dicts) that call for attention: their number, the worst
-    severity (None without any) and the number at each severity (info included, for completeness)."""
-    severities = [x["severity"] for t in targets for x in t.get("findings", [])]
-    counted = [s for s in severities if s in ATTENTION]
-    return {
-        "count": len(counted),
-        "worst": min(counted, key=SEVERITIES.index) if counted else None,
-        "by_severity": {s: severities.count(s) for s in SEVERITIES},
-    }
-
-
-def verdict_headline(status: str, tally: dict) -> str:
-    """The verdict with its findings: "PASS, with 2 findings (worst: high)" or "PASS, no findings"."""
-    if not tally["count"]:
-        return f"{status}, no findings"
-    plural = "s" if tally["count"] != 1 else ""
-    return f"{status}, with {tally['count']} finding{plural} (worst: {tally['worst']})"
 
 
 def new_report(title: str, targets, provenance: dict) -> dict:

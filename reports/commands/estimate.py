@@ -72,22 +72,22 @@ def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
 
     top = ceiling(data, delta, confidence)
     if data.kind == "multi-run":
-        result = v.decide(claim_epsilon, delta, bounds, min(b.size for b in data.worlds()), confidence)
-        return v.Verdict(result.status, result.p_value, result.best_bound, top, result.reason)
+        # the verdict's ceiling is the estimators' own (``attacks.verdict.estimator_ceiling``)
+        return v.decide(claim_epsilon, delta, bounds, min(b.size for b in data.worlds()), confidence)
     rigorous = [b for b in bounds if b.rigorous]
     best = max(rigorous, key=lambda b: b.epsilon, default=None)
     p_values = [p for p in (v.bound_p_value(b, claim_epsilon, delta) for b in rigorous) if p is not None]
     p = min(1.0, len(p_values) * min(p_values)) if p_values else None
     if p is not None and p <= 1.0 - confidence:
-        return v.Verdict("VIOLATION", p, best, top, f"{best.method} certifies epsilon >= {best.epsilon:.4g} "
+        return v.Verdict(v.VIOLATION, p, best, top, f"{best.method} certifies epsilon >= {best.epsilon:.4g} "
                          f"at delta = {delta:g} with {confidence:.0%} confidence, above the claimed "
                          f"{claim_epsilon:g}; p = {p:.3g}.")
     if top <= claim_epsilon:
-        return v.Verdict("INCONCLUSIVE", p, best, top, f"with {data.scores.size} canaries no one-run audit can "
+        return v.Verdict(v.UNTESTABLE, p, best, top, f"with {data.scores.size} canaries no one-run audit can "
                          f"certify more than epsilon = {top:.4g}, so the claim {claim_epsilon:g} cannot be "
                          "refuted; use more canaries.")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return v.Verdict("PASS", p, best, top, f"no evidence against the claim epsilon = {claim_epsilon:g}: "
+    return v.Verdict(v.CONSISTENT, p, best, top, f"no evidence against the claim epsilon = {claim_epsilon:g}: "
                      f"{shown}, ceiling {top:.4g}.")
 
 
@@ -129,10 +129,10 @@ def print_table(data, bounds, verdict, auc: float, out=None) -> None:
 
 
 def run(args) -> int:
+    from attacks.attack import EXIT_CODES
     from attacks.files import dumps_json
     from attacks.roc import empirical_roc
     from reports.commands.estimate_input import read_scores
-    from reports.exit_codes import exit_code_for_status
 
     if args.out is not None and args.claim_epsilon is None:
         raise ConfigurationError("out", "a report needs a claim to judge: give --claim-epsilon")
@@ -159,4 +159,4 @@ def run(args) -> int:
 
         paths = write_report(args, data, bounds, verdict, (fpr, tpr, auc))
         print(f"wrote {', '.join(str(p) for p in paths)}")
-    return 0 if verdict is None else int(exit_code_for_status(verdict.status))
+    return 0 if verdict is None else EXIT_CODES[verdict.status]
