@@ -56,7 +56,7 @@ def test_the_verdict_ceiling_is_the_estimators_and_a_claim_above_it_is_not_a_pas
     between = (estimator + single) / 2
     verdict = decide(between, DELTA, bounds, trials)
     assert verdict.ceiling == pytest.approx(estimator, rel=1e-9)
-    assert verdict.status == "INCONCLUSIVE"
+    assert verdict.status == "UNTESTABLE"
     assert decide(estimator - 0.05, DELTA, bounds, trials).status == "VIOLATION"
 
 
@@ -67,4 +67,4 @@ def test_attack_cli_verdict_ceiling_equals_plan(capsys):
     code = main([*args, "--delta", str(DELTA), "--claim-epsilon", "9.8"])
     result = json.loads(capsys.readouterr().out)
     assert result["verdict"]["ceiling"] == pytest.approx(estimator, rel=1e-9)
-    assert 9.8 > estimator and result["verdict"]["status"] == "INCONCLUSIVE" and code == 3
+    assert 9.8 > estimator and result["verdict"]["status"] == "UNTESTABLE" and code == 3
