@@ -8,7 +8,7 @@ above it is merely loose, or made under another neighbouring relation (low).
 from __future__ import annotations
 
 from accounting.calibration import check_classic_calibration
-from accounting.errors import require_number
+from accounting.errors import ConfigurationError, require_number
 from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows
 from dpfed.flower.findings import FlowerFinding
 
@@ -31,10 +31,16 @@ def claim_finding(name: str, claimed: float, corrected: float) -> FlowerFinding:
                          f"{corrected:.3g} (under replace-one)", values)
 
 
-def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | None, claimed_epsilon) -> list:
+def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | None, claimed_epsilon,
+                     claims=CLAIMS) -> list:
+    """Findings for the ``claims`` made (e.g. only Flower's accountant's), the user's epsilon, the sample
+    size the noise is calibrated for, and the weighting."""
     rows = accounted_rows(config, delta)
     corrected = rows["runs"]["epsilon"]
-    findings = [claim_finding(name, rows[name]["epsilon"], corrected) for name in CLAIMS]
+    for name in claims:
+        if name not in CLAIMS:
+            raise ConfigurationError("claim", f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
+    findings = [claim_finding(name, rows[name]["epsilon"], corrected) for name in claims]
     if claimed_epsilon is not None:
         claimed = require_number("claimed_epsilon", claimed_epsilon, low=0, low_open=True)
         if claimed < corrected:
@@ -49,7 +55,7 @@ def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | N
                                       f"z * {config.sampled}/{configured_m}",
                                       {"configured": configured_m, "sampled": config.sampled}))
     if config.weighting == "examples":
-        findings.append(FlowerFinding("unequal-weights", "high",
+        findings.append(FlowerFinding("weighted-by-examples", "medium",
                                       "FedAvg weights by reported example counts; the noise z*C/m is calibrated for "
                                       "equal weights 1/m, so the accounting holds only if every client reports the "
                                       "same count (check the transcript)", {"weighting": config.weighting}))
@@ -79,9 +85,10 @@ def local_findings(config: FlowerDpConfig) -> list:
 
 
 def check_config(config: FlowerDpConfig, delta: float, configured_m: int | None = None,
-                 claimed_epsilon: float | None = None) -> dict:
-    """``{"rows": accounted rows or {}, "findings": [FlowerFinding]}`` for one setting."""
+                 claimed_epsilon: float | None = None, claims=CLAIMS) -> dict:
+    """``{"rows": accounted rows or {}, "findings": [FlowerFinding]}`` for one setting; ``claims``: which
+    of ``CLAIMS`` the user (or Flower's accountant) makes."""
     if config.kind in CENTRAL_KINDS:
         return {"rows": accounted_rows(config, delta),
-                "findings": central_findings(config, delta, configured_m, claimed_epsilon)}
+                "findings": central_findings(config, delta, configured_m, claimed_epsilon, claims)}
     return {"rows": {}, "findings": local_findings(config)}

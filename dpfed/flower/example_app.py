@@ -108,7 +108,7 @@ def dp_wrapper_class(bug: str):
 
             arrays = aggregated.to_numpy_ndarrays()
             std = compute_stdv(self.noise_multiplier, self.clipping_norm, self.num_sampled_clients)
-            add_gaussian_noise_inplace(arrays, std * BUG_NOISE_FACTOR)
+            add_gaussian_noise_inplace(arrays, std * (BUG_NOISE_FACTOR if bug == "noise-cut" else 1.0))
             return ArrayRecord({k: Array(np.asarray(v)) for k, v in zip(aggregated.keys(), arrays, strict=True)})
 
     return Planted

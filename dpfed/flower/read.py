@@ -19,11 +19,19 @@ WRAPPER_KINDS = {
 }
 
 
+def wrapper_kind(strategy) -> str | None:
+    """The kind of Flower DP wrapper ``strategy`` is (its class or a base class), or None."""
+    for cls in type(strategy).__mro__:
+        if cls.__name__ in WRAPPER_KINDS:
+            return WRAPPER_KINDS[cls.__name__]
+    return None
+
+
 def wrapper_of(strategy):
     """The Flower DP wrapper in ``strategy`` (itself or wrapped by a strategy wrapper such as ours)."""
     seen = 0
     while strategy is not None and seen < 8:
-        if type(strategy).__name__ in WRAPPER_KINDS:
+        if wrapper_kind(strategy) is not None:
             return strategy
         strategy, seen = getattr(strategy, "strategy", None), seen + 1
     raise ConfigurationError("strategy", "no Flower central-DP wrapper (DifferentialPrivacy...Clipping) found")
@@ -47,7 +55,7 @@ def config_from_strategy(strategy, nodes: int, rounds: int, weighting: str | Non
     inner = wrapper.strategy
     if weighting is None:
         weighting = "examples" if getattr(inner, "weighted_by_key", "num-examples") else "equal"
-    config = FlowerDpConfig(kind=WRAPPER_KINDS[type(wrapper).__name__], rounds=int(rounds), nodes=int(nodes),
+    config = FlowerDpConfig(kind=wrapper_kind(wrapper), rounds=int(rounds), nodes=int(nodes),
                             sampled=flower_sample_size(inner, int(nodes)),
                             noise_multiplier=float(wrapper.noise_multiplier),
                             clip=float(wrapper.clipping_norm), weighting=weighting)

@@ -60,7 +60,7 @@ def test_findings_flag_understated_claims_with_corrected_epsilon():
         assert codes[code].severity == "critical"
         assert codes[code].values["corrected_epsilon"] == pytest.approx(out["rows"]["runs"]["epsilon"])
     assert codes["loose-no-amplification"].severity == "low"  # 91.8 > 83.9: loose, not understated
-    assert codes["unequal-weights"].severity == "high"
+    assert codes["weighted-by-examples"].severity == "medium"
     assert "sample-size-mismatch" not in codes
 
 
@@ -68,7 +68,9 @@ def test_sample_size_mismatch_and_equal_weights():
     config = FlowerDpConfig("server-fixed", rounds=10, nodes=50, sampled=5, noise_multiplier=2.0, weighting="equal")
     codes = {f.code: f.severity for f in check_config(config, DELTA, configured_m=10)["findings"]}
     assert codes["sample-size-mismatch"] == "critical"  # noise for 10, only 5 sampled
-    assert "unequal-weights" not in codes
+    assert "weighted-by-examples" not in codes
+    only_flower = check_config(config, DELTA, configured_m=5, claims=("no-amplification",))["findings"]
+    assert [f.code for f in only_flower] == ["loose-no-amplification"]
 
 
 @pytest.mark.parametrize("epsilon, flagged, code", [(0.5, False, None), (4.0, False, "classic-out-of-range"),

@@ -1,0 +1,46 @@
+"""One audit of a Flower app: configuration check of its strategy, a run on Flower's runtime recording
+every release, and the transcript check against what the accountant assumed (what Flower runs)."""
+
+from __future__ import annotations
+
+import time
+
+from dpfed.flower.check import check_config
+from dpfed.flower.config import CLAIMS
+from dpfed.flower.example_app import AppSettings, build_strategy
+from dpfed.flower.findings import worst
+from dpfed.flower.read import config_from_strategy
+from dpfed.flower.transcript_check import Assumptions, check_transcript
+
+
+def assumptions_for(config) -> Assumptions:
+    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round."""
+    return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip)
+
+
+def audit_example(settings: AppSettings, delta: float = 1e-5, claims=("no-amplification",),
+                  claimed_epsilon: float | None = None, alpha: float = 1e-3) -> dict:
+    """Configuration check, Flower run and transcript check of the example app; ``verdict`` is VIOLATION
+    when any finding is critical, PASS otherwise."""
+    from dpfed.flower.run import run_example
+
+    started = time.perf_counter()
+    strategy = build_strategy(settings, transcript=None)  # the very strategy the ServerApp builds
+    config, configured_m = config_from_strategy(strategy, nodes=settings.nodes, rounds=settings.rounds,
+                                                weighting="examples")
+    configuration = check_config(config, delta, configured_m, claimed_epsilon, claims)
+    accounted = time.perf_counter()
+    result = run_example(settings)
+    ran = time.perf_counter()
+    transcript_findings = check_transcript(result["transcript"], assumptions_for(config), alpha)
+    findings = configuration["findings"] + transcript_findings
+    return {"settings": settings.__dict__, "delta": delta, "claims": list(claims),
+            "rows": configuration["rows"], "configuration_findings": [f.to_dict() for f in configuration["findings"]],
+            "transcript_findings": [f.to_dict() for f in transcript_findings],
+            "transcript": result["transcript"].to_dict(),
+            "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
+            "seconds": {"accounting": accounted - started, "flower_run": ran - accounted,
+                        "transcript_check": time.perf_counter() - ran}}
+
+
+__all__ = ["CLAIMS", "audit_example", "assumptions_for"]
