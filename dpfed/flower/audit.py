@@ -18,7 +18,7 @@ def assumptions_for(config) -> Assumptions:
     return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip)
 
 
-def audit_example(settings: AppSettings, delta: float = 1e-5, claims=("no-amplification",),
+def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
                   claimed_epsilon: float | None = None, alpha: float = 1e-3) -> dict:
     """Configuration check, Flower run and transcript check of the example app; ``verdict`` is VIOLATION
     when any finding is critical, PASS otherwise."""

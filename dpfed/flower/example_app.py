@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accounting.errors import ConfigurationError
+from accounting.errors import ConfigurationError, require_number
 
 BUGS = ("none", "noise-cut", "skip-round", "unequal-weights")
 BUG_NOISE_FACTOR = 0.5
@@ -39,6 +39,12 @@ class AppSettings:
     bug: str = "none"
 
     def __post_init__(self):
+        require_number("nodes", self.nodes, low=2, integer=True)
+        require_number("sampled", self.sampled, low=1, high=self.nodes, integer=True)
+        require_number("rounds", self.rounds, low=1, integer=True)
+        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
+        require_number("clip", self.clip, low=0, low_open=True)
+        require_number("seed", self.seed, low=0, integer=True)
         if self.bug not in BUGS:
             raise ConfigurationError("bug", f"unknown bug {self.bug!r}; choose from {', '.join(BUGS)}")
 

@@ -48,6 +48,17 @@ def flower_sample_size(inner, nodes: int) -> int:
     return min(nodes, max(int(nodes * float(fraction)), int(minimum)))
 
 
+def effective_noise_multiplier(wrapper) -> float:
+    """The z the run is accounted at. Fixed clipping: the wrapper's ``noise_multiplier``. Adaptive clipping
+    (Andrew et al. 2021): Flower stores the update's larger multiplier z_u and the clipped-count std
+    sigma_b; together they are one Gaussian of multiplier (z_u^-2 + (2 sigma_b)^-2)^-1/2, the user's z."""
+    z = float(wrapper.noise_multiplier)
+    if not wrapper_kind(wrapper).endswith("adaptive"):
+        return z
+    sigma_b = float(wrapper.clipped_count_stddev)
+    return (z ** -2 + (2.0 * sigma_b) ** -2) ** -0.5 if sigma_b > 0 else z
+
+
 def config_from_strategy(strategy, nodes: int, rounds: int, weighting: str | None = None) -> tuple:
     """``(FlowerDpConfig, configured_m)``: what Flower runs with ``nodes`` connected, and the
     ``num_sampled_clients`` the wrapper's noise is calibrated for."""
@@ -57,7 +68,7 @@ def config_from_strategy(strategy, nodes: int, rounds: int, weighting: str | Non
         weighting = "examples" if getattr(inner, "weighted_by_key", "num-examples") else "equal"
     config = FlowerDpConfig(kind=wrapper_kind(wrapper), rounds=int(rounds), nodes=int(nodes),
                             sampled=flower_sample_size(inner, int(nodes)),
-                            noise_multiplier=float(wrapper.noise_multiplier),
+                            noise_multiplier=effective_noise_multiplier(wrapper),
                             clip=float(wrapper.clipping_norm), weighting=weighting)
     return config, int(wrapper.num_sampled_clients)
 

@@ -41,16 +41,25 @@ def summary_lines(audit: dict) -> list[str]:
 
 
 def run(args) -> int:
+    from accounting.errors import require_number
+    from dpfed.flower.config import CLAIMS
+    from dpfed.flower.example_app import AppSettings
+
+    settings = AppSettings(nodes=args.nodes, sampled=args.sampled, rounds=args.rounds,
+                           noise_multiplier=args.noise_multiplier, clip=args.clip, seed=args.seed, bug=args.bug)
+    require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
+    if args.claimed_epsilon is not None:
+        require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
+    claims = tuple(c.strip() for c in args.claim.split(",") if c.strip())
+    unknown = [c for c in claims if c not in CLAIMS]
+    if unknown:
+        raise ConfigurationError("claim", f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
     try:
         import flwr  # noqa: F401
     except ModuleNotFoundError:
         raise ConfigurationError("flower", "flwr is not installed; pip install -c constraints.txt -e '.[flower]'")
     from dpfed.flower.audit import audit_example
-    from dpfed.flower.example_app import AppSettings
 
-    settings = AppSettings(nodes=args.nodes, sampled=args.sampled, rounds=args.rounds,
-                           noise_multiplier=args.noise_multiplier, clip=args.clip, seed=args.seed, bug=args.bug)
-    claims = tuple(c.strip() for c in args.claim.split(",") if c.strip())
     audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)
     print("\n".join(summary_lines(audit)))
     if args.out:

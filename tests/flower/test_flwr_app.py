@@ -1,0 +1,91 @@
+"""Real flwr objects and real runs on Flower's simulation engine (skipped without the flower extra).
+
+Each run: the example app, 40 nodes, 8 sampled per round, 3 rounds, z = 1, C = 1 (about 11 s on 2 cores,
+most of it Ray's start). The transcript check tests at alpha = 1e-3 per check kind, so the correct app
+fails falsely with probability below ~4e-3; seeds are fixed.
+"""
+
+import pytest
+
+flwr = pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
+
+from dpfed.flower.audit import assumptions_for, audit_example  # noqa: E402
+from dpfed.flower.example_app import BUG_ROUND, AppSettings, build_strategy  # noqa: E402
+from dpfed.flower.read import config_from_local_dp_mod, config_from_strategy  # noqa: E402
+from dpfed.flower.records import releases  # noqa: E402
+from dpfed.transcript import Transcript  # noqa: E402
+
+SMALL = dict(nodes=40, sampled=8, rounds=3, seed=0)
+
+
+def test_reads_every_wrapper_and_the_sample_size():
+    from flwr.serverapp import strategy as s
+
+    fedavg = s.FedAvg(fraction_train=0.25, min_train_nodes=3)
+    wrappers = {
+        "server-fixed": s.DifferentialPrivacyServerSideFixedClipping(fedavg, 1.5, 0.7, 25),
+        "client-fixed": s.DifferentialPrivacyClientSideFixedClipping(fedavg, 1.5, 0.7, 25),
+        "server-adaptive": s.DifferentialPrivacyServerSideAdaptiveClipping(fedavg, 1.5, 25, initial_clipping_norm=0.7),
+        "client-adaptive": s.DifferentialPrivacyClientSideAdaptiveClipping(fedavg, 1.5, 25, initial_clipping_norm=0.7),
+    }
+    for kind, wrapper in wrappers.items():
+        config, configured = config_from_strategy(wrapper, nodes=100, rounds=10)
+        assert (config.kind, config.sampled, configured) == (kind, 25, 25)  # max(int(100 * 0.25), 3)
+        assert config.clip == 0.7
+        assert config.noise_multiplier == pytest.approx(1.5, rel=1e-12)  # adaptive: z recovered from z_u, sigma_b
+    few, _ = config_from_strategy(wrappers["server-fixed"], nodes=8, rounds=10)
+    assert few.sampled == 3  # int(8 * 0.25) = 2 < min_train_nodes = 3
+
+
+def test_reads_local_dp_mod():
+    from flwr.clientapp.mod import LocalDpMod
+
+    config = config_from_local_dp_mod(LocalDpMod(1.0, 1.0, 4.0, 1e-5), nodes=20, sampled=5, rounds=3)
+    assert (config.kind, config.local_epsilon, config.local_delta, config.clip) == ("local", 4.0, 1e-5, 1.0)
+
+
+def test_recorder_is_a_flower_strategy_wrapping_the_dp_wrapper():
+    from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, Strategy
+
+    strategy = build_strategy(AppSettings(**SMALL), Transcript())
+    assert isinstance(strategy, Strategy)
+    assert isinstance(strategy.strategy, DifferentialPrivacyServerSideFixedClipping)
+
+
+@pytest.fixture(scope="module")
+def correct():
+    return audit_example(AppSettings(**SMALL))
+
+
+def test_correct_app_passes_and_records_every_round(correct):
+    assert correct["verdict"] == "PASS", correct["transcript_findings"]
+    assert correct["transcript_findings"] == []
+    records = releases(Transcript.from_dict(correct["transcript"]))
+    assert [r for r, _ in records] == [1, 2, 3]
+    for _, payload in records:
+        assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8 and payload["population"] == 40
+        assert payload["weights"] == pytest.approx([1 / 8] * 8)
+        assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / 8, rel=0.15)  # 650 coordinates: ~3% sd
+
+
+def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
+    from dpfed.flower.check import check_config
+
+    config, configured = config_from_strategy(build_strategy(AppSettings(**SMALL), None), nodes=40, rounds=3)
+    out = check_config(config, 1e-5, configured, claims=("no-amplification", "z-unchanged"))
+    by_code = {f.code: f for f in out["findings"]}
+    assert by_code["understated-z-unchanged"].values["corrected_epsilon"] == out["rows"]["runs"]["epsilon"]
+    assert assumptions_for(config).noise_std == pytest.approx(1 / 8)
+
+
+@pytest.mark.parametrize("bug, code", [("noise-cut", "noise-below-accounted"), ("skip-round", "noise-below-accounted"),
+                                       ("unequal-weights", "unequal-weights")])
+def test_planted_bugs_are_violations(bug, code):
+    audit = audit_example(AppSettings(**SMALL, bug=bug))
+    assert audit["verdict"] == "VIOLATION"
+    found = [f for f in audit["transcript_findings"] if f["code"] == code]
+    assert found and all(f["severity"] == "critical" for f in found)
+    if bug == "skip-round":
+        assert [f["values"]["round"] for f in found] == [BUG_ROUND]
+    if bug == "noise-cut":
+        assert len(found) == 3
