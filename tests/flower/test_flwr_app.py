@@ -89,3 +89,26 @@ def test_planted_bugs_are_violations(bug, code):
         assert [f["values"]["round"] for f in found] == [BUG_ROUND]
     if bug == "noise-cut":
         assert len(found) == 3
+
+
+@pytest.mark.parametrize("method, relation, row", [("without-replacement", "replace-one", "z-unchanged"),
+                                                   ("no-amplification", "add-or-remove-one", "no-amplification")])
+def test_flowers_own_accountant_beside_our_rows(method, relation, row):
+    """Flower 1.42's RdpAccountant on the issue's setting: without replacement it hands z unchanged to
+    dp-accounting (our ``z-unchanged`` row, 14.05, against the corrected 83.9); without amplification it is
+    RDP, so at least our tight (PLD) row for the same model."""
+    from flwr.serverapp import GaussianPrivacyEvent, NeighboringRelation, PrivacyConfig, RdpAccountant, SamplingMethod
+
+    from dpfed.flower.config import FlowerDpConfig, accounted_rows
+
+    config = PrivacyConfig(target_delta=1e-5, population_size=100, neighboring_relation=NeighboringRelation(relation),
+                           sampling_method=SamplingMethod(method))
+    accountant = RdpAccountant(config)
+    accountant.compose(GaussianPrivacyEvent(noise_multiplier=1.0, sample_size=10, population_size=100), 100)
+    flower = accountant.get_epsilon(1e-5)
+    rows = accounted_rows(FlowerDpConfig("server-fixed", 100, 100, 10, 1.0), 1e-5)
+    if row == "z-unchanged":
+        assert flower == pytest.approx(rows[row]["epsilon"], rel=1e-6)
+        assert flower < rows["runs"]["epsilon"] / 5
+    else:
+        assert rows[row]["epsilon"] <= flower <= 1.1 * rows[row]["epsilon"]
