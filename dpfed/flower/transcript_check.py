@@ -62,8 +62,9 @@ def check_sampling(records, a: Assumptions, alpha: float) -> list:
         findings.append(FlowerFinding("population", "high", "the population sampled from differs from the accounted "
                                       f"{a.population}", {"seen": sorted({p["population"] for _, p in records})}))
     if a.sampling == "fixed-size" and np.any(sizes != a.sampled):
-        findings.append(FlowerFinding("sampling-scheme", "critical", f"sample sizes {sorted(set(sizes.tolist()))} "
-                                      f"are not the fixed {a.sampled} the accountant assumes", {"sizes": sizes.tolist()}))
+        seen = sorted(set(sizes.tolist()))
+        findings.append(FlowerFinding("sampling-scheme", "critical", f"sample sizes {seen} are not the fixed "
+                                      f"{a.sampled} the accountant assumes", {"sizes": sizes.tolist()}))
     if a.sampling == "poisson":
         q, trials = a.sampled / a.population, len(records) * a.population
         p_value = stats.binomtest(int(sizes.sum()), trials, q).pvalue
@@ -102,8 +103,8 @@ def check_weights(records, a: Assumptions) -> list:
         if weights.size and weights.max() > (1 + RELATIVE) / a.sampled:
             effective = a.noise_multiplier / (a.sampled * weights.max())
             findings.append(FlowerFinding("unequal-weights", "critical", f"round {round_}: largest weight "
-                                          f"{weights.max():.4g} > 1/m = {1 / a.sampled:.4g}; effective noise multiplier "
-                                          f"{effective:.4g} instead of {a.noise_multiplier:g}",
+                                          f"{weights.max():.4g} > 1/m = {1 / a.sampled:.4g}; effective noise "
+                                          f"multiplier {effective:.4g} instead of {a.noise_multiplier:g}",
                                           {"round": round_, "max_weight": float(weights.max()),
                                            "effective_noise_multiplier": effective}))
         if p["clip"] > a.clip * (1 + RELATIVE):

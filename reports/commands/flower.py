@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--clip", type=float, default=1.0, help="clipping norm C (default 1)")
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--claim", default="",
-                   help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, z-unchanged (default: none; every row is shown)")
+                   help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
+                   "z-unchanged (default: none; every row is shown)")
     p.add_argument("--claimed-epsilon", type=float, default=None, help="the epsilon the user states, if any")
     p.add_argument("--bug", default="none", help="planted bug: none, noise-cut, skip-round, unequal-weights")
     p.add_argument("--seed", type=int, default=0)
@@ -56,8 +57,9 @@ def run(args) -> int:
         raise ConfigurationError("claim", f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
     try:
         import flwr  # noqa: F401
-    except ModuleNotFoundError:
-        raise ConfigurationError("flower", "flwr is not installed; pip install -c constraints.txt -e '.[flower]'")
+    except ModuleNotFoundError as exc:
+        message = "flwr is not installed; pip install -c constraints.txt -e '.[flower]'"
+        raise ConfigurationError("flower", message) from exc
     from dpfed.flower.audit import audit_example
 
     audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)

@@ -31,7 +31,8 @@ def _pld(event):
 @pytest.fixture(scope="module")
 def issue_rows():
     """The issue's setting: 100 clients, 10 per round, z = 1, 100 rounds."""
-    return accounted_rows(FlowerDpConfig("server-fixed", rounds=100, nodes=100, sampled=10, noise_multiplier=1.0), DELTA)
+    config = FlowerDpConfig("server-fixed", rounds=100, nodes=100, sampled=10, noise_multiplier=1.0)
+    return accounted_rows(config, DELTA)
 
 
 def test_runs_row_is_fixed_size_replace_one_with_half_z(issue_rows):
