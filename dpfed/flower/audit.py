@@ -7,7 +7,7 @@ import time
 
 from dpfed.flower.check import check_config
 from dpfed.flower.config import CLAIMS
-from dpfed.flower.example_app import AppSettings, build_strategy
+from dpfed.flower.example_app import AppSettings, build_strategy, inserted_canaries, supernodes
 from dpfed.flower.findings import worst
 from dpfed.flower.read import config_from_strategy
 from dpfed.flower.transcript_check import Assumptions, check_transcript
@@ -26,7 +26,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
 
     started = time.perf_counter()
     strategy = build_strategy(settings, transcript=None)  # the very strategy the ServerApp builds
-    config, configured_m = config_from_strategy(strategy, nodes=settings.nodes, rounds=settings.rounds,
+    config, configured_m = config_from_strategy(strategy, nodes=supernodes(settings), rounds=settings.rounds,
                                                 weighting="examples")
     configuration = check_config(config, delta, configured_m, claimed_epsilon, claims)
     accounted = time.perf_counter()
@@ -38,9 +38,28 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
             "rows": configuration["rows"], "configuration_findings": [f.to_dict() for f in configuration["findings"]],
             "transcript_findings": [f.to_dict() for f in transcript_findings],
             "transcript": result["transcript"].to_dict(),
+            "canaries": canary_scores(settings, result, delta),
             "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
             "seconds": {"accounting": accounted - started, "flower_run": ran - accounted,
                         "transcript_check": time.perf_counter() - ran}}
+
+
+def canary_scores(settings: AppSettings, result: dict, delta: float) -> dict | None:
+    """Cosine of every canary direction with the final model delta, which were inserted, and the
+    Gaussian estimate from the inserted ones (None without canaries)."""
+    import numpy as np
+
+    from dpfed.flower.canaries import canary_directions, cosines, gaussian_estimate
+
+    if not settings.canaries:
+        return None
+    model_delta = np.concatenate([np.ravel(a) for a in result["final"].to_numpy_ndarrays()]) - np.concatenate(
+        [np.ravel(a) for a in result["initial"]])
+    scores = cosines(canary_directions(settings.canaries, model_delta.size, settings.seed), model_delta)
+    included = np.zeros(settings.canaries, dtype=bool)
+    included[inserted_canaries(settings)] = True
+    return {"dim": int(model_delta.size), "scores": scores.tolist(), "included": included.tolist(),
+            "gaussian_estimate": gaussian_estimate(scores[included], model_delta.size, delta)}
 
 
 __all__ = ["CLAIMS", "audit_example", "assumptions_for"]

@@ -37,6 +37,7 @@ class AppSettings:
     learning_rate: float = 0.5
     seed: int = 0
     bug: str = "none"
+    canaries: int = 0
 
     def __post_init__(self):
         require_number("nodes", self.nodes, low=2, integer=True)
@@ -45,8 +46,34 @@ class AppSettings:
         require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
         require_number("clip", self.clip, low=0, low_open=True)
         require_number("seed", self.seed, low=0, integer=True)
+        require_number("canaries", self.canaries, low=0, integer=True)
         if self.bug not in BUGS:
             raise ConfigurationError("bug", f"unknown bug {self.bug!r}; choose from {', '.join(BUGS)}")
+
+
+def inserted_canaries(settings: AppSettings) -> np.ndarray:
+    """Indices of the canaries inserted as extra clients (each with probability 1/2)."""
+    from dpfed.flower.canaries import canary_inclusion
+
+    if not settings.canaries:
+        return np.array([], dtype=int)
+    return np.flatnonzero(canary_inclusion(settings.canaries, settings.seed))
+
+
+def supernodes(settings: AppSettings) -> int:
+    """Clients Flower sees: the real ones plus the inserted canaries."""
+    return settings.nodes + len(inserted_canaries(settings))
+
+
+def canary_reply(arrays, direction: np.ndarray, clip: float):
+    """The canary's answer: the current model plus ``clip`` times its unit direction (an update of norm C)."""
+    from flwr.app import Array, ArrayRecord
+
+    current = arrays.to_numpy_ndarrays()
+    sizes = np.cumsum([a.size for a in current])[:-1]
+    parts = np.split(clip * direction, sizes)
+    return ArrayRecord({k: Array((a + p.reshape(a.shape)).astype(a.dtype))
+                        for k, a, p in zip(arrays.keys(), current, parts, strict=True)})
 
 
 def client_shards(nodes: int, seed: int, unequal: bool) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -85,7 +112,18 @@ def build_client_app(settings: AppSettings):
 
     @app.train()
     def train(msg, context):
-        shard = client_shards(settings.nodes, settings.seed, unequal)[int(context.node_config["partition-id"])]
+        partition = int(context.node_config["partition-id"])
+        if partition >= settings.nodes:  # an inserted canary client
+            from dpfed.flower.canaries import canary_directions
+
+            arrays = msg.content["arrays"]
+            dim = sum(a.size for a in arrays.to_numpy_ndarrays())
+            j = inserted_canaries(settings)[partition - settings.nodes]
+            direction = canary_directions(settings.canaries, dim, settings.seed)[j]
+            content = RecordDict({"arrays": canary_reply(arrays, direction, settings.clip),
+                                  "metrics": MetricRecord({"num-examples": 1})})
+            return Message(content=content, reply_to=msg)
+        shard = client_shards(settings.nodes, settings.seed, unequal)[partition]
         state = local_train(msg.content["arrays"], shard, settings.local_steps, settings.learning_rate)
         count = len(shard[1]) if unequal else 1
         content = RecordDict({"arrays": ArrayRecord(state), "metrics": MetricRecord({"num-examples": count})})
@@ -126,8 +164,9 @@ def build_strategy(settings: AppSettings, transcript):
 
     from dpfed.flower.recorder import recording_strategy
 
-    fedavg = FedAvg(fraction_train=settings.sampled / settings.nodes, min_train_nodes=settings.sampled,
-                    min_available_nodes=settings.nodes, fraction_evaluate=0.0, min_evaluate_nodes=0)
+    total = supernodes(settings)
+    fedavg = FedAvg(fraction_train=settings.sampled / total, min_train_nodes=settings.sampled,
+                    min_available_nodes=total, fraction_evaluate=0.0, min_evaluate_nodes=0)
     dp = dp_wrapper_class(settings.bug)(fedavg, settings.noise_multiplier, settings.clip, settings.sampled)
     return recording_strategy(dp, transcript)
 

@@ -7,7 +7,7 @@ the recorder's transcript is at hand), and it needs no SuperLink/SuperNode proce
 
 from __future__ import annotations
 
-from dpfed.flower.example_app import AppSettings, build_client_app, build_server_app
+from dpfed.flower.example_app import AppSettings, build_client_app, build_server_app, supernodes
 from dpfed.transcript import Transcript
 
 
@@ -17,7 +17,7 @@ def run_example(settings: AppSettings) -> dict:
 
     transcript, result = Transcript(), {}
     run_simulation(server_app=build_server_app(settings, transcript, result),
-                   client_app=build_client_app(settings), num_supernodes=settings.nodes,
+                   client_app=build_client_app(settings), num_supernodes=supernodes(settings),
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                                    "init_args": {"num_cpus": 2, "include_dashboard": False}})
     result["transcript"] = transcript

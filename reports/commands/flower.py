@@ -23,6 +23,9 @@ def add_parser(sub) -> None:
     p.add_argument("--claimed-epsilon", type=float, default=None, help="the epsilon the user states, if any")
     p.add_argument("--bug", default="none", help="planted bug: none, noise-cut, skip-round, unequal-weights")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--canaries", type=int, default=0,
+                   help="k canary directions, each inserted as a client with probability 1/2 (one-run audit)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the canary lower bounds")
     p.add_argument("--out", default=None, help="write the full audit (with the transcript) as JSON here")
     p.set_defaults(func=run)
 
@@ -34,11 +37,29 @@ def summary_lines(audit: dict) -> list[str]:
     for kind in ("configuration_findings", "transcript_findings"):
         for f in audit[kind]:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
+    canaries = audit.get("canaries")
+    if canaries:
+        g = canaries["gaussian_estimate"]
+        lines.append(f"  canaries: {sum(canaries['included'])} of {len(canaries['included'])} inserted, d = "
+                     f"{canaries['dim']}; Gaussian estimate epsilon {g['epsilon']:.3g} (mu {g['mu']:.3g})")
+        for b in canaries["bounds"]:
+            lines.append(f"  canary lower bound [{b['method']}]: epsilon >= {b['epsilon']:.3g} "
+                         f"(confidence {b['confidence']}, {'rigorous' if b['rigorous'] else 'model-based'})")
     if not audit["transcript_findings"]:
         lines.append("  transcript check: every release matches the accountant's assumptions")
     seconds = audit["seconds"]
     lines.append(f"  time: accounting {seconds['accounting']:.1f} s, Flower run {seconds['flower_run']:.1f} s")
     return lines
+
+
+def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]:
+    """Steinke et al.'s and the Gaussian f-DP one-run lower bounds from the canaries' cosines (each the
+    best of several guess counts, Bonferroni-corrected over them; ``attacks.estimators``)."""
+    from attacks.estimators import estimate_one_run
+
+    bounds = estimate_one_run(canaries["scores"], canaries["included"], delta, confidence)
+    return [{"method": b.method, "epsilon": b.epsilon, "confidence": b.confidence, "rigorous": b.rigorous}
+            for b in bounds]
 
 
 def run(args) -> int:
@@ -47,7 +68,9 @@ def run(args) -> int:
     from dpfed.flower.example_app import AppSettings
 
     settings = AppSettings(nodes=args.nodes, sampled=args.sampled, rounds=args.rounds,
-                           noise_multiplier=args.noise_multiplier, clip=args.clip, seed=args.seed, bug=args.bug)
+                           noise_multiplier=args.noise_multiplier, clip=args.clip, seed=args.seed, bug=args.bug,
+                           canaries=args.canaries)
+    require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
@@ -63,6 +86,8 @@ def run(args) -> int:
     from dpfed.flower.audit import audit_example
 
     audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)
+    if audit["canaries"]:
+        audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, args.confidence)
     print("\n".join(summary_lines(audit)))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
