@@ -1,8 +1,9 @@
 """Real flwr objects and real runs on Flower's simulation engine (skipped without the flower extra).
 
-Each run: the example app, 40 nodes, 8 sampled per round, 3 rounds, z = 1, C = 1 (about 11 s on 2 cores,
-most of it Ray's start). The transcript check tests at alpha = 1e-3 per check kind, so the correct app
-fails falsely with probability below ~4e-3; seeds are fixed.
+Runs: the example app, 40 nodes, 8 sampled per round, z = 1, C = 1; the correct app 3 rounds with 40
+canaries, each planted bug 2 rounds (11-20 s each on 2 cores, most of it Ray's start and stop). The
+transcript check tests at alpha = 1e-3 per check kind, so the correct app fails falsely with
+probability below ~4e-3; seeds are fixed.
 """
 
 import pytest
@@ -52,9 +53,12 @@ def test_recorder_is_a_flower_strategy_wrapping_the_dp_wrapper():
     assert isinstance(strategy.strategy, DifferentialPrivacyServerSideFixedClipping)
 
 
+CANARIES = 40
+
+
 @pytest.fixture(scope="module")
 def correct():
-    return audit_example(AppSettings(**SMALL))
+    return audit_example(AppSettings(**SMALL, canaries=CANARIES))
 
 
 def test_correct_app_passes_and_records_every_round(correct):
@@ -63,9 +67,32 @@ def test_correct_app_passes_and_records_every_round(correct):
     records = releases(Transcript.from_dict(correct["transcript"]))
     assert [r for r, _ in records] == [1, 2, 3]
     for _, payload in records:
-        assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8 and payload["population"] == 40
+        assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8
+        assert payload["population"] == 40 + sum(correct["canaries"]["included"])
         assert payload["weights"] == pytest.approx([1 / 8] * 8)
         assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / 8, rel=0.15)  # 650 coordinates: ~3% sd
+
+
+def test_canary_scores_are_recorded(correct):
+    canaries = correct["canaries"]
+    assert canaries["dim"] == 650 and len(canaries["scores"]) == CANARIES
+    assert 0 < sum(canaries["included"]) < CANARIES
+    assert all(-1 <= s <= 1 for s in canaries["scores"])
+
+
+def test_canary_reply_is_an_update_of_norm_clip():
+    import numpy as np
+    from flwr.app import Array, ArrayRecord
+
+    from dpfed.flower.canaries import canary_directions
+    from dpfed.flower.example_app import canary_reply
+
+    current = ArrayRecord({"w": Array(np.zeros((10, 64), np.float32)), "b": Array(np.ones(10, np.float32))})
+    direction = canary_directions(1, 650, 0)[0]
+    reply = canary_reply(current, direction, 0.7)
+    update = np.concatenate([np.ravel(a) for a in reply.to_numpy_ndarrays()]) - np.r_[np.zeros(640), np.ones(10)]
+    assert np.linalg.norm(update) == pytest.approx(0.7, rel=1e-5)
+    assert update @ direction == pytest.approx(0.7, rel=1e-5)
 
 
 def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
@@ -81,14 +108,14 @@ def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
 @pytest.mark.parametrize("bug, code", [("noise-cut", "noise-below-accounted"), ("skip-round", "noise-below-accounted"),
                                        ("unequal-weights", "unequal-weights")])
 def test_planted_bugs_are_violations(bug, code):
-    audit = audit_example(AppSettings(**SMALL, bug=bug))
+    audit = audit_example(AppSettings(**{**SMALL, "rounds": BUG_ROUND}, bug=bug))  # the skipped round is the last
     assert audit["verdict"] == "VIOLATION"
     found = [f for f in audit["transcript_findings"] if f["code"] == code]
     assert found and all(f["severity"] == "critical" for f in found)
     if bug == "skip-round":
         assert [f["values"]["round"] for f in found] == [BUG_ROUND]
     if bug == "noise-cut":
-        assert len(found) == 3
+        assert len(found) == BUG_ROUND
 
 
 @pytest.mark.parametrize("method, relation, row", [("without-replacement", "replace-one", "z-unchanged"),
