@@ -20,7 +20,7 @@ from accounting.errors import ConfigurationError
 from reports.exit_codes import EXIT_CODE_HELP, ExitCode
 
 # Sub-command modules, in the order ``dpaudit --help`` lists them.
-COMMAND_MODULES = ["account", "calibrate", "run", "attack", "estimate", "plan", "audit", "report"]
+COMMAND_MODULES = ["account", "calibrate", "run", "attack", "estimate", "plan", "audit", "report", "flower"]
 
 EXIT_BAD_INPUT = int(ExitCode.BAD_INPUT)
 LOG_NAME = "dpaudit-error.log"

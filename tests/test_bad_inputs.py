@@ -664,8 +664,21 @@ FOUND_CASES = [
          ["run", "dp-fedzero", "--unit", "record", "--records", "1e9"], BAD, words="records: "),
 ]
 
+# dpaudit flower: every value is checked before flwr is imported, so these exit 2 with or without the extra
+FLOWER = ["flower"]
+FLOWER_CASES = (
+    number_flag_cases("flower", FLOWER, "--nodes", {"one": ["1"], "negative": ["-1"], "text": ["x"]})
+    + bad("flower", FLOWER, {"sampled-above-nodes": ["--nodes", "10", "--sampled", "20"],
+                             "noise-zero": ["--noise-multiplier", "0"], "clip-negative": ["--clip", "-1"],
+                             "rounds-zero": ["--rounds", "0"], "bug-unknown": ["--bug", "bogus"],
+                             "claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
+                             "claimed-epsilon-zero": ["--claimed-epsilon", "0"]})
+)
+
+
 ALL_CASES = (
-    ACCOUNT_CASES
+    FLOWER_CASES
+    + ACCOUNT_CASES
     + CALIBRATE_CASES
     + RUN_CASES
     + ATTACK_CASES

@@ -20,6 +20,7 @@ see what earlier ones wrote (``dpaudit report audit-report/report.json`` reads t
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -38,7 +39,17 @@ VARIANT_WALL_S = 240.0  # wall-clock stop for a registered command that runs awa
 
 SMALL = "a copy of the bundled configuration: every probe at 20 trials, one utility run, accountants rdp and exact"
 # README command (as extracted: tokens joined by one space) -> (variant or None = as written, exit code, why)
+# The Flower extra (``.[flower]``, installed by the README's test command and CI) decides what `dpaudit
+# flower` can do: run the example app on Flower's simulation engine (VIOLATION: every claim is below what
+# Flower runs), or refuse in one line (exit 2) saying the extra is missing.
+FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
+
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
+    "dpaudit flower --claim no-amplification,poisson,z-unchanged --out flower-audit.json": (
+        "dpaudit flower --rounds 2 --claim no-amplification,poisson,z-unchanged --out flower-audit.json",
+        1 if FLOWER_INSTALLED else 2,
+        "2 rounds; exit 2 where the flower extra is not installed",
+    ),
     "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
     "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (
         "dpaudit run fts-de --preset synthetic --runs 1 --rounds 3 --out results/",

@@ -1,0 +1,94 @@
+"""Configuration check of a Flower DP setting: what Flower runs against what is claimed, as findings.
+
+Each finding states the corrected epsilon (what Flower runs, accounted by our accountants) beside the
+claimed one. A claim that is *below* the corrected epsilon understates the privacy loss (critical); one
+above it is merely loose, or made under another neighbouring relation (low).
+"""
+
+from __future__ import annotations
+
+from accounting.calibration import check_classic_calibration
+from accounting.errors import ConfigurationError, require_number
+from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows
+from dpfed.flower.findings import FlowerFinding
+
+CLAIM_WORDS = {
+    "no-amplification": "Flower's accountant (no amplification, add/remove)",
+    "poisson": "Poisson sampling at rate m/N",
+    "z-unchanged": "replace-one with z passed unchanged (sensitivity C instead of 2C)",
+}
+
+
+def claim_finding(name: str, claimed: float, corrected: float) -> FlowerFinding:
+    """Finding for one claim against the corrected epsilon."""
+    values = {"claim": name, "claimed_epsilon": claimed, "corrected_epsilon": corrected}
+    if claimed < corrected:
+        return FlowerFinding(f"understated-{name}", "critical",
+                             f"{CLAIM_WORDS[name]} gives epsilon {claimed:.3g}, but Flower samples fixed-size without "
+                             f"replacement (replace-one, sensitivity 2C): corrected epsilon {corrected:.3g}", values)
+    return FlowerFinding(f"loose-{name}", "low",
+                         f"{CLAIM_WORDS[name]} gives epsilon {claimed:.3g}; what Flower runs accounts to "
+                         f"{corrected:.3g} (under replace-one)", values)
+
+
+def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | None, claimed_epsilon,
+                     claims=CLAIMS) -> list:
+    """Findings for the ``claims`` made (e.g. only Flower's accountant's), the user's epsilon, the sample
+    size the noise is calibrated for, and the weighting."""
+    rows = accounted_rows(config, delta)
+    corrected = rows["runs"]["epsilon"]
+    for name in claims:
+        if name not in CLAIMS:
+            raise ConfigurationError("claim", f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
+    findings = [claim_finding(name, rows[name]["epsilon"], corrected) for name in claims]
+    if claimed_epsilon is not None:
+        claimed = require_number("claimed_epsilon", claimed_epsilon, low=0, low_open=True)
+        if claimed < corrected:
+            findings.append(FlowerFinding("understated-user-claim", "critical",
+                                          f"the claimed epsilon {claimed:.3g} is below the corrected {corrected:.3g}",
+                                          {"claimed_epsilon": claimed, "corrected_epsilon": corrected}))
+    if configured_m is not None and configured_m != config.sampled:
+        severity = "critical" if configured_m > config.sampled else "medium"
+        findings.append(FlowerFinding("sample-size-mismatch", severity,
+                                      f"noise is calibrated for num_sampled_clients={configured_m} but Flower samples "
+                                      f"{config.sampled} of {config.nodes} nodes; the effective multiplier is "
+                                      f"z * {config.sampled}/{configured_m}",
+                                      {"configured": configured_m, "sampled": config.sampled}))
+    if config.weighting == "examples":
+        findings.append(FlowerFinding("weighted-by-examples", "medium",
+                                      "FedAvg weights by reported example counts; the noise z*C/m is calibrated for "
+                                      "equal weights 1/m, so the accounting holds only if every client reports the "
+                                      "same count (check the transcript)", {"weighting": config.weighting}))
+    if config.kind.endswith("adaptive"):
+        findings.append(FlowerFinding("adaptive-clip", "info",
+                                      "adaptive clipping: accounted at the configured multiplier; the clip norm "
+                                      "changes every round (the transcript records it)", {}))
+    return findings
+
+
+def local_findings(config: FlowerDpConfig) -> list:
+    """LocalDpMod calibrates with the classic formula, proven only for epsilon < 1: flag it where it misses
+    its delta (exact Gaussian profile: critical), or lies outside the proven range (low)."""
+    check = check_classic_calibration(config.local_epsilon, config.local_delta)
+    if check.violated:
+        return [FlowerFinding("classic-calibration", "critical",
+                              f"LocalDpMod's classic Gaussian calibration at epsilon {check.epsilon:g} really gives "
+                              f"delta {check.true_delta:.3g} > {check.delta:g}; the analytic multiplier is "
+                              f"{check.analytic_noise_multiplier:.4g} (classic {check.noise_multiplier:.4g})",
+                              check.to_dict())]
+    if check.epsilon > 1.0:
+        return [FlowerFinding("classic-out-of-range", "low",
+                              f"LocalDpMod's classic calibration is proven only for epsilon < 1; at {check.epsilon:g} "
+                              f"the exact profile still meets delta ({check.true_delta:.3g} <= {check.delta:g})",
+                              check.to_dict())]
+    return []
+
+
+def check_config(config: FlowerDpConfig, delta: float, configured_m: int | None = None,
+                 claimed_epsilon: float | None = None, claims=CLAIMS) -> dict:
+    """``{"rows": accounted rows or {}, "findings": [FlowerFinding]}`` for one setting; ``claims``: which
+    of ``CLAIMS`` the user (or Flower's accountant) makes."""
+    if config.kind in CENTRAL_KINDS:
+        return {"rows": accounted_rows(config, delta),
+                "findings": central_findings(config, delta, configured_m, claimed_epsilon, claims)}
+    return {"rows": {}, "findings": local_findings(config)}

@@ -1,0 +1,24 @@
+"""Run the example app (or any ServerApp/ClientApp pair) on Flower's simulation runtime.
+
+We use Flower's simulation engine (``flwr.simulation.run_simulation``, Ray backend): it is Flower's own
+runtime for a ServerApp and its ClientApps in one process tree, the ServerApp runs in this process (so
+the recorder's transcript is at hand), and it needs no SuperLink/SuperNode processes or ports.
+"""
+
+from __future__ import annotations
+
+from dpfed.flower.example_app import AppSettings, build_client_app, build_server_app, supernodes
+from dpfed.transcript import Transcript
+
+
+def run_example(settings: AppSettings) -> dict:
+    """Run the example app; returns ``{"transcript", "strategy", "initial", "final"}``."""
+    from flwr.simulation import run_simulation
+
+    transcript, result = Transcript(), {}
+    run_simulation(server_app=build_server_app(settings, transcript, result),
+                   client_app=build_client_app(settings), num_supernodes=supernodes(settings),
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                   "init_args": {"num_cpus": 2, "include_dashboard": False}})
+    result["transcript"] = transcript
+    return result
