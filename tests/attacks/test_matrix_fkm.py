@@ -16,28 +16,13 @@ implementation is refuted with probability <= 5% for a random seed; the audit's 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpfed.fkm import algorithm
 from dpfed.fkm.private import EventLevelFeedback
-from reports.audit import AuditOptions
-from reports.audit.config import load_config
-from reports.audit.runner import run_audit
-
-CONFIG = Path(__file__).resolve().parents[2] / "configs" / "audit_fkm.toml"
-
-
-def _audit_private_target():
-    config = load_config(CONFIG)
-    (spec,) = [t for t in config["targets"] if t.algorithm == "dp-fkm"]
-    # utility is not judged here; the exact accountant alone proves the claim
-    spec = dataclasses.replace(spec, utility_runs=1, accountants=("exact",))
-    options = AuditOptions(seed=config["seed"], executor="inprocess", progress=False, estimate=False)
-    (result,) = run_audit([spec], options, log=lambda _: None)
-    return result
+from tests.attacks.bundled_audit import audit_private_target
 
 
 def _half_noise(monkeypatch):
@@ -77,7 +62,7 @@ BUGS = {"half-noise": _half_noise, "clipping-skipped": _clipping_skipped, "unnoi
 
 
 def test_correct_dp_fkm_passes_its_bundled_audit():
-    result = _audit_private_target()
+    result = audit_private_target("audit_fkm.toml", "dp-fkm")
     assert result.verdict.status.value == "PASS", result.verdict
     assert result.verdict.empirical.lower_bound.epsilon <= result.claim.epsilon
 
@@ -85,7 +70,7 @@ def test_correct_dp_fkm_passes_its_bundled_audit():
 @pytest.mark.parametrize("bug", sorted(BUGS))
 def test_planted_bug_is_a_violation_of_the_bundled_audit(bug, monkeypatch):
     BUGS[bug](monkeypatch)
-    result = _audit_private_target()
+    result = audit_private_target("audit_fkm.toml", "dp-fkm")
     assert result.verdict.status.value == "VIOLATION", result.verdict
     assert result.verdict.rule == "implementation-bug"
     assert result.verdict.empirical.lower_bound.epsilon > result.claim.epsilon
