@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.user_audit_config import user_mechanism_audit
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 AS_WRITTEN_CPU_S = 8.0  # CPU seconds: a command costlier than this as written must register a small variant
@@ -252,26 +254,8 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit audit configs/audit_fkm.toml --out out/fkm": ("dpaudit audit fkm_small.toml --out out/fkm", 1, SMALL),
 }
 
-MY_AUDIT = """# what a user's own audit with a `user` probe looks like (README: dpaudit audit my_audit.toml ...)
-[[target]]
-name = "a user mechanism"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "laplace"
-noise_multiplier = 1.0
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "user"
-trials = 400
-[target.probes.params]
-function = "attacks.probes.examples:laplace_count"
-datasets = "configs/attack_user_example_datasets.toml"
-"""
+# what a user's own audit with a `user` probe looks like (README: dpaudit audit my_audit.toml ...)
+MY_AUDIT = user_mechanism_audit("attacks.probes.examples:laplace_count", "configs/attack_user_example_datasets.toml")
 
 
 def readme_commands(text: str) -> list[str]:

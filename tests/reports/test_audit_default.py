@@ -11,6 +11,7 @@ import pytest
 
 from reports.cli import main
 from reports.model import load_report
+from tests.user_audit_config import user_mechanism_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,31 +108,13 @@ def test_the_verdict_does_not_change_with_the_trials(audits):
         assert planner["ceiling"] < planner["perfect_ceiling"]
 
 
-USER = """
-[[target]]
-name = "a user mechanism"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "laplace"
-noise_multiplier = 1.0
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "user"
-trials = 400
-[target.probes.params]
-function = "attacks.probes.examples:laplace_count"
-datasets = "{datasets}"
-"""
-
-
 def test_a_user_probe_runs_only_with_allow_code(tmp_path, capsys):
     config = tmp_path / "user.toml"
-    config.write_text(USER.format(datasets=ROOT / "configs" / "attack_user_example_datasets.toml"))
+    config.write_text(
+        user_mechanism_audit(
+            "attacks.probes.examples:laplace_count", ROOT / "configs" / "attack_user_example_datasets.toml"
+        )
+    )
     assert main(["audit", str(config), "--out", str(tmp_path / "no"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--allow-code" in err and err.count("\n") == 0 and not (tmp_path / "no" / "report.json").exists()

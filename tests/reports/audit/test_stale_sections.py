@@ -10,29 +10,10 @@ from pathlib import Path
 
 from reports.audit import fingerprint
 from reports.cli import main
+from tests.user_audit_config import user_mechanism_audit
 
 ROOT = Path(__file__).resolve().parents[3]
 
-CONFIG = """
-[[target]]
-name = "a user mechanism"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "laplace"
-noise_multiplier = 1.0
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "user"
-trials = 400
-[target.probes.params]
-function = "stale_mech:count"
-datasets = "{datasets}"
-"""
 
 HONEST = "def count(dataset, rng):\n    return float(len(dataset)) + rng.laplace(0.0, 1.0)\n"
 LEAKY = "def count(dataset, rng):\n    # edited: the noise was removed\n    return float(len(dataset))\n"
@@ -49,7 +30,7 @@ def _setup(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "stale_mech.py").write_text(HONEST)
     config = tmp_path / "user.toml"
-    config.write_text(CONFIG.format(datasets=ROOT / "configs" / "attack_user_example_datasets.toml"))
+    config.write_text(user_mechanism_audit("stale_mech:count", ROOT / "configs" / "attack_user_example_datasets.toml"))
     return config
 
 
