@@ -1,0 +1,180 @@
+"""Sampler against accountant: what an opacus set-up runs, accounted beside what opacus's accountant was
+told, as findings with corrected epsilons.
+
+Told: the noise multiplier and sample rate the accountant's step hook records, and the steps of the claim
+(``accounted_steps``, ``accounted_epochs / sample_rate`` as ``make_private_with_epsilon`` computes them,
+or the steps the loop runs). Runs: the data loader's scheme and rates over one iterated epoch
+(``sampler``), the noise measured (``noise``), and ``epochs`` times the realised batches per epoch.
+
+Severity: ``critical`` when the reported epsilon is below the corrected one, i.e. the reported epsilon is
+understated or rests on an analysis of something that does not run and every valid analysis we have
+gives more; ``low``/``info`` when the difference only makes the report conservative or is harmless.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpfed.opacus_setup import epsilons as eps
+from dpfed.opacus_setup.findings import OpacusFinding, worst
+from dpfed.opacus_setup.load import OpacusSetup
+from dpfed.opacus_setup.noise import NoiseFacts
+from dpfed.opacus_setup.sampler import SamplerFacts
+
+RATE_TOLERANCE = 1e-3  # relative: rates this close are the same (float rounding of 1 / len)
+EPSILON_TOLERANCE = 0.01  # relative: a reported epsilon this close to the corrected one is not understated
+
+
+def accounted_steps(setup: OpacusSetup, told_rate: float, run_steps: int) -> int:
+    """The steps the reported epsilon is for (opacus's ``int(epochs / sample_rate)`` for accounted_epochs)."""
+    if setup.accounted_steps is not None:
+        return int(setup.accounted_steps)
+    if setup.accounted_epochs is not None:
+        return int(setup.accounted_epochs / told_rate)
+    return run_steps
+
+
+def runs_epsilon(facts: SamplerFacts, noise_multiplier: float, steps: int, delta: float,
+                 realised_normalisation: bool = False) -> tuple[float, str]:
+    """The epsilon of what the loop runs (see ``epsilons`` for each scheme's analysis and its tightness)."""
+    if facts.scheme == "poisson":
+        if realised_normalisation:
+            return eps.revealed_batch_size_epsilon(facts.population, facts.poisson_rate, noise_multiplier, steps,
+                                                   delta)
+        return eps.poisson_epsilon(facts.poisson_rate, noise_multiplier, steps, delta)
+    if facts.scheme in ("shuffled", "sequential") or facts.once_per_epoch:
+        epochs = math.ceil(steps / facts.batches_per_epoch)
+        return eps.once_per_epoch_epsilon(noise_multiplier, epochs, delta)
+    if facts.scheme == "with-replacement":
+        return eps.with_replacement_epsilon(facts.draws_per_batch, facts.max_draw_probability, noise_multiplier,
+                                            steps, delta)
+    return math.inf, "none: no analysis of ours covers this sampler (unknown scheme, records not once per epoch)"
+
+
+def _severity(reported: float, corrected: float) -> str:
+    return "critical" if corrected > reported * (1 + EPSILON_TOLERANCE) else "low"
+
+
+def _finding(code, reported, corrected, how, message, **values) -> OpacusFinding:
+    severity = _severity(reported, corrected)
+    verdict = (f"the reported epsilon {reported:.3g} is below the corrected {corrected:.3g} ({how})"
+               if severity == "critical" else
+               f"the reported epsilon {reported:.3g} still covers the corrected {corrected:.3g} ({how})")
+    return OpacusFinding(code, severity, f"{message}: {verdict}",
+                         {"reported_epsilon": reported, "corrected_epsilon": corrected, "analysis": how, **values})
+
+
+def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delta: float) -> dict:
+    """Rows (epsilons of what is told and what runs) and findings, as one JSON-ready dict."""
+    mechanism = setup.privacy_engine.accountant.mechanism()
+    z_told, q_told = noise.told_noise_multiplier, noise.told_sample_rate
+    run_steps = setup.epochs * facts.batches_per_epoch
+    acc_steps = accounted_steps(setup, q_told, run_steps)
+    opacus_eps = eps.opacus_epsilon(mechanism, z_told, q_told, acc_steps, delta)
+    reported = setup.claimed_epsilon if setup.claimed_epsilon is not None else opacus_eps
+    z_runs = noise.effective_upper if noise.noise_flagged else z_told
+    findings = []
+    rows = {"opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
+                       f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"}}
+    # (1) the rate told against the rate the most exposed record really has
+    if facts.worst_inclusion_rate > q_told * (1 + RATE_TOLERANCE):
+        corrected, how = eps.poisson_epsilon(min(facts.worst_inclusion_rate, 1.0), z_told, acc_steps, delta)
+        findings.append(_finding(
+            "rate-mismatch", reported, corrected, how.replace("tight", "at the realised rate, as if Poisson"),
+            f"the accountant was told sample rate {q_told:.4g} (1 / len(data_loader) = 1/{facts.loader_length}) but "
+            f"a record joins a batch with probability up to {facts.worst_inclusion_rate:.4g} "
+            f"({facts.worst_inclusion_rate / q_told:.3g}x; mean batch {facts.mean_batch_size:.4g} of "
+            f"{facts.population} records, {facts.sampler_class})",
+            told_rate=q_told, realised_rate=facts.worst_inclusion_rate,
+            batch_over_population=facts.mean_batch_size / facts.population))
+    elif facts.worst_inclusion_rate < q_told * (1 - RATE_TOLERANCE) and facts.scheme == "poisson":
+        findings.append(OpacusFinding("rate-above-realised", "low",
+                                      f"the accountant was told rate {q_told:.4g}, the sampler draws at "
+                                      f"{facts.worst_inclusion_rate:.4g}: the report is conservative",
+                                      {"told_rate": q_told, "realised_rate": facts.worst_inclusion_rate}))
+    # (2) the scheme: opacus's accountants analyse Poisson sampling only
+    if facts.scheme != "poisson":
+        corrected, how = runs_epsilon(facts, z_told, acc_steps, delta)
+        extra = {}
+        if facts.scheme in ("shuffled", "sequential") or facts.once_per_epoch:
+            reference, reference_how = eps.fixed_size_epsilon(facts.fixed_batch_size, facts.population, z_told,
+                                                              acc_steps, delta)
+            extra = {"fixed_size_reference_epsilon": reference, "fixed_size_reference": reference_how}
+        findings.append(_finding(
+            "not-poisson", reported, corrected, how,
+            f"the loader draws {facts.scheme} batches ({facts.batch_sampler_class} over {facts.sampler_class}, "
+            f"batch sizes {min(facts.batch_sizes)}..{max(facts.batch_sizes)}) but opacus accounts Poisson sampling",
+            scheme=facts.scheme, **extra))
+    # (3) normalisation by the realised batch size
+    if noise.realised_normalisation:
+        if facts.scheme == "poisson":
+            corrected, how = eps.revealed_batch_size_epsilon(facts.population, facts.poisson_rate, z_told,
+                                                             acc_steps, delta)
+            findings.append(_finding(
+                "realised-normalisation", reported, corrected, how,
+                f"the noisy gradient is divided by the realised batch size (noise std scales as batch size^"
+                f"{noise.normalisation_slope:.2f}), which reveals each batch's size (opacus #571)",
+                slope=noise.normalisation_slope))
+        else:
+            findings.append(OpacusFinding("realised-normalisation", "info",
+                                          "the noisy gradient is divided by the realised batch size; with fixed-size "
+                                          "batches that size is public, so nothing is revealed",
+                                          {"slope": noise.normalisation_slope}))
+    # (4) the steps the report is for against the steps the loop runs
+    if acc_steps != run_steps:
+        corrected = eps.opacus_epsilon(mechanism, z_told, q_told, run_steps, delta)
+        findings.append(_finding(
+            "step-mismatch", reported, corrected, f"opacus {mechanism} accountant at {run_steps} steps",
+            f"the reported epsilon is for {acc_steps} steps, the loop runs {setup.epochs} epochs of "
+            f"{facts.batches_per_epoch} batches = {run_steps} steps", accounted_steps=acc_steps,
+            run_steps=run_steps))
+    # (5) the noise really added
+    if noise.noise_flagged:
+        low_noise = noise.effective_noise_multiplier < z_told
+        corrected = eps.opacus_epsilon(mechanism, noise.effective_upper, q_told, acc_steps, delta)
+        how = (f"opacus {mechanism} accountant at the measured multiplier's upper confidence limit "
+               f"{noise.effective_upper:.4g}")
+        message = (f"the optimizer adds noise of multiplier {noise.effective_noise_multiplier:.4g} (measured; "
+                   f"upper limit {noise.effective_upper:.4g} at false-alarm {noise.false_alarm:g}) while the "
+                   f"accountant is told {z_told:.4g}")
+        if low_noise:
+            findings.append(_finding("noise-below-accounted", reported, corrected, how, message,
+                                     measured=noise.effective_noise_multiplier, told=z_told))
+        else:
+            findings.append(OpacusFinding("noise-above-accounted", "low", message + ": the report is conservative",
+                                          {"measured": noise.effective_noise_multiplier, "told": z_told}))
+    if setup.claimed_epsilon is not None and setup.claimed_epsilon < opacus_eps * (1 - EPSILON_TOLERANCE):
+        findings.append(OpacusFinding("claim-below-opacus", "critical",
+                                      f"the claimed epsilon {setup.claimed_epsilon:.3g} is below what opacus's own "
+                                      f"accountant gives for what it was told ({opacus_eps:.3g})",
+                                      {"claimed_epsilon": setup.claimed_epsilon, "opacus_epsilon": opacus_eps}))
+    runs, runs_how = runs_epsilon(facts, z_runs, run_steps, delta, noise.realised_normalisation)
+    rows["runs"] = {"epsilon": runs, "analysis": runs_how + f"; noise multiplier {z_runs:.4g}, {run_steps} steps"}
+    severity = worst(findings)
+    return {
+        "verdict": "VIOLATION" if severity == "critical" else "PASS",
+        "delta": delta,
+        "reported_epsilon": reported,
+        "reported_by": "the user's claim" if setup.claimed_epsilon is not None else f"opacus {mechanism} accountant",
+        "rows": rows,
+        "findings": [f.to_dict() for f in findings],
+        "sampler": facts.to_dict(),
+        "noise": noise.to_dict(),
+        "steps": {"run": run_steps, "accounted": acc_steps, "epochs": setup.epochs},
+    }
+
+
+def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int | None = None,
+                       false_alarm: float | None = None) -> dict:
+    """Load ``file.py:function``, read its loader, measure its noise and check it (one dict)."""
+    from dpfed.opacus_setup.load import build_setup
+    from dpfed.opacus_setup.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
+    from dpfed.opacus_setup.sampler import read_loader
+
+    setup = build_setup(spec)
+    delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)
+    facts = read_loader(setup.data_loader)
+    noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader.dataset,
+                          repetitions=repetitions or DEFAULT_REPETITIONS,
+                          false_alarm=false_alarm or DEFAULT_FALSE_ALARM)
+    return check_setup(setup, facts, noise, delta)

@@ -1,0 +1,145 @@
+"""Epsilons of what a DP-SGD loop really runs, from our accountants, beside opacus's own.
+
+Every function returns ``(epsilon, how)`` where ``how`` says which analysis it is and whether it is
+tight, an upper bound, or a lower bound. Noise multipliers are in units of ``max_grad_norm`` (C).
+
+- Poisson sampling at rate q, add/remove: our ``pld`` accountant (tight up to discretisation).
+- Shuffled or sequential batches (each record once per epoch): no amplification analysis of ours is
+  valid; the valid upper bound is one Gaussian release per epoch under replace-one (sensitivity 2C),
+  composed over epochs (``exact``). It is not tight: the true epsilon of shuffling lies between the
+  Poisson and this bound (Chua et al. 2024). For reference, fixed-size batches drawn independently
+  without replacement (replace-one, ``dpa-rdp``) are given too; that analysis is not valid for
+  shuffled batches either, because they are dependent within an epoch.
+- Draws with replacement (``WeightedRandomSampler``, ``RandomSampler(replacement=True)``): a batch of
+  B draws holds the most exposed record K ~ Binomial(B, p_max) times; coupling each draw of that record
+  with a draw of another record bounds the shift of the sum by 2KC, so the mixture of Gaussians with
+  shifts 2k and weights Binomial(k; B, p_max) (dp-accounting's mixture PLD) is an upper bound.
+- Normalisation by the realised batch size reveals it (opacus #571, #819): the release is then the
+  batch size and the noisy sum together. Its privacy-loss distribution is computed here from the two
+  worlds' joint law on a grid of the sum (coarsening is post-processing, so this is a lower bound on
+  that release's epsilon; the real release reveals the batch size fully only as the model's dimension
+  grows, so no accountant of ours is tight at a given dimension).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from accounting.base import run_accountant
+from accounting.errors import ConfigurationError
+from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
+from accounting.registry import get_accountant
+
+TIGHT, UPPER, LOWER, CLAIM = "tight", "upper bound", "lower bound", "as reported"
+TAIL_MASS = 1e-9  # with-replacement analysis: multiplicities beyond this total mass are charged to delta
+
+
+def _ours(composition: Composition, accountant: str, delta: float) -> float:
+    result = run_accountant(get_accountant(accountant), composition, delta=delta)
+    if not result.ok:
+        raise ConfigurationError("accountant", f"{accountant} cannot account this set-up: {result.reason}")
+    return float(result.epsilon)
+
+
+def opacus_epsilon(mechanism: str, noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> float:
+    """What opacus's accountant ``mechanism`` (rdp, prv, gdp) reports for these numbers."""
+    from opacus.accountants import create_accountant
+
+    accountant = create_accountant(mechanism=mechanism)
+    accountant.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
+    return float(accountant.get_epsilon(delta=delta))
+
+
+def poisson_epsilon(rate: float, noise_multiplier: float, steps: int, delta: float) -> tuple[float, str]:
+    """Poisson subsampled Gaussian, add/remove, composed ``steps`` times (our PLD accountant)."""
+    if rate >= 1.0:
+        return _ours(Composition.of(Gaussian(noise_multiplier), steps), "exact", delta), \
+            f"{TIGHT}: every record in every batch, Gaussian (exact)"
+    mechanism = SubsampledGaussian(rate, noise_multiplier)
+    return _ours(Composition.of(mechanism, steps), "pld", delta), \
+        f"{TIGHT}: Poisson subsampled Gaussian at rate {rate:.4g}, add/remove (pld)"
+
+
+def once_per_epoch_epsilon(noise_multiplier: float, epochs: int, delta: float) -> tuple[float, str]:
+    """Each record in one batch per epoch: one Gaussian of sensitivity 2C per epoch (replace-one, exact)."""
+    composition = Composition.of(Gaussian(noise_multiplier, 2.0), epochs)
+    return _ours(composition, "exact", delta), \
+        f"{UPPER}: each record once per epoch, one Gaussian of sensitivity 2C per epoch, replace-one (exact)"
+
+
+def fixed_size_epsilon(batch: int, population: int, noise_multiplier: float, steps: int,
+                       delta: float) -> tuple[float, str]:
+    """Independent fixed-size batches without replacement, replace-one (dp-accounting's RDP)."""
+    if batch >= population:
+        return _ours(Composition.of(Gaussian(noise_multiplier, 2.0), steps), "exact", delta), \
+            f"{UPPER}: whole-population batches, replace-one (exact)"
+    mechanism = SubsampledGaussian(batch / population, noise_multiplier, sampling=Sampling.FIXED_SIZE,
+                                   neighbouring=Neighbouring.REPLACE_ONE, population=population)
+    return _ours(Composition.of(mechanism, steps), "dpa-rdp", delta), \
+        "reference only: independent fixed-size batches without replacement, replace-one (dpa-rdp); not valid " \
+        "for shuffled batches"
+
+
+def with_replacement_epsilon(draws: int, max_probability: float, noise_multiplier: float, steps: int,
+                             delta: float) -> tuple[float, str]:
+    """Most exposed record drawn K ~ Binomial(draws, p) times per batch: mixture of shifts 2k (upper bound)."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    ks = np.arange(draws + 1)
+    tails = stats.binom.sf(ks, draws, max_probability)  # P(K > k)
+    tail = TAIL_MASS / max(int(steps), 1)
+    top = int(np.argmax(tails <= tail)) if np.any(tails <= tail) else draws
+    probs = stats.binom.pmf(ks[: top + 1], draws, max_probability)
+    probs = probs / probs.sum()  # conditioned on K <= top; the rest is charged to delta below
+    distribution = pld.from_mixture_gaussian_mechanism(
+        standard_deviation=float(noise_multiplier), sensitivities=[float(2 * k) for k in ks[: top + 1]],
+        sampling_probs=[float(p) for p in probs], value_discretization_interval=1e-2)
+    delta_left = delta - float(steps) * float(tails[top])
+    if delta_left <= 0:
+        raise ConfigurationError("delta", f"delta {delta} is below the truncation mass of the mixture analysis")
+    delta = delta_left
+    return float(distribution.self_compose(int(steps)).get_epsilon_for_delta(delta)), \
+        f"{UPPER}: {draws} draws with replacement per batch, most exposed record drawn with probability " \
+        f"{max_probability:.3g} per draw, shift 2C per copy (dp-accounting mixture PLD)"
+
+
+def _grid_masses(shift: float, std: float, edges: np.ndarray) -> np.ndarray:
+    cdf = stats.norm.cdf(edges, loc=shift, scale=std)
+    masses = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+    return masses
+
+
+def revealed_batch_size_epsilon(population: int, rate: float, noise_multiplier: float, steps: int,
+                                delta: float, bins_per_std: int = 8) -> tuple[float, str]:
+    """Poisson at ``rate`` over ``population`` records with each batch's size released beside the noisy sum
+    (normalisation by the realised batch size), per step: without the record, (Bin(N-1, q), N(0, z^2));
+    with it, the same except that with probability q the size is one more and the sum shifted by C."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    z = float(noise_multiplier)
+    others = population - 1
+    ks = np.arange(others + 2)
+    count0 = stats.binom.pmf(ks, others, rate)
+    count_shift = np.concatenate([[0.0], count0[:-1]])
+    keep = (count0 + count_shift) > 1e-14
+    edges = np.arange(-8.0 * z, 1.0 + 8.0 * z, z / bins_per_std)
+    y0 = _grid_masses(0.0, z, edges)
+    y1 = _grid_masses(1.0, z, edges)
+    lower, upper = {}, {}
+    for k in ks[keep]:
+        without = count0[k] * y0
+        with_ = (1 - rate) * count0[k] * y0 + rate * count_shift[k] * y1
+        for j in range(y0.size):
+            if without[j] > 0:
+                lower[(int(k), j)] = math.log(without[j])
+            if with_[j] > 0:
+                upper[(int(k), j)] = math.log(with_[j])
+    distribution = pld.from_two_probability_mass_functions(lower, upper, value_discretization_interval=1e-3,
+                                                           symmetric=False)
+    return float(distribution.self_compose(int(steps)).get_epsilon_for_delta(delta)), \
+        f"{LOWER}: Poisson at rate {rate:.4g} with the batch size revealed beside the noisy sum (grid of the sum; " \
+        "the real release reveals the size fully only as the model's dimension grows: none of our accountants " \
+        "is tight)"

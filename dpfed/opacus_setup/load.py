@@ -1,0 +1,140 @@
+"""Load a user's opacus set-up: ``path/to/file.py:function`` returning a dict.
+
+The function takes no arguments and returns a dict with these keys (``SETUP_KEYS``):
+
+- ``model``, ``optimizer``, ``data_loader``: what ``PrivacyEngine.make_private`` (or
+  ``make_private_with_epsilon``) returned; the optimizer must be opacus's ``DPOptimizer``.
+- ``privacy_engine``: the ``PrivacyEngine`` whose accountant the optimizer reports to.
+- ``epochs``: how many passes over ``data_loader`` the training loop makes.
+- optional ``delta`` (default: the command's ``--delta``), ``claimed_epsilon`` (the epsilon the user
+  reports; default: opacus's accountant over the planned steps), and ``accounted_epochs`` or
+  ``accounted_steps`` (what the claim or ``make_private_with_epsilon`` was computed for; default: the
+  steps the loop runs).
+
+The first element of a batch (``dataset[i][0]``) must be the model's input. Naming the file is the
+explicit opt-in to running its code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from accounting.errors import ConfigurationError, require_number
+
+REQUIRED_KEYS = ("model", "optimizer", "data_loader", "privacy_engine", "epochs")
+OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps")
+SETUP_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
+DEFAULT_FUNCTION = "make_setup"
+
+
+@dataclass
+class OpacusSetup:
+    """A user's opacus training set-up, validated (see the module docstring for the fields)."""
+
+    model: object
+    optimizer: object
+    data_loader: object
+    privacy_engine: object
+    epochs: int
+    delta: float | None = None
+    claimed_epsilon: float | None = None
+    accounted_epochs: float | None = None
+    accounted_steps: int | None = None
+
+
+def split_spec(spec: str) -> tuple[Path, str]:
+    """``file.py:function`` (function defaults to ``make_setup``) as (path, name)."""
+    text = str(spec)
+    head, sep, tail = text.rpartition(":")
+    if sep and head and "/" not in tail:
+        return Path(head), (tail or DEFAULT_FUNCTION)
+    return Path(text), DEFAULT_FUNCTION
+
+
+def load_function(spec: str):
+    """Import the set-up file and return its function (ConfigurationError, one line, on any failure)."""
+    path, name = split_spec(spec)
+    if not path.is_file():
+        raise ConfigurationError("setup", f"file not found: {path}")
+    if path.suffix != ".py":
+        raise ConfigurationError("setup", f"{path} is not a Python file (expected file.py:function)")
+    module_name = f"dpaudit_opacus_setup_{abs(hash(str(path.resolve())))}"
+    spec_obj = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec_obj)
+    sys.modules[module_name] = module
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spec_obj.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's module: any failure is a bad input
+        sys.modules.pop(module_name, None)
+        raise ConfigurationError("setup", f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+    function = getattr(module, name, None)
+    if function is None:
+        raise ConfigurationError("setup", f"{path} has no function {name!r}")
+    if not callable(function):
+        raise ConfigurationError("setup", f"{path}:{name} is not a function")
+    return function
+
+
+def build_setup(spec: str) -> OpacusSetup:
+    """Run the user's function and validate what it returned."""
+    function = load_function(spec)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # opacus's secure-RNG notice and the like
+            value = function()
+    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is a bad input
+        raise ConfigurationError("setup", f"{spec} raised {type(exc).__name__}: {exc}") from None
+    return validate(value, spec)
+
+
+def validate(value, spec: str = "setup") -> OpacusSetup:
+    """Check the returned dict: its keys, and that it is an opacus set-up (ConfigurationError if not)."""
+    if not isinstance(value, dict):
+        raise ConfigurationError("setup", f"{spec} returned {type(value).__name__}, expected a dict with keys "
+                                 f"{', '.join(REQUIRED_KEYS)} (not an opacus set-up)")
+    unknown = sorted(set(value) - set(SETUP_KEYS))
+    if unknown:
+        raise ConfigurationError("setup", f"unknown key {unknown[0]!r}; the keys are {', '.join(SETUP_KEYS)}")
+    missing = [k for k in REQUIRED_KEYS if k not in value]
+    if missing:
+        raise ConfigurationError("setup", f"{spec} returned no {missing[0]!r} (not an opacus set-up)")
+    from opacus import PrivacyEngine
+    from opacus.optimizers import DPOptimizer
+    from torch.utils.data import DataLoader
+
+    if not isinstance(value["optimizer"], DPOptimizer):
+        raise ConfigurationError("setup", f"the optimizer is a {type(value['optimizer']).__name__}, not opacus's "
+                                 "DPOptimizer (not an opacus set-up: pass what make_private returned)")
+    if not isinstance(value["privacy_engine"], PrivacyEngine):
+        raise ConfigurationError("setup", f"privacy_engine is a {type(value['privacy_engine']).__name__}, not "
+                                 "opacus's PrivacyEngine (not an opacus set-up)")
+    if not isinstance(value["data_loader"], DataLoader):
+        raise ConfigurationError("setup", f"data_loader is a {type(value['data_loader']).__name__}, not a torch "
+                                 "DataLoader (not an opacus set-up)")
+    if not callable(value["model"]):
+        raise ConfigurationError("setup", "model is not callable (not an opacus set-up)")
+    if isinstance(value["optimizer"].max_grad_norm, (list, tuple)):
+        raise ConfigurationError("setup", "per-layer clipping (a list of max_grad_norm) is not supported")
+    epochs = int(require_number("epochs", value["epochs"], low=1, integer=True))
+    delta = value.get("delta")
+    if delta is not None:
+        delta = require_number("delta", delta, low=0, high=1, low_open=True, high_open=True)
+    claimed = value.get("claimed_epsilon")
+    if claimed is not None:
+        claimed = require_number("claimed_epsilon", claimed, low=0, low_open=True)
+    if value.get("accounted_epochs") is not None and value.get("accounted_steps") is not None:
+        raise ConfigurationError("setup", "give accounted_epochs or accounted_steps, not both")
+    accounted_epochs = value.get("accounted_epochs")
+    if accounted_epochs is not None:
+        accounted_epochs = require_number("accounted_epochs", accounted_epochs, low=0, low_open=True)
+    accounted_steps = value.get("accounted_steps")
+    if accounted_steps is not None:
+        accounted_steps = int(require_number("accounted_steps", accounted_steps, low=1, integer=True))
+    return OpacusSetup(value["model"], value["optimizer"], value["data_loader"], value["privacy_engine"], epochs,
+                       delta, claimed, accounted_epochs, accounted_steps)

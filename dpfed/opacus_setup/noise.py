@@ -1,0 +1,175 @@
+"""Measure the noise opacus's optimizer really adds, and what its accountant is told.
+
+Method: with every per-sample gradient zero (the loss is the model's output times 0), one optimizer
+step releases pure noise: the gradient it hands to the inner optimizer is N(0, sigma^2) in every
+coordinate, sigma = noise_multiplier * max_grad_norm / normaliser, where opacus's normaliser is the
+*expected* batch size (``loss_reduction='mean'``) or 1 (``'sum'``), whatever the realised batch size.
+The step runs through the optimizer's own ``step`` (so anything patched into it, or into
+``add_noise``/``scale_grad``, is measured), with the inner optimizer's update replaced by a recorder,
+so the model's parameters do not move. It is done at several realised batch sizes.
+
+Test: for n recorded coordinates, sum(g^2) / sigma_0^2 is chi-square with n degrees of freedom when
+the noise is what the accountant is told; a batch size is flagged when the two-sided p-value is below
+``false_alarm / (number of batch sizes)`` (Bonferroni), so a correct set-up is flagged with
+probability at most ``false_alarm``. The steps' accountant records are read (what it was told: the
+noise multiplier and sample rate) and then removed, so the user's accountant is left as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+
+from scipy import stats
+
+from accounting.errors import ConfigurationError
+
+DEFAULT_FALSE_ALARM = 1e-6
+DEFAULT_REPETITIONS = 16
+
+
+@dataclass(frozen=True)
+class NoiseAtBatch:
+    """The noise measured at one realised batch size: std, the std the accountant implies, p-value."""
+
+    batch_size: int
+    coordinates: int
+    std: float
+    expected_std: float
+    p_value: float
+    flagged: bool
+    std_upper: float  # one-sided upper confidence limit of std at level 1 - false_alarm
+
+
+@dataclass(frozen=True)
+class NoiseFacts:
+    """What the optimizer and its accountant were told, and the noise measured.
+
+    told_noise_multiplier, told_sample_rate : what the accountant's step hook recorded.
+    optimizer_noise_multiplier, max_grad_norm, expected_batch_size, loss_reduction : the DPOptimizer's.
+    effective_noise_multiplier : measured std at the expected batch size, in units of max_grad_norm per
+        normaliser (what really protects a record); ``effective_upper``: its upper confidence limit.
+    realised_normalisation : the std scales like 1 / realised batch size (opacus #571) rather than being
+        constant.
+    """
+
+    told_noise_multiplier: float
+    told_sample_rate: float
+    optimizer_noise_multiplier: float
+    max_grad_norm: float
+    expected_batch_size: float
+    loss_reduction: str
+    false_alarm: float
+    at_batch: tuple
+    effective_noise_multiplier: float
+    effective_upper: float
+    noise_flagged: bool
+    realised_normalisation: bool
+    normalisation_slope: float
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["at_batch"] = [asdict(a) for a in self.at_batch]
+        return out
+
+
+def _collate(dataset, size: int):
+    from torch.utils.data import default_collate
+
+    batch = default_collate([dataset[i % len(dataset)] for i in range(size)])
+    return batch[0] if isinstance(batch, (list, tuple)) else batch
+
+
+def _zero_gradient_steps(model, optimizer, inputs, repetitions: int):
+    """Run ``repetitions`` optimizer steps with zero per-sample gradients; return the released gradients."""
+    import torch
+
+    inner = optimizer.original_optimizer
+    recorded = []
+
+    def record(*args, **kwargs):
+        recorded.append(torch.cat([p.grad.detach().reshape(-1).double().clone() for p in optimizer.params]))
+
+    inner.step = record  # instance attribute: shadows the class's update while measuring
+    try:
+        for _ in range(repetitions):
+            optimizer.zero_grad()
+            output = model(inputs)
+            output = output[0] if isinstance(output, (list, tuple)) else output
+            (output.sum() * 0.0).backward()
+            optimizer.step()
+        optimizer.zero_grad()
+    finally:
+        del inner.step
+    if len(recorded) != repetitions:
+        raise ConfigurationError("optimizer", f"{repetitions - len(recorded)} of {repetitions} optimizer steps were "
+                                 "skipped (gradient accumulation or skip_step): cannot measure the noise")
+    return torch.stack(recorded).numpy()
+
+
+def _test(values, expected_std: float, batch_size: int, level: float, false_alarm: float) -> NoiseAtBatch:
+    n = int(values.size)
+    sum_sq = float((values ** 2).sum())
+    statistic = sum_sq / expected_std ** 2
+    p_value = min(1.0, 2.0 * min(stats.chi2.cdf(statistic, n), stats.chi2.sf(statistic, n)))
+    std_upper = math.sqrt(sum_sq / stats.chi2.ppf(false_alarm, n))
+    return NoiseAtBatch(batch_size, n, math.sqrt(sum_sq / n), expected_std, float(p_value), bool(p_value < level),
+                        std_upper)
+
+
+def measurement_batch_sizes(expected: float, population: int) -> tuple[int, ...]:
+    """Realised batch sizes to measure at: a quarter of, exactly, and twice the expected batch size."""
+    b = max(1, int(round(expected)))
+    return tuple(sorted({max(1, b // 4), b, min(max(2 * b, b + 1), max(population, b + 1))}))
+
+
+def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int = DEFAULT_REPETITIONS,
+                  false_alarm: float = DEFAULT_FALSE_ALARM) -> NoiseFacts:
+    """Measure the optimizer's noise at several realised batch sizes (see the module docstring)."""
+    accountant = privacy_engine.accountant
+    history = list(accountant.history)
+    expected = float(optimizer.expected_batch_size or 1)
+    reduction = optimizer.loss_reduction
+    normaliser = expected if reduction == "mean" else 1.0
+    clip = float(optimizer.max_grad_norm)
+    z = float(optimizer.noise_multiplier)
+    expected_std = z * clip / normaliser
+    if not expected_std > 0:
+        raise ConfigurationError("optimizer", f"noise_multiplier {z} and max_grad_norm {clip}: no noise to measure")
+    sizes = measurement_batch_sizes(expected, len(dataset))
+    level = false_alarm / len(sizes)
+    results = {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on full backward hooks with inputs not requiring grad
+            for size in sizes:
+                values = _zero_gradient_steps(model, optimizer, _collate(dataset, size), repetitions)
+                results[size] = _test(values, expected_std, size, level, false_alarm)
+        told = accountant.history[-1] if len(accountant.history) > len(history) else None
+    except ConfigurationError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's model or optimizer failed on a batch of the dataset
+        raise ConfigurationError("setup", f"an optimizer step on a batch of the dataset failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+    finally:
+        accountant.history = history
+    if told is None:
+        raise ConfigurationError("privacy_engine", "the optimizer's steps reached no accountant of this "
+                                 "PrivacyEngine (is the optimizer the one make_private returned?)")
+    base = results[min(sizes, key=lambda s: abs(s - expected))]
+    scale = normaliser / clip
+    slope = _log_slope(results)
+    others_flagged = any(r.flagged for s, r in results.items() if s != base.batch_size)
+    return NoiseFacts(float(told[0]), float(told[1]), z, clip, expected, reduction, false_alarm,
+                      tuple(results[s] for s in sizes), base.std * scale, base.std_upper * scale, bool(base.flagged),
+                      bool(others_flagged and slope < -0.5), slope)
+
+
+def _log_slope(results: dict) -> float:
+    """Least-squares slope of log(std) on log(batch size): 0 for expected-size normalisation, -1 for realised."""
+    xs = [math.log(s) for s in results]
+    ys = [math.log(r.std) for r in results.values()]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var if var > 0 else 0.0
