@@ -20,7 +20,8 @@ from accounting.errors import ConfigurationError
 from reports.exit_codes import EXIT_CODE_HELP, ExitCode
 
 # Sub-command modules, in the order ``dpaudit --help`` lists them.
-COMMAND_MODULES = ["account", "calibrate", "run", "attack", "estimate", "plan", "audit", "report", "flower"]
+COMMAND_MODULES = ["account", "calibrate", "run", "attack", "estimate", "plan", "audit", "report", "flower",
+                   "opacus_check"]
 
 EXIT_BAD_INPUT = int(ExitCode.BAD_INPUT)
 LOG_NAME = "dpaudit-error.log"

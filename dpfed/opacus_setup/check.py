@@ -76,8 +76,10 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
     findings = []
     rows = {"opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
                        f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"}}
-    # (1) the rate told against the rate the most exposed record really has
-    if facts.worst_inclusion_rate > q_told * (1 + RATE_TOLERANCE):
+    # (1) the rate told against the rate the most exposed record really has (Poisson or draws with
+    # replacement; batches that hold each record once per epoch are finding (2)'s)
+    rated = facts.scheme in ("poisson", "with-replacement")
+    if rated and facts.worst_inclusion_rate > q_told * (1 + RATE_TOLERANCE):
         corrected, how = eps.poisson_epsilon(min(facts.worst_inclusion_rate, 1.0), z_told, acc_steps, delta)
         findings.append(_finding(
             "rate-mismatch", reported, corrected, how.replace("tight", "at the realised rate, as if Poisson"),

@@ -1,0 +1,65 @@
+"""``dpaudit opacus-check --setup FILE.py:FUNCTION``: what a user's opacus (DP-SGD) set-up really runs, against
+what opacus's accountant was told, with corrected epsilons from our accountants.
+
+FUNCTION (default ``make_setup``) takes no arguments and returns a dict with ``model``, ``optimizer``,
+``data_loader`` (as ``make_private`` returned them), ``privacy_engine`` and ``epochs``, and optionally
+``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see dpfed/opacus_setup/load.py).
+Naming the file runs its code. Exit codes: 0 PASS (no critical finding), 1 VIOLATION (a critical
+finding: the reported epsilon is below the corrected one), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def add_parser(sub) -> None:
+    from reports.commands.common import number_arg
+    from reports.exit_codes import EXIT_CODE_HELP
+
+    p = sub.add_parser("opacus-check", help="check an opacus set-up's sampler, noise and steps against its accountant",
+                       description=__doc__.split("\n\n")[1], epilog=EXIT_CODE_HELP)
+    p.add_argument("--setup", required=True, help="FILE.py:FUNCTION returning the set-up dict (default make_setup)")
+    p.add_argument("--delta", type=number_arg("delta", low=0.0, high=1.0, low_open=True, high_open=True),
+                   default=None, help="delta of every epsilon (default: the set-up's delta, else 1e-5)")
+    p.add_argument("--repetitions", type=number_arg("repetitions", low=2, integer=True), default=16,
+                   help="zero-gradient optimizer steps per measured batch size (default 16)")
+    p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=1e-6,
+                   help="probability that the noise test flags a correct optimizer (default 1e-6)")
+    p.add_argument("--out", default=None, help="write the full check as JSON here")
+    p.set_defaults(func=run)
+
+
+def summary_lines(result: dict) -> list[str]:
+    s, n = result["sampler"], result["noise"]
+    lines = [f"opacus check: verdict {result['verdict']} (reported epsilon {result['reported_epsilon']:.4g} by "
+             f"{result['reported_by']}, delta {result['delta']:g})",
+             f"  loader: {s['loader_class']} / {s['batch_sampler_class']} over {s['sampler_class']}: scheme "
+             f"{s['scheme']}, {s['population']} records, len {s['loader_length']}, {s['batches_per_epoch']} batches "
+             f"per epoch, batch size mean {s['mean_batch_size']:.4g} (min {min(s['batch_sizes'])}, max "
+             f"{max(s['batch_sizes'])}), worst per-record rate {s['worst_inclusion_rate']:.4g}",
+             f"  accountant told: noise multiplier {n['told_noise_multiplier']:.4g}, sample rate "
+             f"{n['told_sample_rate']:.4g}, {result['steps']['accounted']} steps; the loop runs "
+             f"{result['steps']['run']} steps",
+             f"  noise measured: multiplier {n['effective_noise_multiplier']:.4g} (upper limit {n['effective_upper']:.4g}"
+             f"), std ~ batch size^{n['normalisation_slope']:.2f}, false-alarm {n['false_alarm']:g}"]
+    for name, row in result["rows"].items():
+        lines.append(f"  epsilon {row['epsilon']:9.4g}  [{name}] {row['analysis']}")
+    for f in result["findings"]:
+        lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
+    if not result["findings"]:
+        lines.append("  no finding: the loader, the noise and the steps match what the accountant was told")
+    return lines
+
+
+def run(args) -> int:
+    from dpfed.opacus_setup.check import check_opacus_setup
+    from reports.exit_codes import ExitCode
+
+    result = check_opacus_setup(args.setup, delta=args.delta, repetitions=args.repetitions,
+                                false_alarm=args.false_alarm)
+    print("\n".join(summary_lines(result)))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1)
+    return int(ExitCode.VIOLATION if result["verdict"] == "VIOLATION" else ExitCode.PASS)
