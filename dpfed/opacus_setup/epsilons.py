@@ -65,7 +65,7 @@ def poisson_epsilon(rate: float, noise_multiplier: float, steps: int, delta: flo
 
 def once_per_epoch_epsilon(noise_multiplier: float, epochs: int, delta: float) -> tuple[float, str]:
     """Each record in one batch per epoch: one Gaussian of sensitivity 2C per epoch (replace-one, exact)."""
-    composition = Composition.of(Gaussian(noise_multiplier, 2.0), epochs)
+    composition = Composition.of(Gaussian(noise_multiplier / 2.0), epochs)  # std z C, shift 2C: mu = 2 / z
     return _ours(composition, "exact", delta), \
         f"{UPPER}: each record once per epoch, one Gaussian of sensitivity 2C per epoch, replace-one (exact)"
 
@@ -74,7 +74,7 @@ def fixed_size_epsilon(batch: int, population: int, noise_multiplier: float, ste
                        delta: float) -> tuple[float, str]:
     """Independent fixed-size batches without replacement, replace-one (dp-accounting's RDP)."""
     if batch >= population:
-        return _ours(Composition.of(Gaussian(noise_multiplier, 2.0), steps), "exact", delta), \
+        return _ours(Composition.of(Gaussian(noise_multiplier / 2.0), steps), "exact", delta), \
             f"{UPPER}: whole-population batches, replace-one (exact)"
     mechanism = SubsampledGaussian(batch / population, noise_multiplier, sampling=Sampling.FIXED_SIZE,
                                    neighbouring=Neighbouring.REPLACE_ONE, population=population)
@@ -96,7 +96,7 @@ def with_replacement_epsilon(draws: int, max_probability: float, noise_multiplie
     probs = probs / probs.sum()  # conditioned on K <= top; the rest is charged to delta below
     distribution = pld.from_mixture_gaussian_mechanism(
         standard_deviation=float(noise_multiplier), sensitivities=[float(2 * k) for k in ks[: top + 1]],
-        sampling_probs=[float(p) for p in probs], value_discretization_interval=1e-2)
+        sampling_probs=[float(p) for p in probs], value_discretization_interval=5e-2)
     delta_left = delta - float(steps) * float(tails[top])
     if delta_left <= 0:
         raise ConfigurationError("delta", f"delta {delta} is below the truncation mass of the mixture analysis")
