@@ -15,10 +15,10 @@ tight, an upper bound, or a lower bound. Noise multipliers are in units of ``max
   with a draw of another record bounds the shift of the sum by 2KC, so the mixture of Gaussians with
   shifts 2k and weights Binomial(k; B, p_max) (dp-accounting's mixture PLD) is an upper bound.
 - Normalisation by the realised batch size reveals it (opacus #571, #819): the release is then the
-  batch size and the noisy sum together. Its privacy-loss distribution is computed here from the two
-  worlds' joint law on a grid of the sum (coarsening is post-processing, so this is a lower bound on
-  that release's epsilon; the real release reveals the batch size fully only as the model's dimension
-  grows, so no accountant of ours is tight at a given dimension).
+  batch size and the noisy sum together (exactly so as the model's dimension grows, #819). Its
+  privacy-loss distribution is computed here from the two worlds' joint law on a grid of the sum
+  (coarsening is post-processing, so this is at most that release's epsilon); at a finite dimension no
+  accountant of ours is tight.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from accounting.errors import ConfigurationError
 from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
 from accounting.registry import get_accountant
 
-TIGHT, UPPER, LOWER, CLAIM = "tight", "upper bound", "lower bound", "as reported"
+TIGHT, UPPER, REVEALED = "tight", "upper bound", "large-model limit"
 TAIL_MASS = 1e-9  # with-replacement analysis: multiplicities beyond this total mass are charged to delta
 
 
@@ -140,6 +140,6 @@ def revealed_batch_size_epsilon(population: int, rate: float, noise_multiplier: 
     distribution = pld.from_two_probability_mass_functions(lower, upper, value_discretization_interval=1e-3,
                                                            symmetric=False)
     return float(distribution.self_compose(int(steps)).get_epsilon_for_delta(delta)), \
-        f"{LOWER}: Poisson at rate {rate:.4g} with the batch size revealed beside the noisy sum (grid of the sum; " \
-        "the real release reveals the size fully only as the model's dimension grows: none of our accountants " \
-        "is tight)"
+        f"{REVEALED}: Poisson at rate {rate:.4g} with the batch size revealed beside the noisy sum (the limit of " \
+        "large models, #819; computed on a grid of the sum, so at most that release's epsilon; at a finite model " \
+        "dimension none of our accountants is tight)"

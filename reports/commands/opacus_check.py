@@ -41,8 +41,9 @@ def summary_lines(result: dict) -> list[str]:
              f"  accountant told: noise multiplier {n['told_noise_multiplier']:.4g}, sample rate "
              f"{n['told_sample_rate']:.4g}, {result['steps']['accounted']} steps; the loop runs "
              f"{result['steps']['run']} steps",
-             f"  noise measured: multiplier {n['effective_noise_multiplier']:.4g} (upper limit {n['effective_upper']:.4g}"
-             f"), std ~ batch size^{n['normalisation_slope']:.2f}, false-alarm {n['false_alarm']:g}"]
+             f"  noise measured: multiplier {n['effective_noise_multiplier']:.4g} (upper limit "
+             f"{n['effective_upper']:.4g}), std ~ batch size^{n['normalisation_slope']:.2f}, false-alarm "
+             f"{n['false_alarm']:g}"]
     for name, row in result["rows"].items():
         lines.append(f"  epsilon {row['epsilon']:9.4g}  [{name}] {row['analysis']}")
     for f in result["findings"]:
