@@ -104,3 +104,14 @@ def test_bad_inputs_exit_2_with_one_line(capsys, spec, words):
     assert main(["opacus-check", "--setup", spec]) == 2
     err = capsys.readouterr().err
     assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_issue_813_as_reported_is_consistent_but_batches_are_quarter_of_the_data():
+    """With poisson_sampling=True opacus replaces the weighted sampler: the rate 1/len(loader) = 1/4 is what
+    runs (no epsilon understated), but each batch is about a quarter of the 200 records, not 16."""
+    out = check_opacus_setup(f"{SETUPS}:issue_813")
+    s = out["sampler"]
+    assert s["scheme"] == "poisson" and s["poisson_rate"] == pytest.approx(0.25) and s["batches_per_epoch"] == 4
+    assert 25 <= s["mean_batch_size"] <= 75  # Binomial(200, 1/4) over 4 batches: mean 50, sd 3
+    assert out["verdict"] == "PASS"
+    assert out["rows"]["runs"]["epsilon"] <= out["rows"]["opacus"]["epsilon"]

@@ -105,3 +105,14 @@ def unknown_key():
     setup = correct()
     setup["batchsize"] = 20
     return setup
+
+
+def issue_813():
+    """opacus #813 as reported: a WeightedRandomSampler of 64 draws, batch 16, make_private_with_epsilon with
+    the default poisson_sampling=True (opacus replaces the sampler by Poisson at 1 / len(loader) = 1/4)."""
+    torch.manual_seed(3)
+    data = _dataset()
+    sampler = WeightedRandomSampler(torch.ones(len(data)), num_samples=64, replacement=True)
+    setup = _private(DataLoader(data, batch_size=16, sampler=sampler), target_epsilon=4.0, epochs=1)
+    setup["accounted_epochs"] = 1
+    return setup
