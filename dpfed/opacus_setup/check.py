@@ -6,9 +6,12 @@ Told: the noise multiplier and sample rate the accountant's step hook records, a
 or the steps the loop runs). Runs: the data loader's scheme and rates over one iterated epoch
 (``sampler``), the noise measured (``noise``), and ``epochs`` times the realised batches per epoch.
 
-Severity: ``critical`` when the reported epsilon is below the corrected one, i.e. the reported epsilon is
-understated or rests on an analysis of something that does not run and every valid analysis we have
-gives more; ``low``/``info`` when the difference only makes the report conservative or is harmless.
+Corrected epsilons come from our accountants (``epsilons``), each changing one thing from what the
+accountant was told (the rate, the scheme, the normalisation, the steps or the noise); the ``runs`` row
+changes all of them at once. Severity: ``critical`` when the reported epsilon is below the corrected one,
+i.e. the reported epsilon is understated or rests on an analysis of something that does not run and
+every valid analysis we have gives more; ``low``/``info`` when the difference only makes the report
+conservative or is harmless.
 """
 
 from __future__ import annotations
@@ -124,18 +127,18 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
                                           {"slope": noise.normalisation_slope}))
     # (4) the steps the report is for against the steps the loop runs
     if acc_steps != run_steps:
-        corrected = eps.opacus_epsilon(mechanism, z_told, q_told, run_steps, delta)
+        corrected, how = runs_epsilon(facts, z_told, run_steps, delta) if facts.scheme != "poisson" else \
+            eps.poisson_epsilon(q_told, z_told, run_steps, delta)
         findings.append(_finding(
-            "step-mismatch", reported, corrected, f"opacus {mechanism} accountant at {run_steps} steps",
+            "step-mismatch", reported, corrected, f"{how}, {run_steps} steps",
             f"the reported epsilon is for {acc_steps} steps, the loop runs {setup.epochs} epochs of "
             f"{facts.batches_per_epoch} batches = {run_steps} steps", accounted_steps=acc_steps,
             run_steps=run_steps))
     # (5) the noise really added
     if noise.noise_flagged:
         low_noise = noise.effective_noise_multiplier < z_told
-        corrected = eps.opacus_epsilon(mechanism, noise.effective_upper, q_told, acc_steps, delta)
-        how = (f"opacus {mechanism} accountant at the measured multiplier's upper confidence limit "
-               f"{noise.effective_upper:.4g}")
+        corrected, how = eps.poisson_epsilon(q_told, noise.effective_upper, acc_steps, delta)
+        how += f" at the measured multiplier's upper confidence limit {noise.effective_upper:.4g}"
         message = (f"the optimizer adds noise of multiplier {noise.effective_noise_multiplier:.4g} (measured; "
                    f"upper limit {noise.effective_upper:.4g} at false-alarm {noise.false_alarm:g}) while the "
                    f"accountant is told {z_told:.4g}")
