@@ -675,9 +675,20 @@ FLOWER_CASES = (
                              "claimed-epsilon-zero": ["--claimed-epsilon", "0"]})
 )
 
+# dpaudit opacus-check: flags and the set-up spec are refused before any user code runs
+OPACUS = ["opacus-check", "--setup"]
+OPACUS_CASES = bad("opacus-check", OPACUS, {
+    "missing-file": ["no_such_setup.py:make_setup"], "not-python": ["ds.toml:make_setup"],
+    "no-setup": [],
+}) + bad("opacus-check", ["opacus-check", "--setup", "no_such_setup.py"], {
+    "delta-one": ["--delta", "1"], "repetitions-one": ["--repetitions", "1"],
+    "false-alarm-zero": ["--false-alarm", "0"],
+})
+
 
 ALL_CASES = (
     FLOWER_CASES
+    + OPACUS_CASES
     + ACCOUNT_CASES
     + CALIBRATE_CASES
     + RUN_CASES
