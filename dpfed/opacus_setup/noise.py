@@ -87,9 +87,11 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int):
 
     inner = optimizer.original_optimizer
     recorded = []
+    device = next(iter(optimizer.params)).device
+    inputs = inputs.to(device) if hasattr(inputs, "to") else inputs
 
     def record(*args, **kwargs):
-        recorded.append(torch.cat([p.grad.detach().reshape(-1).double().clone() for p in optimizer.params]))
+        recorded.append(torch.cat([p.grad.detach().reshape(-1).double().cpu() for p in optimizer.params]))
 
     inner.step = record  # instance attribute: shadows the class's update while measuring
     try:
