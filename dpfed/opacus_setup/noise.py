@@ -91,7 +91,7 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int):
     inputs = inputs.to(device) if hasattr(inputs, "to") else inputs
 
     def record(*args, **kwargs):
-        recorded.append(torch.cat([p.grad.detach().reshape(-1).double().cpu() for p in optimizer.params]))
+        recorded.append(torch.cat([p.grad.detach().reshape(-1).double().cpu().clone() for p in optimizer.params]))
 
     inner.step = record  # instance attribute: shadows the class's update while measuring
     try:
