@@ -71,7 +71,11 @@ class SamplerFacts:
 
 
 def _epoch_batches(batch_sampler) -> list[list[int]]:
-    return [list(map(int, batch)) for batch in batch_sampler]
+    try:
+        return [list(map(int, batch)) for batch in batch_sampler]
+    except Exception as exc:  # noqa: BLE001 - the user's sampler: a failure is a bad set-up, said in one line
+        raise ConfigurationError("data_loader", f"iterating its batch sampler ({type(batch_sampler).__name__}) "
+                                 f"failed: {type(exc).__name__}: {exc}") from None
 
 
 def _scheme(batch_sampler, sampler) -> str:
