@@ -115,3 +115,12 @@ def test_issue_813_as_reported_is_consistent_but_batches_are_quarter_of_the_data
     assert 25 <= s["mean_batch_size"] <= 75  # Binomial(200, 1/4) over 4 batches: mean 50, sd 3
     assert out["verdict"] == "PASS"
     assert out["rows"]["runs"]["epsilon"] <= out["rows"]["opacus"]["epsilon"]
+
+
+def test_a_claim_below_opacus_own_accountant_is_critical():
+    out = check_opacus_setup(f"{SETUPS}:understated_claim")
+    assert out["reported_epsilon"] == 1.0 and out["reported_by"] == "the user's claim"
+    finding = {f["code"]: f for f in out["findings"]}["claim-below-opacus"]
+    assert finding["severity"] == "critical" and out["verdict"] == "VIOLATION"
+    assert finding["values"]["opacus_epsilon"] == pytest.approx(out["rows"]["opacus"]["epsilon"])
+    assert finding["values"]["opacus_epsilon"] > 1.0

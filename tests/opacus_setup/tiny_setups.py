@@ -116,3 +116,9 @@ def issue_813():
     setup = _private(DataLoader(data, batch_size=16, sampler=sampler), target_epsilon=4.0, epochs=1)
     setup["accounted_epochs"] = 1
     return setup
+
+
+def understated_claim():
+    setup = correct()
+    setup["claimed_epsilon"] = 1.0
+    return setup
