@@ -64,11 +64,13 @@ class BatchStreams:
     def random(self, size=None, dtype=None):
         """Uniform in [0, 1), float64 unless ``dtype``."""
         torch = self._torch
-        return torch.rand(self._check(size), generator=self.generator, device=self.device, dtype=dtype or torch.float64)
+        dtype = dtype or torch.float64
+        return torch.rand(self._check(size), generator=self.generator, device=self.device, dtype=dtype)
 
     def standard_normal(self, size=None, dtype=None):
         torch = self._torch
-        return torch.randn(self._check(size), generator=self.generator, device=self.device, dtype=dtype or torch.float64)
+        dtype = dtype or torch.float64
+        return torch.randn(self._check(size), generator=self.generator, device=self.device, dtype=dtype)
 
     def normal(self, loc=0.0, scale=1.0, size=None):
         return loc + scale * self.standard_normal(size)
