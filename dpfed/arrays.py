@@ -110,11 +110,12 @@ class ArrayBackend:
             from dpfed.trials import split_streams
 
             return dict(zip(names, split_streams(rngs, len(names)), strict=True))
-        from dpfed.device_random import BatchStreams, call_seed
+        from dpfed.device_random import BatchStreams, call_seeds
 
         if len(rngs) == 0:
             raise ConfigurationError("trials", "a batch needs at least one trial seed")
-        return {name: BatchStreams(len(rngs), call_seed(rngs, name), self.device) for name in names}
+        seeds = call_seeds(rngs, names)
+        return {name: BatchStreams(len(rngs), seeds[name], self.device) for name in names}
 
 
 def like(reference, value, dtype=None):

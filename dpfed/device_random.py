@@ -28,14 +28,19 @@ import numpy as np
 from accounting.mechanisms import as_generator
 
 
-def call_seed(rngs: Sequence, stream: str) -> int:
-    """A 63-bit seed of one stream of a call from its runs' seeds (a spawned child of each run's seed
-    sequence, so a generator used twice gives different runs, and a seed always the same ones)."""
-    digest = hashlib.blake2b(stream.encode(), digest_size=8)
-    for rng in rngs:
-        child = as_generator(rng).bit_generator.seed_seq.spawn(1)[0]
-        digest.update(child.generate_state(2, np.uint64).tobytes())
-    return int.from_bytes(digest.digest(), "little") & (2**63 - 1)
+def call_seeds(rngs: Sequence, streams: Sequence[str]) -> dict[str, int]:
+    """A 63-bit seed per named stream of a call, from its runs' seeds: one child spawned from each run's
+    seed sequence (so a generator used twice gives different runs, and a seed always the same ones),
+    digested with the stream's name."""
+    words = np.empty((len(rngs), 2), dtype=np.uint64)
+    for k, rng in enumerate(rngs):
+        words[k] = as_generator(rng).bit_generator.seed_seq.spawn(1)[0].generate_state(2, np.uint64)
+    data = words.tobytes()
+    seeds = {}
+    for name in streams:
+        digest = hashlib.blake2b(data, digest_size=8, person=name.encode()[:16])
+        seeds[name] = int.from_bytes(digest.digest(), "little") & (2**63 - 1)
+    return seeds
 
 
 class BatchStreams:

@@ -11,21 +11,20 @@ The transcript holds every upload (agent -> server, name ``upload``) and broadca
 name ``broadcast``, payload (P, M)), by round.
 
 Randomness: each run's seed is split into independent streams (objective, features, agents, server,
-observations, initial design), so a seed reproduces a run bit for bit. ``run_fts_batch`` runs K seeds
-at once along a leading trial axis (``dpfed.trials.TrialStreams``): run k of a batch is the run
-``run_fts`` makes with seed k. ``run_fts`` is a batch of one.
+observations, initial design). On NumPy a seed reproduces a run bit for bit: ``run_fts_batch`` runs K
+seeds at once along a leading trial axis (``dpfed.trials.TrialStreams``) and run k of a batch is the run
+``run_fts`` makes with seed k (``run_fts`` is a batch of one).
 
-Backends (``dpfed.arrays``): ``backend="torch"`` runs the per-round arithmetic (posterior updates and
-draws, feature evaluation and scoring of candidates, the server's release) on PyTorch tensors of
-``device``, in float64 (candidates scored in ``SCORING_DTYPE``), written once against the array
-namespace. The random numbers stay the per-run NumPy streams, drawn on the host and copied to the device,
-so a seed means the same run on both backends: the transcripts agree up to the order of floating-point
-sums (about 1e-12 relative here), unless such a difference flips the argmax of two candidate scores
-within float32 rounding of each other (measured: 3 of 100 full 60-round runs of the end-to-end probe's
-configuration take another path; none with float64 scoring). The host generator is a cost
-(``DeviceStreams.seconds``: about 10% of a torch-CPU run's time, more on a GPU, where the rest shrinks); a
-counter-based device generator would be cheaper but would break the same-seed-same-run property. The
-objective is evaluated on the host; results come back as NumPy arrays.
+Backends (``dpfed.arrays``): ``backend="torch"`` runs everything per round on PyTorch tensors of
+``device`` (posterior updates and draws, the synthetic objective, feature evaluation and scoring of
+candidates, histories, the server's release), written once against the array namespace, and draws the
+random numbers on the device too: one generator per stream for the whole call
+(``dpfed.device_random.BatchStreams``), so a round makes no host draw, no host-device copy and no
+synchronisation. The same seeds in one call give the same runs within the torch backend; run k is then
+not ``run_fts(seed_k)`` and not the NumPy backend's run k (other generators): same seed, same scores
+holds within one backend, not across backends. Posteriors, uploads and releases stay in float64 (the
+uploads are what a replaying observer reconstructs; the release noise's law is what the accountants
+analyse); candidates are scored in ``SCORING_DTYPE``. Results come back as NumPy arrays.
 """
 
 from __future__ import annotations
@@ -88,7 +87,8 @@ def run_fts_batch(
 ) -> FTSBatchResult:
     """K = ``len(rngs)`` independent runs in one vectorised computation (BLAS limited to one thread).
 
-    Run k is identical to ``run_fts(config, rngs[k], ...)`` (same seed, same options). A shared
+    On numpy run k is identical to ``run_fts(config, rngs[k], ...)`` (same seed, same options); on torch
+    the call's runs draw together on the device (module docstring: same seeds, same call, same runs). A shared
     ``objective`` is used by every run (else each run draws its own from its seed); ``upload_hook`` is
     called per run. ``record_uploads=False`` keeps only the broadcasts (memory: K T slots M floats).
     ``backend``/``device``: where the arithmetic runs (module docstring); ConfigurationError if it cannot.

@@ -8,7 +8,8 @@ observation by the rank-one downdate ``R <- R - g (R v) v^T``, ``v = R^T phi``,
 ``R (R^T Phi^T (y - offset) + sqrt(lam) xi)``, ``xi ~ N(0, I_M)``: O(M^2) per agent whatever the
 number of observations, cheaper than Matheron's rule once observations outnumber features. Matrix-
 vector products are batched matmuls (about 5x faster here than broadcast-and-sum). The state lives on
-the features' array backend (``dpfed.arrays``); the draws ``xi`` come from the generator's.
+the features' array backend (``dpfed.arrays``); the draws ``xi`` come from the generator's (on torch,
+the device streams of ``dpfed.device_random``); the rank-one update is one in-place ``baddbmm_`` there.
 """
 
 from __future__ import annotations
