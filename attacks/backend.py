@@ -76,13 +76,17 @@ def batch_generator(probe, seed: np.random.SeedSequence):
 
 
 def free_device_memory(device: str) -> int | None:
-    """Free bytes on a CUDA device (None for the cpu, where ``psutil`` answers)."""
+    """Free bytes on a CUDA device (None for the cpu, where ``psutil`` answers), counting what PyTorch's
+    allocator holds in its cache but no tensor uses (so an earlier batch's cached blocks do not shrink the
+    next batch)."""
     import torch
 
     if torch.device(device).type != "cuda":
         return None
-    free, _total = torch.cuda.mem_get_info(torch.device(device))
-    return int(free)
+    where = torch.device(device)
+    free, _total = torch.cuda.mem_get_info(where)
+    cached = torch.cuda.memory_reserved(where) - torch.cuda.memory_allocated(where)
+    return int(free + max(0, cached))
 
 
 DEVICE_MEMORY_SHARE = 0.5  # of a CUDA device's free memory, for one batch
