@@ -212,6 +212,8 @@ class _BatchedRun:
         if self.canary is not None:
             self.present[c.num_agents] = True
         self.present_on_backend = self.arrays.asarray(self.present)
+        if self.server is not None:
+            self.server.preload_weights(self.present_on_backend, c.rounds)
 
     def _observe(self, x, draw_next: bool = True):
         """Query ``x`` (K, N, k, d) for every agent and add it to the histories; with ``draw_next``, also

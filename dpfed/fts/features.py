@@ -95,4 +95,4 @@ class RandomFourierFeatures:
         factor = math.sqrt(2.0 * self.variance / self.num_features)
         if xp is np:
             return raw * float(np.dtype(dtype).type(factor))
-        return raw * float(xp.asarray(factor, dtype=dtype))  # rounded to ``dtype`` as on NumPy
+        return raw * float(np.dtype(str(dtype).split(".")[-1]).type(factor))  # rounded to ``dtype`` as on NumPy

@@ -122,17 +122,26 @@ class Server:
         present = like(uploads, present, dtype=xp.bool)
         return like(uploads, self.weights(round_index)) @ xp.where(present[:, None], uploads, 0.0)
 
+    def preload_weights(self, reference, rounds: int) -> None:
+        """Copy the weights of round indices 0..rounds-1 to ``reference``'s device in one transfer, so that
+        the rounds of a batched run on a GPU copy nothing from the host (NumPy: nothing to do)."""
+        if namespace_of(reference) is np:
+            return
+        stacked = like(reference, np.stack([self.weights(t) for t in range(int(rounds))]))
+        cache = self.__dict__.setdefault("_device_weights", {})
+        for t in range(int(rounds)):
+            cache[(t, str(reference.device))] = stacked[t]
+
     def _weights_like(self, uploads, round_index: int):
-        """``weights(round_index)``: NumPy for NumPy uploads, else a copy on the uploads' device made once
-        per round index and device (so a round on a GPU copies nothing from the host)."""
-        w = self.weights(round_index)
+        """``weights(round_index)``: NumPy for NumPy uploads, else on the uploads' device (preloaded, or
+        copied once per round index and device)."""
         xp = namespace_of(uploads)
         if xp is np:
-            return w
+            return self.weights(round_index)
         cache = self.__dict__.setdefault("_device_weights", {})
         key = (round_index, str(uploads.device))
         if key not in cache:
-            cache[key] = like(uploads, w)
+            cache[key] = like(uploads, self.weights(round_index))
         return cache[key]
 
 

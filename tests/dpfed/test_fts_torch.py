@@ -190,3 +190,48 @@ def test_cuda_runs_repeat(changes):
     first = run_fts_batch(config, [3, 4, 5], backend="torch", device="cuda")
     same_runs(first, run_fts_batch(config, [3, 4, 5], backend="torch", device="cuda"))
     same_shapes(run_fts_batch(config, [3, 4, 5]), first)
+
+
+def test_torch_rounds_make_no_host_copies_and_no_synchronisation(monkeypatch):
+    # On a GPU each of these is a host-device copy or a synchronisation: a round must make none of them
+    # (only the setup and the final result do). Counted on the cpu by wrapping torch's entry points.
+    import dpfed.fts.algorithm as algorithm
+
+    config = FTSConfig(**SHORT).with_canary_slot()
+    objective = make_objective(config, np.random.default_rng(0))
+    canary = np.zeros(config.num_features)
+    calls = []
+    watched = {name: getattr(torch, name) for name in ("asarray", "tensor", "as_tensor", "from_numpy")}
+    methods = {
+        name: getattr(torch.Tensor, name)
+        for name in ("item", "__bool__", "__float__", "__int__", "cpu", "numpy", "tolist")
+    }
+    original_round = algorithm._BatchedRun.round
+
+    def counting(name, function):
+        def wrapper(*args, **kwargs):
+            if name not in watched or not isinstance(args[0], torch.Tensor):  # tensors stay where they are
+                calls.append(name)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    def round_watched(self, j):
+        for name, function in watched.items():
+            monkeypatch.setattr(torch, name, counting(name, function))
+        for name, function in methods.items():
+            monkeypatch.setattr(torch.Tensor, name, counting(name, function))
+        try:
+            original_round(self, j)
+        finally:
+            for name, function in watched.items():
+                monkeypatch.setattr(torch, name, function)
+            for name, function in methods.items():
+                monkeypatch.setattr(torch.Tensor, name, function)
+
+    monkeypatch.setattr(algorithm._BatchedRun, "round", round_watched)
+    for changes in (dict(), dict(rate=0.05, empty_sample_fallback="uniform"), dict(planted_bug="renormalise-sampled")):
+        calls.clear()
+        config = FTSConfig(**{**SHORT, **changes}).with_canary_slot()
+        run_fts_batch(config, [1, 2], objective=objective, canary_vector=canary, backend="torch")
+        assert calls == [], (changes, sorted(set(calls)))
