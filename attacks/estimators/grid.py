@@ -93,7 +93,8 @@ def _count_on_device(scores, edges) -> np.ndarray:
     boundaries = torch.as_tensor(edges, dtype=torch.float64).to(scores.device, non_blocking=True)
     bins = torch.bincount(torch.bucketize(scores, boundaries, right=False), minlength=edges.size + 1)
     n = torch.full((1,), scores.shape[0], dtype=torch.float64, device=scores.device)
-    moments = torch.stack([scores.sum(), (scores * scores).sum(), scores.min(), scores.max()])
+    low, high = torch.aminmax(scores)
+    moments = torch.stack([scores.sum(), torch.dot(scores, scores), low, high])
     return torch.cat([bins.to(torch.float64), n, moments]).cpu().numpy()
 
 
