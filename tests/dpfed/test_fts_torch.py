@@ -235,3 +235,17 @@ def test_torch_rounds_make_no_host_copies_and_no_synchronisation(monkeypatch):
         config = FTSConfig(**{**SHORT, **changes}).with_canary_slot()
         run_fts_batch(config, [1, 2], objective=objective, canary_vector=canary, backend="torch")
         assert calls == [], (changes, sorted(set(calls)))
+
+
+def test_torch_and_numpy_runs_have_the_same_score_law():
+    # Other generators, same algorithm: the end-to-end probe's canary scores (4-round runs) must follow
+    # one law on both backends. Two-sample Kolmogorov-Smirnov test per world at level 1e-3 with fixed
+    # seeds: false-failure probability at most 2e-3.
+    from scipy import stats
+
+    reference = get_probe("fts-end-to-end", rounds=4)
+    probe = on_backend(get_probe("fts-end-to-end", rounds=4), "torch", "cpu")
+    expected, scores = collect_scores(reference, 150, 21, batch_size=50), collect_scores(probe, 150, 22, batch_size=50)
+    for world in (0, 1):
+        assert stats.ks_2samp(scores[world], expected[world]).pvalue > 1e-3
+    assert np.mean(scores[1]) > np.mean(scores[0])  # the canary shows on torch too (about 2.6 standard errors)
