@@ -29,7 +29,10 @@ Results go to ``--out`` as JSON (also each part's error, if one failed: the othe
 Needs: numpy, scipy, torch, array-api-compat (and this repository on the path). Not needed: dp-accounting,
 opacus, flwr, scikit-learn (the probes run here do not import them). ``tqdm`` and ``threadpoolctl``
 are used when present; if missing, no-op stand-ins are put on the path (progress bars; BLAS thread
-limits, which tiny per-run matrices do not need).
+limits, which tiny per-run matrices do not need). ``--site DIR`` (repeatable) puts folders of extra
+packages first on the path of this process and of its workers (e.g. a copy of array_api_compat, which is
+pure Python, carried with the working tree). The script prints which of the needed modules are missing
+before anything runs.
 """
 
 from __future__ import annotations
@@ -188,13 +191,22 @@ def main(argv=None) -> int:
     parser.add_argument("--gaussian-trials", type=float, default=1e10)
     parser.add_argument("--gaussian-seconds", type=float, default=90.0, help="time box of part (c)")
     parser.add_argument("--parts", default=None, help="comma-separated subset of the parts (default: all)")
+    parser.add_argument("--site", action="append", default=[], help="folder of extra packages (repeatable)")
     args = parser.parse_args(argv)
+    for folder in reversed(args.site):
+        folder = os.path.abspath(folder)
+        sys.path.insert(0, folder)
+        os.environ["PYTHONPATH"] = os.pathsep.join([folder, os.environ.get("PYTHONPATH", "")])
+    missing = [m for m in ("numpy", "scipy", "torch", "array_api_compat") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"missing modules: {', '.join(missing)} (see --site)", flush=True)
     if args.smoke:
         args.device = args.device or "cpu"
         args.workers, args.numpy_trials, args.device_runs = min(args.workers, 2), 4, args.device_runs or 8
         args.e2e_trials, args.gaussian_trials = 20, 1.1e6  # > 1e6: the counts reduction and its pilot
     device = args.device or "cuda"
     results: dict = {"stand_ins": install_stand_ins(), "smoke": bool(args.smoke), "device": device}
+    results["missing_modules"] = missing
     import torch
 
     results["torch"] = torch.__version__
