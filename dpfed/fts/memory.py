@@ -5,12 +5,11 @@ state of both models (weight space: the N square roots, M x M, plus the two temp
 update; Matheron: the bordered factor, capacity x (capacity + M)), one scoring pass of the acquisition
 maximiser (candidate features in float64 angles and float32 cosines, per agent scores, refinement
 proposals), the histories of queries and values (on the device with torch) and what the run keeps
-(broadcasts, sample masks, uploads if recorded). It is doubled to cover
-the allocator's slack and short-lived copies, so it errs on the safe side; batch sizes divide free memory
-by it (``runs_within``). For the ``fts-end-to-end`` probe's configuration (N 29, M 20, T 60) it gives
-1.43 MB per run; measured peak growth of a 1000-run batch on a cpu (before the histories moved to the
-device): 0.61 MB per run (torch), 0.48 MB
-(NumPy).
+(broadcasts, sample masks, uploads if recorded). It is doubled to cover the allocator's slack and
+short-lived copies, so it errs on the safe side; batch sizes divide free memory by it (``runs_within``).
+For the ``fts-end-to-end`` probe's configuration (N 29, M 20, T 60) it gives 1.43 MB per run; measured
+peak growth of a 1000-run batch on a cpu (before the histories moved to the device): 0.61 MB per run
+(torch), 0.48 MB (NumPy).
 """
 
 from __future__ import annotations
