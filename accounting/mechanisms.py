@@ -229,8 +229,11 @@ class SubsampledGaussian:
         """
         if weights is None:
             return self.noise_std
-        w = np.atleast_2d(np.asarray(weights, dtype=float))
-        return self.noise_std * math.sqrt(w.shape[0]) * np.max(np.abs(w), axis=1)
+        w = _weights_array(weights)
+        if w.ndim < 2:
+            w = w[None]
+        xp = array_namespace(None, w)
+        return self.noise_std * math.sqrt(w.shape[0]) * xp.max(xp.abs(w), axis=1)
 
     def add_noise(self, sums, rng, weights=None) -> np.ndarray:
         """Add the release noise to already clipped (weighted) sums of shape (..., [k,] d)."""
@@ -238,8 +241,8 @@ class SubsampledGaussian:
         xp = array_namespace(rng, sums)
         sums = as_float_array(xp, sums, rng)
         std = self.block_noise_std(weights)
-        if weights is not None and np.ndim(weights) == 2:
-            std = as_float_array(xp, np.asarray(std)[:, None], rng)
+        if weights is not None and len(weights.shape if hasattr(weights, "shape") else np.shape(weights)) == 2:
+            std = as_float_array(xp, std[:, None], rng)
         return sums + rng.standard_normal(tuple(sums.shape)) * std
 
     def release(self, contributions, rng, weights=None, *, scale: float = 1.0, return_mask: bool = False):
@@ -260,10 +263,10 @@ class SubsampledGaussian:
         if weights is None:
             sums = xp.sum(clipped, axis=-2)
         else:
-            w = np.asarray(weights, dtype=float)
+            w = _weights_array(weights)
             if w.shape[-1] != x.shape[-2] or w.ndim > 2:
-                raise ConfigurationError("weights", f"shape {w.shape} does not match {x.shape[-2]} participants")
-            sums = _weighted_sums(clipped, as_float_array(xp, np.atleast_2d(w), rng))
+                raise ConfigurationError("weights", f"shape {tuple(w.shape)} does not match {x.shape[-2]} participants")
+            sums = _weighted_sums(clipped, as_float_array(xp, w if w.ndim == 2 else w[None], rng))
             if w.ndim == 1:
                 sums = sums[..., 0, :]
         noisy = self.add_noise(sums, rng, weights) * scale
@@ -271,6 +274,14 @@ class SubsampledGaussian:
 
 
 Mechanism = Gaussian | Laplace | SubsampledGaussian
+
+
+def _weights_array(weights):
+    """Release weights as a float64 array: NumPy for anything but a tensor, which stays on its device
+    (a batched run on a GPU passes weights it already holds there: nothing is copied per release)."""
+    if type(weights).__module__.split(".")[0] == "torch":
+        return array_namespace(None, weights).astype(weights, array_namespace(None, weights).float64, copy=False)
+    return np.asarray(weights, dtype=float)
 
 
 def _weighted_sums(clipped: np.ndarray, weights: np.ndarray) -> np.ndarray:

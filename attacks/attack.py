@@ -204,7 +204,13 @@ def _seed_and_plan(probe: Probe, trials: int, seed: int | None, options: AttackO
         seed = Checkpoint.stored_seed(options.checkpoint_dir)
     workers = 1 if options.executor == "inprocess" else options.workers
     tested = trials - (trials // 2 if probe.needs_training else 0)
-    return root_seed(seed), plan_run(probe, tested, options.batch_size, options.reduction, workers)
+    device_batch = None
+    if options.backend == "torch" and options.batch_size is None:  # a CUDA device: batches fill its memory
+        from attacks.backend import device_batch_size
+
+        device_batch = device_batch_size(probe, options.device)
+    plan = plan_run(probe, tested, options.batch_size, options.reduction, workers, device_batch=device_batch)
+    return root_seed(seed), plan
 
 
 def _log_recomputed(log, recomputed: list) -> None:

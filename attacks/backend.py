@@ -42,7 +42,10 @@ class TorchRandom:
         )
 
     def normal(self, loc=0.0, scale=1.0, size=None):
-        return loc + scale * self.standard_normal(size)
+        draws = self.standard_normal(size)
+        if np.ndim(scale) == 0 and np.ndim(loc) == 0:  # in place: no temporaries of the batch's size
+            return draws.mul_(float(scale)).add_(float(loc))
+        return loc + scale * draws
 
     def laplace(self, loc=0.0, scale=1.0, size=None):
         u = self.random(size) - 0.5  # inverse CDF of the Laplace law
@@ -73,13 +76,35 @@ def batch_generator(probe, seed: np.random.SeedSequence):
 
 
 def free_device_memory(device: str) -> int | None:
-    """Free bytes on a CUDA device (None for the cpu, where ``psutil`` answers)."""
+    """Free bytes on a CUDA device (None for the cpu, where ``psutil`` answers), counting what PyTorch's
+    allocator holds in its cache but no tensor uses (so an earlier batch's cached blocks do not shrink the
+    next batch)."""
     import torch
 
     if torch.device(device).type != "cuda":
         return None
-    free, _total = torch.cuda.mem_get_info(torch.device(device))
-    return int(free)
+    where = torch.device(device)
+    free, _total = torch.cuda.mem_get_info(where)
+    cached = torch.cuda.memory_reserved(where) - torch.cuda.memory_allocated(where)
+    return int(free + max(0, cached))
+
+
+DEVICE_MEMORY_SHARE = 0.5  # of a CUDA device's free memory, for one batch
+
+
+def device_batch_size(probe, device: str, free: int | None = None) -> int | None:
+    """Trials per batch on a CUDA device: the largest power of two whose working memory
+    (``probe.device_bytes_per_trial()`` each) fits in ``DEVICE_MEMORY_SHARE`` of its free memory (``free``
+    bytes, default: measured now); None on a cpu, where the probe's own batch size stands. A power of two,
+    so that small changes in free memory do not change the batches (a batch's scores depend on its size on
+    the torch backend: pass ``--batch-size`` to reproduce a run on another device)."""
+    if free is None:
+        free = free_device_memory(device)
+    if free is None:
+        return None
+    per_trial = max(1, int(probe.device_bytes_per_trial()))
+    fits = max(1, int(DEVICE_MEMORY_SHARE * free) // per_trial)
+    return 1 << (fits.bit_length() - 1)
 
 
 def host_generator(rng) -> np.random.Generator:

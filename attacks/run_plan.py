@@ -115,9 +115,13 @@ def plan_run(
     reduction: str = "auto",
     workers: int = 1,
     memory: int | None = None,
+    device_batch: int | None = None,
 ) -> RunPlan:
     """The plan of ``trials`` per world of ``probe`` on ``workers`` parallel batches, or a one-line
-    ConfigurationError saying why it cannot run (and the largest number of trials that could)."""
+    ConfigurationError saying why it cannot run (and the largest number of trials that could).
+
+    ``device_batch``: the batch a CUDA device's free memory allows (``attacks.backend.device_batch_size``);
+    without a ``batch_size`` it replaces the probe's default (a CPU size), still capped by host memory."""
     if reduction not in REDUCTIONS:
         raise ConfigurationError("reduction", f"choose one of {', '.join(REDUCTIONS)}, got {reduction!r}")
     memory = available_memory() if memory is None else int(memory)
@@ -128,7 +132,8 @@ def plan_run(
     if batch_size is not None:
         batch_size = int(require_number("batch_size", batch_size, low=1, integer=True))
     reduction = _reduction(reduction, trials, budget)
-    size = batch_size or min(int(probe.batch_size), largest_batch)
+    default = int(probe.batch_size) if device_batch is None else max(1, int(device_batch))
+    size = batch_size or min(default, largest_batch)
     if batch_size is None and reduction == "counts" and -(-trials // size) > MAX_BATCHES:
         size = -(-trials // MAX_BATCHES)
     if size > largest_batch:

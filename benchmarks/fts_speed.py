@@ -13,9 +13,9 @@ probe itself at 2000 trials per world (``--probe-trials``) with the ``processes`
 
 ``--trial-axis --backend torch [--device cpu|cuda]`` instead times the same batched runs on NumPy and on
 PyTorch side by side in one process (``run_fts_batch(backend=...)``; one CPU thread each), for a few runs
-per call (``--runs-per-call``; numpy at most 100), and prints wall and CPU ms per run, the ratio, and the
-share of the torch run's wall time spent drawing the per-run NumPy streams on the host and copying them
-to the device. On a GPU: ``--device cuda --runs-per-call 100,1000,10000``.
+per call (``--runs-per-call``; numpy at most 100), and prints wall and CPU ms per run, the ratios and the
+torch runs per second (torch draws on the device: ``dpfed.device_random``). On a GPU:
+``--device cuda --runs-per-call 100,1000,10000`` (``benchmarks/gpu_check.py`` is the one-call check).
 """
 
 from __future__ import annotations
@@ -167,7 +167,6 @@ NUMPY_RUNS_MAX = 100  # numpy's cost per run is flat beyond ~25 runs per call: l
 def backends_side_by_side(device: str, sizes: list[int]) -> None:
     """ms per full 60-round end-to-end run: numpy vs torch on ``device``, ``sizes`` runs per call (numpy
     at most ``NUMPY_RUNS_MAX``)."""
-    import dpfed.arrays
     from attacks.probes import get_probe
     from dpfed.fts.algorithm import run_fts_batch
 
@@ -175,14 +174,6 @@ def backends_side_by_side(device: str, sizes: list[int]) -> None:
     config, objective = probe._config, probe.objective()
     canary = np.zeros(config.num_features)
     canary[0] = config.per_vector_clip
-    made = []
-    original = dpfed.arrays.ArrayBackend.streams
-
-    def counted(self, streams):
-        made.append(original(self, streams))
-        return made[-1]
-
-    dpfed.arrays.ArrayBackend.streams = counted
 
     def batch(backend, where):
         options = dict(canary_vector=canary, objective=objective, record_uploads=False)
@@ -192,23 +183,25 @@ def backends_side_by_side(device: str, sizes: list[int]) -> None:
     print(f"DP-FTS-DE full {config.rounds}-round end-to-end run, ms per run; torch on {device}")
     print(
         f"{'runs/call':>9s} {'numpy wall':>10s} {'numpy cpu':>9s} {'torch wall':>10s} {'torch cpu':>9s} "
-        f"{'cpu ratio':>9s} {'wall ratio':>10s} {'host RNG':>8s}"
+        f"{'cpu ratio':>9s} {'wall ratio':>10s} {'torch runs/s':>12s}"
     )
     for size in sizes:
         numpy_wall, numpy_cpu = per_run(batch("numpy", "cpu"), min(size, NUMPY_RUNS_MAX))
-        made.clear()
-        torch_wall, torch_cpu = per_run(batch("torch", device), size)
-        host = sum(getattr(s, "seconds", 0.0) for s in made) / size / torch_wall
+        torch_wall, torch_cpu = per_run(batch("torch", device), size, device)
         print(
             f"{size:9d} {1e3 * numpy_wall:10.1f} {1e3 * numpy_cpu:9.1f} {1e3 * torch_wall:10.1f} "
-            f"{1e3 * torch_cpu:9.1f} {torch_cpu / numpy_cpu:8.2f}x {torch_wall / numpy_wall:9.2f}x {host:8.0%}"
+            f"{1e3 * torch_cpu:9.1f} {torch_cpu / numpy_cpu:8.2f}x {torch_wall / numpy_wall:9.2f}x "
+            f"{1 / torch_wall:12.1f}"
         )
-    dpfed.arrays.ArrayBackend.streams = original
 
 
-def per_run(run_many, runs: int) -> tuple[float, float]:
+def per_run(run_many, runs: int, device: str = "cpu") -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     run_many(list(range(runs)))
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
     return (time.perf_counter() - wall) / runs, (time.process_time() - cpu) / runs
 
 

@@ -2,16 +2,15 @@
 
 The algorithms' arithmetic is written once against an array namespace ``xp``: NumPy itself (so the NumPy
 path stays bit for bit what it was) or ``array_api_compat.torch``; ``namespace_of`` and ``device_of``
-read both off an existing array. Randomness stays where it was: every run keeps its own NumPy
-``TrialStreams`` (``dpfed.trials``), and ``DeviceStreams`` moves each draw to the device. So one seed
-is one run on every backend (the transcripts agree up to the order of floating-point sums); on a GPU
-the host generator and the host-to-device copies are a cost (``DeviceStreams.seconds`` measures it).
+read both off an existing array. Randomness: on NumPy every run keeps its own ``TrialStreams``
+(``dpfed.trials``); on torch the runs of a call draw together on the device
+(``dpfed.device_random.BatchStreams``), so nothing is drawn on the host or copied per draw. The same
+seed therefore gives the same run within one backend, not across backends.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,6 +89,8 @@ class ArrayBackend:
         if self.is_numpy:
             return value if dtype is None and isinstance(value, np.ndarray) else np.asarray(value, dtype=dtype)
         xp = self.xp
+        if namespace_of(value) is xp:  # already a tensor: moved only if on another device
+            return xp.asarray(value, dtype=dtype, device=self.device)
         value = np.asarray(value)
         if dtype is None:
             dtype = xp.bool if value.dtype == bool else xp.int64 if value.dtype.kind in "iu" else xp.float64
@@ -101,53 +102,20 @@ class ArrayBackend:
             return value
         return value.detach().to("cpu").numpy()
 
-    def streams(self, streams):
-        """``streams`` (a ``TrialStreams``) drawing onto this backend's device; NumPy: the same object."""
-        return streams if self.is_numpy else DeviceStreams(streams, self)
+    def run_streams(self, rngs, names) -> dict:
+        """The named random streams of a batch of runs: per-run NumPy ``TrialStreams`` (numpy; run k is
+        the run seeded by ``rngs[k]``), or one ``dpfed.device_random.BatchStreams`` per name drawing on the
+        device (torch; see there for what a seed then reproduces)."""
+        if self.is_numpy:
+            from dpfed.trials import split_streams
 
+            return dict(zip(names, split_streams(rngs, len(names)), strict=True))
+        from dpfed.device_random import BatchStreams, call_seeds
 
-class DeviceStreams:
-    """A ``TrialStreams`` whose draws (made on the host, per trial) arrive as float64 device arrays.
-
-    Has the ``xp``/``device`` of a backend generator, so ``accounting.mechanisms`` releases run on the
-    device; ``seconds`` accumulates the wall time spent drawing on the host and copying.
-    """
-
-    def __init__(self, streams, backend: ArrayBackend):
-        self.host, self.backend = streams, backend
-        self.xp, self.device = backend.xp, backend.device
-        self.seconds = 0.0
-
-    @property
-    def generators(self):
-        return self.host.generators
-
-    def __len__(self) -> int:
-        return len(self.host)
-
-    def subset(self, trials) -> DeviceStreams:
-        """The streams of the selected trials (a boolean mask or indices, host or device)."""
-        subset = DeviceStreams(self.host.subset(self.backend.to_numpy(trials)), self.backend)
-        subset.seconds = 0.0
-        return subset
-
-    def _draw(self, method: str, *args, **kwargs):
-        start = time.perf_counter()
-        out = self.backend.asarray(getattr(self.host, method)(*args, **kwargs))
-        self.seconds += time.perf_counter() - start
-        return out
-
-    def random(self, *args, **kwargs):
-        return self._draw("random", *args, **kwargs)
-
-    def standard_normal(self, *args, **kwargs):
-        return self._draw("standard_normal", *args, **kwargs)
-
-    def normal(self, *args, **kwargs):
-        return self._draw("normal", *args, **kwargs)
-
-    def uniform(self, *args, **kwargs):
-        return self._draw("uniform", *args, **kwargs)
+        if len(rngs) == 0:
+            raise ConfigurationError("trials", "a batch needs at least one trial seed")
+        seeds = call_seeds(rngs, names)
+        return {name: BatchStreams(len(rngs), seeds[name], self.device) for name in names}
 
 
 def like(reference, value, dtype=None):
@@ -155,6 +123,8 @@ def like(reference, value, dtype=None):
     xp = namespace_of(reference)
     if xp is np:
         return np.asarray(value, dtype=dtype)
+    if namespace_of(value) is xp:  # already on the backend: no copy (stays where it is)
+        return value if dtype is None else xp.astype(value, dtype, copy=False)
     value = np.asarray(value)
     if dtype is None:
         dtype = xp.bool if value.dtype == bool else xp.float64

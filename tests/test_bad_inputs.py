@@ -413,6 +413,8 @@ ATTACK_CASES = (
             ["attack", "--config", "attack_mechanism_code.toml", "--allow-code", "--trials", "20"],
         ),
         case("attack-batch-size-zero", ATTACK + ["--batch-size", "0"], BAD),
+        case("attack-batch-size-fraction", ATTACK + ["--batch-size", "2.5e0"], BAD, words="batch_size"),
+        case("attack-batch-size-not-a-number", ATTACK + ["--batch-size", "1e8x"], BAD, words="batch_size"),
         # 1e12 trials per world fit in constant memory (counts) and are a long run, not bad input.
         case("attack-trials-1e15-beyond-memory", ["attack", "gaussian", "--trials", "1e15"], BAD, words="trials"),
     ]

@@ -51,6 +51,8 @@ class ThresholdGrid:
         from attacks.backend import to_numpy
 
         xp = array_namespace(None, scores)
+        if xp is not np and int(scores.shape[0]) > 0:
+            return _count_on_device(scores, self.edges)
         scores = xp.sort(xp.reshape(xp.asarray(scores, dtype=xp.float64), (-1,)))  # then G binary searches
         edges = self.edges if xp is np else xp.asarray(self.edges, device=scores.device)
         at_most = to_numpy(xp.searchsorted(scores, edges, side="right"))  # scores <= edge j
@@ -79,6 +81,21 @@ class ThresholdGrid:
             np.asarray(data["test_edges"], dtype=np.int64),
             np.asarray(data["test_directions"], dtype=str),
         )
+
+
+def _count_on_device(scores, edges) -> np.ndarray:
+    """``ThresholdGrid.count`` of a torch tensor where it lives, without sorting: each score's bin (the
+    number of edges strictly below it: ``bucketize``), a ``bincount`` and the moments, brought back in one
+    copy (one host-device synchronisation per batch)."""
+    import torch
+
+    scores = scores.reshape(-1).to(torch.float64)
+    boundaries = torch.as_tensor(edges, dtype=torch.float64).to(scores.device, non_blocking=True)
+    bins = torch.bincount(torch.bucketize(scores, boundaries, right=False), minlength=edges.size + 1)
+    n = torch.full((1,), scores.shape[0], dtype=torch.float64, device=scores.device)
+    low, high = torch.aminmax(scores)
+    moments = torch.stack([scores.sum(), torch.dot(scores, scores), low, high])
+    return torch.cat([bins.to(torch.float64), n, moments]).cpu().numpy()
 
 
 def merge_counts(total: np.ndarray | None, batch: np.ndarray) -> np.ndarray:

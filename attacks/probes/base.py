@@ -87,6 +87,11 @@ class Probe(abc.ABC):
     #: array backends whose generators ``scores`` accepts (``attacks.backend``).
     backends: tuple = ("numpy",)
 
+    def device_bytes_per_trial(self) -> int:
+        """Working memory per trial of a batch on a torch device (sizes CUDA batches against its free
+        memory, ``attacks.backend.device_batch_size``); default ``memory_per_trial``."""
+        return int(self.memory_per_trial)
+
     @abc.abstractmethod
     def scores(self, world: int, trials: int, rng: np.random.Generator) -> np.ndarray:
         """Scores of ``trials`` independent runs of ``world`` (shape ``(trials,)``, higher = canary)."""

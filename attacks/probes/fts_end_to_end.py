@@ -23,10 +23,11 @@ test statistics for any implementation; each is strongest against a different fa
 ``planted_bug`` runs the server with one of its deliberate bugs (``dpfed.fts.server.PLANTED_BUGS``);
 the claim stays the correct mechanism's epsilon, so a bug that leaks is a VIOLATION.
 
-Backends: on ``torch`` the runs compute on the probe's device (``run_fts_batch(backend=...)``) but draw
-from the same per-run NumPy streams (``attacks.backend.host_generator``), so one seed gives the same
-runs, hence the same scores, on both backends (up to float32 near-ties of candidate scores, see
-``dpfed.fts.algorithm``); the scores are computed with NumPy from the returned broadcasts.
+Backends: on ``torch`` the runs compute and draw on the probe's device (``run_fts_batch(backend=...)``),
+a batch of trials in one call: the same seed and batch size give the same scores within the torch
+backend (on one device type), not the NumPy backend's (another generator); the scores are computed with
+NumPy from the returned broadcasts. On a CUDA device the batch size follows its free memory
+(``device_bytes_per_trial``).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class FtsEndToEndProbe(Probe):
         canary = vector if check_world(world) else None
         seeds = host_generator(rng).spawn(int(trials))
         backend, device = getattr(self, "array_backend", "numpy"), getattr(self, "device", "cpu")
-        out, step = [], self.runs_per_call()
+        out, step = [], self.runs_per_call(len(seeds))
         for start in range(0, len(seeds), step):
             batch = run_fts_batch(
                 c,
@@ -176,18 +177,25 @@ class FtsEndToEndProbe(Probe):
             out.append(self._score(batch))
         return np.concatenate(out)
 
-    def runs_per_call(self) -> int:
-        """Runs vectorised in one call: ``RUNS_PER_CALL`` on a cpu; on a CUDA device as many as fit in
-        ``DEVICE_MEMORY_SHARE`` of its free memory (``dpfed.fts.memory.bytes_per_run`` per run)."""
+    def runs_per_call(self, trials: int | None = None) -> int:
+        """Runs vectorised in one call: ``RUNS_PER_CALL`` on numpy; on torch the whole batch of ``trials``
+        (its runs draw from one device generator, ``dpfed.device_random``, so a batch's scores depend on its
+        seed and size only), on a CUDA device at most what fits in ``DEVICE_MEMORY_SHARE`` of its free
+        memory (``dpfed.fts.memory.bytes_per_run`` per run)."""
         from attacks.backend import free_device_memory
         from dpfed.fts.memory import runs_within
 
-        free = None
-        if getattr(self, "array_backend", "numpy") == "torch":
-            free = free_device_memory(getattr(self, "device", "cpu"))
-        if free is None:
+        if getattr(self, "array_backend", "numpy") != "torch":
             return RUNS_PER_CALL
-        return runs_within(free, self._config, DEVICE_MEMORY_SHARE)
+        whole = RUNS_PER_CALL if trials is None else max(1, int(trials))
+        free = free_device_memory(getattr(self, "device", "cpu"))
+        return whole if free is None else min(whole, runs_within(free, self._config, DEVICE_MEMORY_SHARE))
+
+    def device_bytes_per_trial(self) -> int:
+        """A run's working memory on the device (``dpfed.fts.memory.bytes_per_run``)."""
+        from dpfed.fts.memory import bytes_per_run
+
+        return bytes_per_run(self._config)
 
     def _score(self, batch) -> np.ndarray:
         """Scores (K,) of a batch of runs from its broadcasts (K, T, P, M)."""

@@ -11,21 +11,20 @@ The transcript holds every upload (agent -> server, name ``upload``) and broadca
 name ``broadcast``, payload (P, M)), by round.
 
 Randomness: each run's seed is split into independent streams (objective, features, agents, server,
-observations, initial design), so a seed reproduces a run bit for bit. ``run_fts_batch`` runs K seeds
-at once along a leading trial axis (``dpfed.trials.TrialStreams``): run k of a batch is the run
-``run_fts`` makes with seed k. ``run_fts`` is a batch of one.
+observations, initial design). On NumPy a seed reproduces a run bit for bit: ``run_fts_batch`` runs K
+seeds at once along a leading trial axis (``dpfed.trials.TrialStreams``) and run k of a batch is the run
+``run_fts`` makes with seed k (``run_fts`` is a batch of one).
 
-Backends (``dpfed.arrays``): ``backend="torch"`` runs the per-round arithmetic (posterior updates and
-draws, feature evaluation and scoring of candidates, the server's release) on PyTorch tensors of
-``device``, in float64 (candidates scored in ``SCORING_DTYPE``), written once against the array
-namespace. The random numbers stay the per-run NumPy streams, drawn on the host and copied to the device,
-so a seed means the same run on both backends: the transcripts agree up to the order of floating-point
-sums (about 1e-12 relative here), unless such a difference flips the argmax of two candidate scores
-within float32 rounding of each other (measured: 3 of 100 full 60-round runs of the end-to-end probe's
-configuration take another path; none with float64 scoring). The host generator is a cost
-(``DeviceStreams.seconds``: about 10% of a torch-CPU run's time, more on a GPU, where the rest shrinks); a
-counter-based device generator would be cheaper but would break the same-seed-same-run property. The
-objective is evaluated on the host; results come back as NumPy arrays.
+Backends (``dpfed.arrays``): ``backend="torch"`` runs everything per round on PyTorch tensors of
+``device`` (posterior updates and draws, the synthetic objective, feature evaluation and scoring of
+candidates, histories, the server's release), written once against the array namespace, and draws the
+random numbers on the device too: one generator per stream for the whole call
+(``dpfed.device_random.BatchStreams``), so a round makes no host draw, no host-device copy and no
+synchronisation. The same seeds in one call give the same runs within the torch backend; run k is then
+not ``run_fts(seed_k)`` and not the NumPy backend's run k (other generators): same seed, same scores
+holds within one backend, not across backends. Posteriors, uploads and releases stay in float64 (the
+uploads are what a replaying observer reconstructs; the release noise's law is what the accountants
+analyse); candidates are scored in ``SCORING_DTYPE``. Results come back as NumPy arrays.
 """
 
 from __future__ import annotations
@@ -88,7 +87,8 @@ def run_fts_batch(
 ) -> FTSBatchResult:
     """K = ``len(rngs)`` independent runs in one vectorised computation (BLAS limited to one thread).
 
-    Run k is identical to ``run_fts(config, rngs[k], ...)`` (same seed, same options). A shared
+    On numpy run k is identical to ``run_fts(config, rngs[k], ...)`` (same seed, same options); on torch
+    the call's runs draw together on the device (module docstring: same seeds, same call, same runs). A shared
     ``objective`` is used by every run (else each run draws its own from its seed); ``upload_hook`` is
     called per run. ``record_uploads=False`` keeps only the broadcasts (memory: K T slots M floats).
     ``backend``/``device``: where the arithmetic runs (module docstring); ConfigurationError if it cannot.
@@ -122,12 +122,14 @@ def _slot_regions(config: FTSConfig, canary_vector, canary_subregion) -> np.ndar
     return regions
 
 
-def _initial_points(config, rng, trials: int):
+def _initial_points(config, rng, trials: int, arrays=None):
     """Initial design: uniform on [0, 1]^d, or in sub-region ``n mod subregions`` for agent n (DE)."""
     n, k, d = config.num_agents, config.init_points, config.dim
     u = rng.random((trials, n, k, d))
     if config.initial_design == "subregion" and config.subregions > 1:
         b = box_partition(d, config.subregions)[assignment(n, config.subregions)]  # (N, 2, d)
+        if arrays is not None and not arrays.is_numpy:
+            b = arrays.asarray(b)
         return b[:, None, 0] + u * (b[:, None, 1] - b[:, None, 0])
     return u
 
@@ -135,43 +137,57 @@ def _initial_points(config, rng, trials: int):
 class _BatchedRun:
     """State of K runs between rounds: posteriors, histories, the server and what was released.
 
-    Posteriors, features, uploads and releases live on ``arrays`` (``self.xp``); the histories of
-    queries and values, the objective and the per-run random streams on the host.
+    Everything lives on ``arrays`` (``self.xp``): on torch the histories, the draws and (for a shared
+    synthetic objective) the evaluations too, so a round makes no host-device copy and no
+    synchronisation (only an ``upload_hook`` or a host objective brings values back to the host).
     """
 
     def __init__(self, config, rngs, mechanism, objective, canary_vector, canary_subregion, hook, record, arrays):
         c = self.config = config
         self.arrays, self.xp = arrays, arrays.xp
         self.trials = len(rngs)
-        streams = dict(zip(STREAMS, split_streams(rngs, len(STREAMS)), strict=True))
-        self.host_agents, self.obs = streams["agents"], streams["observations"]
-        self.agents, self.server_rng = arrays.streams(streams["agents"]), arrays.streams(streams["server"])
-        self.objective = TrialObjectives(c, objective, streams["objective"])
+        streams = arrays.run_streams(rngs, STREAMS)
+        self.agents, self.server_rng, self.obs = streams["agents"], streams["server"], streams["observations"]
+        host = streams
+        if not arrays.is_numpy and not _shared_synthetic(objective):  # a host objective: per-run streams
+            host = dict(zip(STREAMS, split_streams(rngs, len(STREAMS)), strict=True))
+            self.obs = host["observations"]
+        self.objective = TrialObjectives(c, objective, host["objective"], arrays)
         self.regions = _slot_regions(c, canary_vector, canary_subregion)
         self.canary = None if canary_vector is None else arrays.asarray(np.asarray(canary_vector, dtype=float))
         self.hook, self.record = hook, bool(record)
         self.boxes = arrays.asarray(box_partition(c.dim, c.effective_subregions))
         self._draw_features(streams["features"])
         self._build_server(mechanism)
-        x0 = _initial_points(c, streams["initial design"], self.trials)
-        self.queries = np.zeros(x0.shape[:2] + (c.init_points + c.rounds, c.dim))
-        self.observed = np.zeros(self.queries.shape[:-1])
-        self.true = np.zeros(self.queries.shape[:-1])
+        x0 = _initial_points(c, streams["initial design"], self.trials, arrays)
+        self.queries = self._zeros(tuple(x0.shape[:2]) + (c.init_points + c.rounds, c.dim))
+        self.observed = self._zeros(tuple(self.queries.shape[:-1]))
+        self.true = self._zeros(tuple(self.queries.shape[:-1]))
         self.count = 0
         self.utility = [self._observe(x0)]
         self.released, self.sampled, self.used, self.uploads = [], [], [], []
 
+    def _zeros(self, shape):
+        if self.arrays.is_numpy:
+            return np.zeros(shape)
+        return self.xp.zeros(shape, dtype=self.xp.float64, device=self.arrays.device)
+
     def _draw_features(self, feature_streams) -> None:
         c, d = self.config, self.config.dim
-        pairs = [
-            (
-                RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, g, c.kernel_variance),
-                RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, g),
-            )
-            for g in feature_streams.generators
-        ]
-        self.shared = RandomFourierFeatures.stack(p[0] for p in pairs).on(self.arrays)
-        self.local = RandomFourierFeatures.stack(p[1] for p in pairs).on(self.arrays)
+        if self.arrays.is_numpy:
+            pairs = [
+                (
+                    RandomFourierFeatures.draw(d, c.num_features, c.lengthscale, g, c.kernel_variance),
+                    RandomFourierFeatures.draw(d, c.local_num_features, c.local_lengthscale, g),
+                )
+                for g in feature_streams.generators
+            ]
+            self.shared = RandomFourierFeatures.stack(p[0] for p in pairs)
+            self.local = RandomFourierFeatures.stack(p[1] for p in pairs)
+        else:  # the same laws, drawn for all runs at once on the device
+            self.shared = _device_features(feature_streams, d, c.num_features, c.lengthscale, c.kernel_variance)
+            self.local = _device_features(feature_streams, d, c.local_num_features, c.local_lengthscale, 1.0)
+        self.shared, self.local = self.shared.on(self.arrays), self.local.on(self.arrays)
         batch, capacity = (self.trials, c.num_agents), c.init_points + c.rounds
         self.shared_post = feature_posteriors(batch, self.shared, c.obs_noise_var, capacity=capacity)
         self.local_post = feature_posteriors(batch, self.local, c.local_noise_var, centre=True, capacity=capacity)
@@ -195,29 +211,31 @@ class _BatchedRun:
         self.present = np.arange(c.declared_population) < c.num_agents
         if self.canary is not None:
             self.present[c.num_agents] = True
+        self.present_on_backend = self.arrays.asarray(self.present)
+        if self.server is not None:
+            self.server.preload_weights(self.present_on_backend, c.rounds)
 
-    def _observe(self, x, draw_next: bool = True) -> np.ndarray:
+    def _observe(self, x, draw_next: bool = True):
         """Query ``x`` (K, N, k, d) for every agent and add it to the histories; with ``draw_next``, also
         draw every agent's posterior samples for the next round (uploaded omega, local theta).
         Returns the utility (K, N)."""
         y, t = self.objective.evaluate(x, self.obs)
         upload_rng = self.agents if draw_next and self.federated else None
-        on_device = self.arrays.asarray(x), self.arrays.asarray(y)
-        self.omega = self.shared_post.add(*on_device, upload_rng)
-        self.theta = self.local_post.add(*on_device, self.agents if draw_next else None)
+        self.omega = self.shared_post.add(x, y, upload_rng)
+        self.theta = self.local_post.add(x, y, self.agents if draw_next else None)
         k = x.shape[2]
         self.queries[:, :, self.count : self.count + k] = x
         self.observed[:, :, self.count : self.count + k] = y
         self.true[:, :, self.count : self.count + k] = t
         self.count += k
-        return self.objective.utility(self.true[:, :, : self.count].max(axis=2))
+        return self.objective.utility(self.xp.max(self.true[:, :, : self.count], axis=2))
 
     def round(self, j: int) -> None:
         """One BO iteration of every run: uploads and broadcast, then every agent's query."""
         blocks = self._broadcast(j) if self.federated else None
         x, go_local = self._choose(j, blocks)
         self.utility.append(self._observe(x[:, :, None, :], draw_next=j < self.config.rounds))
-        self.used.append(~go_local if blocks is not None else np.zeros_like(go_local))
+        self.used.append(~go_local if blocks is not None else self.xp.zeros_like(go_local))
 
     def _broadcast(self, j: int):
         c, n, xp = self.config, self.config.num_agents, self.xp
@@ -229,7 +247,7 @@ class _BatchedRun:
         if self.hook is not None:
             hooked = [self.hook(j, u.copy(), self.present.copy()) for u in self.arrays.to_numpy(uploads)]
             uploads = self.arrays.asarray(np.stack([np.asarray(u, dtype=float) for u in hooked]))
-        blocks, mask = self.server.aggregate(uploads, self.present, j - 1, self.server_rng)
+        blocks, mask = self.server.aggregate(uploads, self.present_on_backend, j - 1, self.server_rng)
         self.released.append(blocks)
         self.sampled.append(mask)
         self._last_uploads = uploads
@@ -242,40 +260,39 @@ class _BatchedRun:
         c, d, xp = self.config, self.config.dim, self.xp
         acq = dict(candidates=c.candidates, refine_steps=c.refine_steps, refine_samples=c.refine_samples)
         explore = self.federated or c.explore_uniform
-        go_local = self.host_agents.random((self.trials, c.num_agents)) < mixing_probability(
+        go_local = self.agents.random((self.trials, c.num_agents)) < mixing_probability(
             j, c.mixing if explore else "local"
         )
         x, _ = maximise(
             LinearFunctions(self.local, self.theta, self.local_post.offsets, SCORING_DTYPE), d, self.agents, **acq
         )
-        local = self.arrays.asarray(go_local)[..., None]
+        local = go_local[..., None]
         if blocks is not None:
             xg, _ = maximise(PiecewiseFunction(self.shared, blocks, self.boxes, SCORING_DTYPE), d, self.agents, **acq)
             x = xp.where(local, x, xg)
         elif c.explore_uniform:  # ablation: a random query instead of the broadcast
             x = xp.where(local, x, self.agents.random((self.trials, c.num_agents, d)))
-        x = self.arrays.to_numpy(x)
         history = self.queries[:, :, : self.count]
-        repeat = np.min(np.abs(history - x[:, :, None, :]).max(axis=3), axis=2) < 1e-12
-        x = np.where(repeat[..., None], self.host_agents.random((self.trials, c.num_agents, c.dim)), x)
+        repeat = xp.min(xp.max(xp.abs(history - x[:, :, None, :]), axis=3), axis=2) < 1e-12
+        x = xp.where(repeat[..., None], self.agents.random((self.trials, c.num_agents, c.dim)), x)
         return x, go_local
 
     def result(self) -> FTSBatchResult:
         final = None
         if self.server is not None:
-            final = self.server.final_release(self._last_uploads, self.present, self.config.rounds - 1)
-        private, host = self.mechanism is not None, self.arrays.to_numpy
+            final = self.server.final_release(self._last_uploads, self.present_on_backend, self.config.rounds - 1)
+        private, host, xp = self.mechanism is not None, self.arrays.to_numpy, self.xp
         return FTSBatchResult(
             config=self.config,
-            queries=self.queries,
-            observed=self.observed,
-            true_values=self.true,
-            utility_per_agent=np.stack(self.utility, axis=2),
+            queries=host(self.queries),
+            observed=host(self.observed),
+            true_values=host(self.true),
+            utility_per_agent=host(xp.stack(self.utility, axis=2)),
             present=self.present,
-            uploads=host(self.xp.stack(self.uploads, axis=1)) if self.record and self.uploads else None,
-            broadcasts=host(self.xp.stack(self.released, axis=1)) if self.released else None,
-            sampled=host(self.xp.stack(self.sampled, axis=1)) if private else None,
-            used_broadcast=np.stack(self.used, axis=1),
+            uploads=host(xp.stack(self.uploads, axis=1)) if self.record and self.uploads else None,
+            broadcasts=host(xp.stack(self.released, axis=1)) if self.released else None,
+            sampled=host(xp.stack(self.sampled, axis=1)) if private else None,
+            used_broadcast=host(xp.stack(self.used, axis=1)),
             releases=self.server.releases if self.server else 0,
             mechanism=self.mechanism,
             block_noise_std=np.stack([self.server.block_noise_std(t) for t in range(self.config.rounds)])
@@ -284,6 +301,20 @@ class _BatchedRun:
             final_release=host(final),
             utility_name=self.objective.utility_name,
         )
+
+
+def _shared_synthetic(objective) -> bool:
+    from dpfed.objectives.synthetic import SyntheticGP
+
+    return isinstance(objective, SyntheticGP)
+
+
+def _device_features(streams, dim: int, num_features: int, lengthscale: float, variance: float):
+    """One ``RandomFourierFeatures`` draw per run (stacked), drawn on the device streams' device."""
+    runs = len(streams)
+    frequencies = streams.standard_normal((runs, num_features, dim)) / lengthscale
+    phases = streams.uniform(0.0, 2.0 * np.pi, size=(runs, num_features))
+    return RandomFourierFeatures(frequencies, phases, float(variance), True)
 
 
 run_fts_de = run_fts

@@ -92,4 +92,7 @@ class RandomFourierFeatures:
             norms = xp.sqrt(xp.sum(raw * raw, axis=-1, keepdims=True))  # = np.linalg.norm's arithmetic
             scale = math.sqrt(self.variance) / xp.clip(xp.astype(norms, xp.float64), min=1e-300)
             return raw * xp.astype(scale, dtype, copy=False)
-        return raw * float(np.dtype(dtype).type(math.sqrt(2.0 * self.variance / self.num_features)))
+        factor = math.sqrt(2.0 * self.variance / self.num_features)
+        if xp is np:
+            return raw * float(np.dtype(dtype).type(factor))
+        return raw * float(np.dtype(str(dtype).split(".")[-1]).type(factor))  # rounded to ``dtype`` as on NumPy

@@ -4,11 +4,12 @@ An estimate in float64 words of the arrays alive at once in ``run_fts_batch``, p
 state of both models (weight space: the N square roots, M x M, plus the two temporaries of a rank-one
 update; Matheron: the bordered factor, capacity x (capacity + M)), one scoring pass of the acquisition
 maximiser (candidate features in float64 angles and float32 cosines, per agent scores, refinement
-proposals) and what the run keeps (broadcasts, sample masks, uploads if recorded). It is doubled to cover
-the allocator's slack and short-lived copies, so it errs on the safe side; batch sizes divide free memory
-by it (``runs_within``). For the ``fts-end-to-end`` probe's configuration (N 29, M 20, T 60) it gives
-1.31 MB per run; measured peak growth of a 1000-run batch on a cpu: 0.61 MB per run (torch), 0.48 MB
-(NumPy).
+proposals), the histories of queries and values (on the device with torch) and what the run keeps
+(broadcasts, sample masks, uploads if recorded). It is doubled to cover the allocator's slack and
+short-lived copies, so it errs on the safe side; batch sizes divide free memory by it (``runs_within``).
+For the ``fts-end-to-end`` probe's configuration (N 29, M 20, T 60) it gives 1.43 MB per run; measured
+peak growth of a 1000-run batch on a cpu (before the histories moved to the device): 0.61 MB per run
+(torch), 0.48 MB (NumPy).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def bytes_per_run(config: FTSConfig, record_uploads: bool = False) -> int:
     words = sum(_posterior_words(n, m, capacity) for m in (c.num_features, c.local_num_features))
     points = c.candidates + n * (c.refine_samples if c.refine_steps else 0)  # scored at once
     words += 2 * points * max(c.num_features, c.local_num_features) + n * c.candidates
+    words += n * capacity * (2 * c.dim + 2)  # histories (queries, observed, true) and the repeat check's
     slots, blocks = c.declared_population, c.effective_subregions
     words += c.rounds * (blocks * c.num_features + slots) + 4 * slots * c.num_features
     if record_uploads:

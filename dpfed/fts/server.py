@@ -98,9 +98,9 @@ class Server:
         xp = namespace_of(uploads)
         present = like(uploads, present, dtype=xp.bool)
         uploads = xp.where(present[:, None], xp.asarray(uploads, dtype=xp.float64), 0.0)
-        w = self.weights(round_index)
+        w = self._weights_like(uploads, round_index)
         if self.mechanism is None:
-            return like(uploads, w) @ uploads, xp.asarray(xp.broadcast_to(present, uploads.shape[:-1]), copy=True)
+            return w @ uploads, xp.asarray(xp.broadcast_to(present, uploads.shape[:-1]), copy=True)
         rng = as_generator(rng)
         noisy, mask = self.mechanism.release(uploads, rng, weights=w, scale=1.0 / self.mechanism.rate, return_mask=True)
         mask = mask & present
@@ -122,10 +122,34 @@ class Server:
         present = like(uploads, present, dtype=xp.bool)
         return like(uploads, self.weights(round_index)) @ xp.where(present[:, None], uploads, 0.0)
 
+    def preload_weights(self, reference, rounds: int) -> None:
+        """Copy the weights of round indices 0..rounds-1 to ``reference``'s device in one transfer, so that
+        the rounds of a batched run on a GPU copy nothing from the host (NumPy: nothing to do)."""
+        if namespace_of(reference) is np:
+            return
+        stacked = like(reference, np.stack([self.weights(t) for t in range(int(rounds))]))
+        cache = self.__dict__.setdefault("_device_weights", {})
+        for t in range(int(rounds)):
+            cache[(t, str(reference.device))] = stacked[t]
+
+    def _weights_like(self, uploads, round_index: int):
+        """``weights(round_index)``: NumPy for NumPy uploads, else on the uploads' device (preloaded, or
+        copied once per round index and device)."""
+        xp = namespace_of(uploads)
+        if xp is np:
+            return self.weights(round_index)
+        cache = self.__dict__.setdefault("_device_weights", {})
+        key = (round_index, str(uploads.device))
+        if key not in cache:
+            cache[key] = like(uploads, self.weights(round_index))
+        return cache[key]
+
 
 def _uniform_when_empty(noisy, empty, rng):
     """Replace the release of every run whose sample is empty by U[0, 1) draws of that run's stream."""
     xp = namespace_of(noisy)
+    if getattr(rng, "draws_on_device", False):  # one draw for every run, kept where empty: no synchronisation
+        return xp.where(empty[..., None, None], rng.random(tuple(noisy.shape)), noisy)
     if not bool(xp.any(empty)):
         return noisy
     if hasattr(rng, "subset"):  # a TrialStreams (dpfed.trials), or one drawing onto a device (dpfed.arrays)

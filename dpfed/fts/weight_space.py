@@ -8,7 +8,8 @@ observation by the rank-one downdate ``R <- R - g (R v) v^T``, ``v = R^T phi``,
 ``R (R^T Phi^T (y - offset) + sqrt(lam) xi)``, ``xi ~ N(0, I_M)``: O(M^2) per agent whatever the
 number of observations, cheaper than Matheron's rule once observations outnumber features. Matrix-
 vector products are batched matmuls (about 5x faster here than broadcast-and-sum). The state lives on
-the features' array backend (``dpfed.arrays``); the draws ``xi`` come from the generator's.
+the features' array backend (``dpfed.arrays``); the draws ``xi`` come from the generator's (on torch,
+the device streams of ``dpfed.device_random``); the rank-one update is one in-place ``baddbmm_`` there.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ class WeightSpacePosteriors(PosteriorOffsets):
         s = xp.sum(v * v, axis=-1)
         gain = (1.0 - 1.0 / xp.sqrt(1.0 + s)) / xp.where(s > 0, s, 1.0)
         rv = _times_column(self._root, v)  # R v
-        self._root -= (gain[..., None, None] * rv[..., :, None]) * v[..., None, :]
+        if xp is np:
+            self._root -= (gain[..., None, None] * rv[..., :, None]) * v[..., None, :]
+        else:  # one fused batched outer-product update in place (about 2x faster than broadcasting)
+            m = v.shape[-1]
+            flat = self._root.view(-1, m, m)
+            flat.baddbmm_((-gain[..., None] * rv).reshape(-1, m, 1), v.reshape(-1, 1, m))
         self._phi_y += phi * y[..., None]
         self._phi_1 += phi
         self._y_sum = self._y_sum + y

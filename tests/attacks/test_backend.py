@@ -113,3 +113,36 @@ def test_gaussian_probe_on_the_gpu():
     assert stats.ks_2samp(reference, to_numpy(scores)).pvalue > LEVEL
     result = run_attack("gaussian", 10**7, seed=6, reduction="counts", backend="torch", device="cuda")
     assert 1.5 < result.best_rigorous() <= 2.0
+
+
+def test_device_counts_bin_ties_and_edges_as_the_sorted_counts():
+    # Scores exactly on the edges and repeated: bucketize must put a score equal to an edge in the bin
+    # below it, as the sorted counts (binary search, side="right") do.
+    edges = np.array([-1.0, 0.0, 0.5, 2.0])
+    grid = pilot_grid(np.linspace(-3, 3, 50), np.linspace(-2, 4, 50), 1000, 1000, 1e-5, 0.95)
+    rng = np.random.default_rng(4)
+    scores = np.concatenate([rng.choice(np.concatenate([edges, grid.edges]), 300), rng.normal(size=700)])
+    from attacks.estimators.grid import ThresholdGrid
+
+    for g in (ThresholdGrid(edges, np.array([0]), np.array(["in-high"])), grid):
+        expected, got = g.count(scores), g.count(torch.tensor(scores))
+        np.testing.assert_array_equal(got[: g.edges.size + 2], expected[: g.edges.size + 2])  # bins and n
+        np.testing.assert_allclose(got, expected, rtol=1e-12)  # sums in another order; min and max exact
+
+
+def test_cuda_batches_follow_free_memory():
+    from attacks.backend import device_batch_size
+    from attacks.run_plan import plan_run
+
+    probe = get_probe("gaussian")
+    assert device_batch_size(probe, "cpu") is None  # a cpu keeps the probe's batch size
+    size = device_batch_size(probe, "cuda", free=80 * 2**30)
+    assert size == 2**29 and size * probe.device_bytes_per_trial() <= 0.5 * 80 * 2**30  # a power of two that fits
+    assert device_batch_size(probe, "cuda", free=80 * 2**30 + 12345) == size  # stable under small changes
+    plan = plan_run(probe, 10**10, workers=1, memory=128 * 2**30, device_batch=size)
+    assert plan.batch_size == size and plan.reduction == "counts" and plan.batches == -(-(10**10) // size)
+    small_host = plan_run(probe, 10**10, workers=1, memory=8 * 2**30, device_batch=size)
+    assert small_host.batch_size < size  # still capped by host memory
+    fts = get_probe("fts-end-to-end")
+    runs = device_batch_size(fts, "cuda", free=40 * 2**30)
+    assert runs * fts.device_bytes_per_trial() <= 20 * 2**30 < 2 * runs * fts.device_bytes_per_trial()
