@@ -39,7 +39,7 @@ never a crash.
 Exactness: the reconstruction sums in another order than the server, so the residual of world 0 differs
 from the noise by floating-point error. Measured on world-0 runs of the probe's default configuration
 with the server's noise removed (``benchmarks/fts_replay.py --residual``, 200 runs of 60 rounds): largest
-absolute residual 7.1e-15, i.e. 1.6e-15 noise standard deviations (sigma_i(t) >= 4.4). Validity never
+absolute residual 7.1e-15, i.e. 3.4e-15 noise standard deviations (the smallest sigma_i(t) is 2.1). Validity never
 depends on exactness: the score is a function of the broadcasts and of side information independent of
 the canary's bits and of the noise, so any error only costs power; the null-world tests check it.
 """
