@@ -108,8 +108,10 @@ def compare(trials_list, workers: int, bug: str | None) -> None:
     uniform = FtsServerProbe(rounds=60, agents=29, schedule="uniform", delta=DELTA)
     label = f" (planted: {bug})" if bug else ""
     print(f"fts-end-to-end{label}, claim {claim:.3f} at delta {DELTA:.4f}; Clopper-Pearson 95%, seed {SEED}")
-    print(f"{'trials':>7} {'replay':>7} {'canary':>7} {'server matched':>15} {'ratio':>6} "
-          f"{'server uniform':>15} {'ratio':>6} {'verdict':>10} {'wall s':>7} {'cpu s/run':>9}")
+    print(
+        f"{'trials':>7} {'replay':>7} {'canary':>7} {'server matched':>15} {'ratio':>6} "
+        f"{'server uniform':>15} {'ratio':>6} {'verdict':>10} {'wall s':>7} {'cpu s/run':>9}"
+    )
     for trials in trials_list:
         scores, wall, per_run = end_to_end(trials, workers, bug)
         replay = _cp(scores[0]["replay"], scores[1]["replay"])
@@ -117,8 +119,11 @@ def compare(trials_list, workers: int, bug: str | None) -> None:
         peer, wide = _server(matched, trials), _server(uniform, trials)
         bound = clopper_pearson_lower_bound(scores[0]["replay"], scores[1]["replay"], DELTA, 0.95)
         verdict = decide(claim, DELTA, [bound], trials, 0.95).status
-        print(f"{trials:>7} {replay:7.3f} {canary:7.3f} {peer:15.3f} {replay / peer:6.2f} {wide:15.3f} "
-              f"{replay / wide:6.2f} {verdict:>10} {wall:7.1f} {per_run:9.4f}", flush=True)
+        print(
+            f"{trials:>7} {replay:7.3f} {canary:7.3f} {peer:15.3f} {replay / peer:6.2f} {wide:15.3f} "
+            f"{replay / wide:6.2f} {verdict:>10} {wall:7.1f} {per_run:9.4f}",
+            flush=True,
+        )
 
 
 def residual(runs: int = 200) -> None:
@@ -132,8 +137,10 @@ def residual(runs: int = 200) -> None:
         batch = run_fts_batch(probe._config, list(seeds), objective=probe.objective(), record_uploads=True)
         worst = max(worst, float(np.abs(observer.residuals(batch.broadcasts, batch.uploads, batch.sampled)).max()))
     sigma = float(observer.noise_std().min())
-    print(f"residual of {runs} world-0 runs (60 rounds, no noise): max |r| {worst:.2e}, "
-          f"{worst / sigma:.2e} noise standard deviations (smallest sigma {sigma:.3f})")
+    print(
+        f"residual of {runs} world-0 runs (60 rounds, no noise): max |r| {worst:.2e}, "
+        f"{worst / sigma:.2e} noise standard deviations (smallest sigma {sigma:.3f})"
+    )
 
 
 def main(argv=None) -> None:

@@ -84,7 +84,8 @@ def test_correct_code_passes_the_bundled_matrix_target():
     assert result.verdict.status.value == "PASS"
     (probe,) = result.probes
     assert probe.name == "fts-end-to-end" and probe.params["score"] == "replay"
-    assert "whether each other agent was sampled" in probe.threat_model and "not the canary's own sampling" in probe.threat_model
+    assert "whether each other agent was sampled" in probe.threat_model
+    assert "not the canary's own sampling" in probe.threat_model
 
 
 @pytest.mark.slow  # an audit of 600 trials per world of the real algorithm: about 10 s of CPU
@@ -151,5 +152,6 @@ def test_the_null_world_check_has_power_against_a_server_that_skips_clipping(mon
     probe, reps, trials = _null_probe(), 20, 30
     rng = np.random.default_rng(2117)
     out, inn = (probe.scores(w, reps * trials, rng).reshape(reps, trials) for w in (0, 1))
-    positive = sum(clopper_pearson_lower_bound(o, i, probe.default_delta).epsilon > 0 for o, i in zip(out, inn))
+    bounds = [clopper_pearson_lower_bound(o, i, probe.default_delta).epsilon for o, i in zip(out, inn, strict=True)]
+    positive = sum(b > 0 for b in bounds)
     assert positive >= reps // 2
