@@ -229,7 +229,7 @@ class FtsEndToEndProbe(Probe):
         c = self._config
         slot, clip, q = c.num_agents, c.per_vector_clip, c.rate
         if self.score == "replay":
-            return self._observer.scores(batch.broadcasts, batch.uploads, batch.sampled)
+            return self._observer.scores(batch.broadcasts, batch.uploads, batch.sampled, batch.final_release)
         sigma = batch.block_noise_std  # (T, P)
         if self.score == "sampled-weight":
             return self._sampled_weight_score(batch.broadcasts, sigma)

@@ -34,7 +34,9 @@ whitened clipped canary (``attacks.probes.base.log_mixture_ratio``): the Neyman-
 correct mechanism given the side information, i.e. the server-mechanism probe's score
 (``attacks.probes.fts``) on the real runs. A server that deviates from the description (less noise, no
 clip, an un-noised broadcast) leaves a residual that is further from world 0's law: a stronger score,
-never a crash.
+never a crash. A release the description does not make (anything published after the last round) adds
+``DEVIATION_SCORE`` times the canary's share in it (``FtsObserver.extra_release_term``); a correct
+server publishes nothing, so the term is then absent.
 
 Exactness: the reconstruction sums in another order than the server, so the residual of world 0 differs
 from the noise by floating-point error. Measured on world-0 runs of the probe's default configuration
@@ -52,6 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attacks.probes.base import log_mixture_ratio
+
+DEVIATION_SCORE = 1e9  # scale of the term an extra release (one the description does not make) adds
 
 
 def described_gap(round_index: int, gap: float, hold: int, decay: int) -> float:
@@ -120,9 +124,22 @@ class FtsObserver:
         scale = self.weights[:, :, self.slot] / self.rate / self.noise_std()  # (T, P)
         return scale[..., None] * shift
 
-    def scores(self, broadcasts, uploads, sampled) -> np.ndarray:
-        """Exact log-likelihood ratio summed over rounds, shape (K,)."""
+    def scores(self, broadcasts, uploads, sampled, final=None) -> np.ndarray:
+        """Exact log-likelihood ratio summed over rounds, shape (K,); plus ``extra_release_term`` when the
+        server published ``final`` (K, P, M) after the last round (the description publishes nothing)."""
         mu = self.whitened_shift()
         y = self.residuals(broadcasts, uploads, sampled) / self.noise_std()[..., None]
         dot = np.einsum("ktpm,tpm->kt", y, mu)
-        return log_mixture_ratio(dot, np.einsum("tpm,tpm->t", mu, mu), self.rate).sum(axis=1)
+        llr = log_mixture_ratio(dot, np.einsum("tpm,tpm->t", mu, mu), self.rate).sum(axis=1)
+        return llr if final is None else llr + self.extra_release_term(final, uploads)
+
+    def extra_release_term(self, final, uploads) -> np.ndarray:
+        """``DEVIATION_SCORE`` times the canary's share ``s`` in an extra release, clipped to [-1, 1]: the
+        release minus the other agents' weighted last uploads, projected on the canary's weighted upload
+        (s = 1 when that release is the un-noised aggregate with the canary, 0 without it)."""
+        others = np.arange(uploads.shape[2]) != self.slot
+        w = self.weights[-1, :, : uploads.shape[2]]  # (P, slots)
+        residual = np.asarray(final, dtype=float) - (w[:, others] @ np.asarray(uploads[:, -1], dtype=float)[:, others])
+        target = w[:, self.slot, None] * np.asarray(self.canary, dtype=float)  # (P, M)
+        share = np.einsum("kpm,pm->k", residual, target) / max(float(np.sum(target * target)), 1e-300)
+        return DEVIATION_SCORE * np.clip(share, -1.0, 1.0)

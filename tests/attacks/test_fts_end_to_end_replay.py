@@ -93,3 +93,15 @@ def test_replay_scores_are_the_same_on_the_torch_backend():
     expected, scores = collect_scores(reference, 4, 11, batch_size=2), collect_scores(probe, 4, 11, batch_size=2)
     for world in (0, 1):
         np.testing.assert_allclose(scores[world], expected[world], rtol=1e-9, atol=1e-12)
+
+
+def test_an_extra_unnoised_release_separates_the_worlds():
+    # The server's planted `unnoised-final-aggregate` publishes the un-noised aggregate after the last
+    # round, a release the description does not make: the replay's extra-release term is 1e9 with the
+    # canary and 0 without it (exact up to floating-point error), whatever the rounds' noise.
+    from attacks.probes.fts_replay import DEVIATION_SCORE
+
+    probe = FtsEndToEndProbe(rounds=3, planted_bug="unnoised-final-aggregate")
+    rng = np.random.default_rng(3)
+    out, inn = probe.scores(0, 4, rng), probe.scores(1, 4, rng)
+    assert np.all(np.abs(out) < 100) and np.all(inn > DEVIATION_SCORE - 100)
