@@ -105,7 +105,7 @@ def test_big_planted_bug_is_a_violation(monkeypatch, bug):
 # ---- null worlds: the canary at the clip bound against 10x beyond it, through the correct server ----
 
 REPETITIONS = 200
-NULL_TRIALS = 10
+NULL_TRIALS = 20  # the fewest at which a perfectly separating score certifies a positive bound (0.80)
 
 
 def _null_probe():
@@ -129,8 +129,8 @@ def _null_probe():
 
 
 def test_replay_is_valid_on_null_worlds_with_the_canary_beyond_the_clip_bound():
-    # 200 audits of a null world, each Clopper-Pearson on 10 trials per world of the real algorithm
-    # (3 rounds; one batched run of 200 x 10 trials per world split into 200 disjoint audits), at the
+    # 200 audits of a null world, each Clopper-Pearson on 20 trials per world of the real algorithm
+    # (3 rounds; one batched run of 200 x 20 trials per world split into 200 disjoint audits), at the
     # probe's delta. The check fails only if the count of positive bounds is improbably high under the
     # nominal 5% (binomial p < 0.001): a valid probe fails it with probability at most 0.001.
     from attacks.estimators.clopper_pearson import clopper_pearson_lower_bound
@@ -144,12 +144,11 @@ def test_replay_is_valid_on_null_worlds_with_the_canary_beyond_the_clip_bound():
 
 
 def test_the_null_world_check_has_power_against_a_server_that_skips_clipping(monkeypatch):
-    # the same null world with the clip skipped is no longer null: most audits (30 trials per world) give a
-    # positive bound
+    # the same null world with the clip skipped is no longer null: most audits give a positive bound
     from attacks.estimators.clopper_pearson import clopper_pearson_lower_bound
 
     monkeypatch.setattr(Server, "aggregate", BUGS["no-clip"])
-    probe, reps, trials = _null_probe(), 20, 30
+    probe, reps, trials = _null_probe(), 20, NULL_TRIALS
     rng = np.random.default_rng(2117)
     out, inn = (probe.scores(w, reps * trials, rng).reshape(reps, trials) for w in (0, 1))
     bounds = [clopper_pearson_lower_bound(o, i, probe.default_delta).epsilon for o, i in zip(out, inn, strict=True)]
