@@ -32,18 +32,20 @@ noise, ``b_c`` the canary's bit. The score is the exact log-likelihood ratio of 
 ``sum_t log[(1-q) + q exp(<y_t, mu_t> - |mu_t|^2 / 2)]`` with ``y_t`` the whitened residual and ``mu_t`` the
 whitened clipped canary (``attacks.probes.base.log_mixture_ratio``): the Neyman-Pearson test of the
 correct mechanism given the side information, i.e. the server-mechanism probe's score
-(``attacks.probes.fts``) on the real runs. A server that deviates from the description (less noise, no
-clip, an un-noised broadcast) leaves a residual that is further from world 0's law: a stronger score,
-never a crash. A release the description does not make (anything published after the last round) adds
-``DEVIATION_SCORE`` times the canary's share in it (``FtsObserver.extra_release_term``); a correct
-server publishes nothing, so the term is then absent.
+(``attacks.probes.fts``) on the real runs. A server that deviates from the description changes the
+residual's law, never the observer's code: no crash, and for the deviations planted in the tests (less
+noise, no clip with the canary beyond the bound, an un-noised broadcast) a stronger score. A release
+the description does not make (anything published after the last round) adds ``DEVIATION_SCORE`` times
+the canary's share in it (``FtsObserver.extra_release_term``); a correct server publishes nothing, so
+the term is then absent.
 
 Exactness: the reconstruction sums in another order than the server, so the residual of world 0 differs
 from the noise by floating-point error. Measured on world-0 runs of the probe's default configuration
 with the server's noise removed (``benchmarks/fts_replay.py --residual``, 200 runs of 60 rounds): largest
-absolute residual 7.1e-15, i.e. 3.4e-15 noise standard deviations (the smallest sigma_i(t) is 2.1). Validity never
-depends on exactness: the score is a function of the broadcasts and of side information independent of
-the canary's bits and of the noise, so any error only costs power; the null-world tests check it.
+absolute residual 7.1e-15, i.e. 3.4e-15 noise standard deviations (the smallest sigma_i(t) is 2.1).
+Validity never depends on exactness: the score is a function of the broadcasts and of side information
+independent of the canary's bits and of the noise, so any error only costs power; the null-world tests
+(``tests/attacks/test_fts_end_to_end_null_worlds.py``) check it.
 """
 
 from __future__ import annotations
