@@ -9,7 +9,14 @@ what is private (N, q, z, S, P, T and the weights are the preset's): 20 random f
 100, a 64-basis synthetic objective, 50 acquisition candidates without refinement. Scores (all valid
 test statistics for any implementation; each is strongest against a different failure):
 
-* ``canary`` (default): the crafted-canary log-likelihood ratio of the server-mechanism probe computed
+* ``replay`` (default): the replaying adversary of ``attacks.probes.fts_replay`` (whose docstring
+  states the threat model: it knows every other agent's data, seeds and inclusion bits, not the
+  canary's bit nor the noise). It subtracts the other agents' clipped, weighted uploads, reconstructed
+  from the algorithm's description, from every broadcast and scores the residual with the exact
+  log-likelihood ratio of the server-mechanism probe, summed over rounds. With ``canary_norm > 1`` the
+  canary sits beyond the clip bound; the score still assumes the clipped canary (a correct server's),
+  so a server that skips clipping moves the residual further than the score expects;
+* ``canary``: the crafted-canary log-likelihood ratio of the server-mechanism probe computed
   from the broadcasts, treating the real agents' (clipped, unknown) contributions as part of the noise;
 * ``sampled-weight``: the weight ``W`` sampled in the canary's sub-region, estimated per round from the
   canary block's norm (``W ~ q sigma sqrt(M) / |b|``), turned into a count ``c = W / w_canary`` of
@@ -40,7 +47,13 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.probes.base import Probe, check_world, log_mixture_ratio
 from attacks.probes.fts import effective_noise_multiplier
 
-SCORES = ("canary", "sampled-weight", "final-release")
+SCORES = ("replay", "canary", "sampled-weight", "final-release")
+REPLAY_THREAT_MODEL = (
+    "broadcast view with replay: the adversary sees every broadcast, knows (or chose) every other agent's "
+    "data and seeds and whether each other agent was sampled in each round, but not the canary's own "
+    "sampling nor the server's noise; it recomputes the other agents' uploads and subtracts their clipped, "
+    "weighted sum from each broadcast; unit: one agent (all of its uploads)"
+)
 RUNS_PER_CALL = 25  # runs vectorised together on a cpu (peak memory ~ 0.5 MB per run, dpfed.fts.memory)
 DEVICE_MEMORY_SHARE = 0.5  # share of a GPU's free memory one call may fill (``dpfed.fts.memory``)
 
@@ -58,7 +71,7 @@ class FtsEndToEndProbe(Probe):
     num_features: int = 20
     objective_basis: int = 64
     canary_norm: float = 1.0
-    score: str = "canary"
+    score: str = "replay"
     planted_bug: str = "none"
     empty_sample_fallback: str = "noise"
     data_seed: int = 0
@@ -78,6 +91,7 @@ class FtsEndToEndProbe(Probe):
         if self.score not in SCORES:
             raise ConfigurationError("score", f"choose one of {', '.join(SCORES)}, got {self.score!r}")
         require_number("canary_norm", self.canary_norm, low=0)
+        self.threat_model = REPLAY_THREAT_MODEL if self.score == "replay" else "broadcast view"
         changes = {
             "rounds": int(require_number("rounds", self.rounds, low=1, integer=True)),
             "candidates": self.candidates,
@@ -97,6 +111,29 @@ class FtsEndToEndProbe(Probe):
         self.default_delta = self._config.dp_delta
         self._weights = self._schedule()
         self._objective = None
+        self._observer = self._make_observer() if self.score == "replay" else None
+
+    def _make_observer(self):
+        """The replaying adversary (``attacks.probes.fts_replay``), built from the configuration's public
+        description only (weights, clip, rate, noise), never from the server's code."""
+        from accounting.mechanisms import Sampling
+        from attacks.probes.fts_replay import FtsObserver, described_weights
+
+        c = self._config
+        if Sampling.parse(c.sampling) is not Sampling.POISSON:
+            raise ConfigurationError(
+                "score", "replay needs Poisson sampling (the others' inclusion bits then say nothing of the canary's)"
+            )
+        weights = described_weights(
+            c.rounds, c.declared_population, c.effective_subregions, c.weight_gap, c.weight_hold, c.weight_decay
+        )
+        return FtsObserver(c.rate, c.noise_multiplier, c.clip, weights, c.num_agents, self._canary_vector())
+
+    def _canary_vector(self) -> np.ndarray:
+        """The canary's upload: ``canary_norm`` times the per-vector clip along the first feature."""
+        vector = np.zeros(self._config.num_features)
+        vector[0] = self.canary_norm * self._config.per_vector_clip
+        return vector
 
     def _schedule(self) -> np.ndarray:
         from dpfed.fts.partition import assignment
@@ -158,9 +195,7 @@ class FtsEndToEndProbe(Probe):
         from dpfed.fts.algorithm import run_fts_batch
 
         c = self._config
-        vector = np.zeros(c.num_features)
-        vector[0] = self.canary_norm * c.per_vector_clip
-        canary = vector if check_world(world) else None
+        canary = self._canary_vector() if check_world(world) else None
         seeds = host_generator(rng).spawn(int(trials))
         backend, device = getattr(self, "array_backend", "numpy"), getattr(self, "device", "cpu")
         out, step = [], self.runs_per_call(len(seeds))
@@ -170,7 +205,7 @@ class FtsEndToEndProbe(Probe):
                 seeds[start : start + step],
                 objective=self.objective(),
                 canary_vector=canary,
-                record_uploads=False,
+                record_uploads=self._records_uploads,
                 backend=backend,
                 device=device,
             )
@@ -189,18 +224,27 @@ class FtsEndToEndProbe(Probe):
             return RUNS_PER_CALL
         whole = RUNS_PER_CALL if trials is None else max(1, int(trials))
         free = free_device_memory(getattr(self, "device", "cpu"))
-        return whole if free is None else min(whole, runs_within(free, self._config, DEVICE_MEMORY_SHARE))
+        if free is None:
+            return whole
+        return min(whole, runs_within(free, self._config, DEVICE_MEMORY_SHARE, record_uploads=self._records_uploads))
+
+    @property
+    def _records_uploads(self) -> bool:
+        """The replay score reads the other agents' uploads (``run_fts_batch(record_uploads=True)``)."""
+        return self.score == "replay"
 
     def device_bytes_per_trial(self) -> int:
         """A run's working memory on the device (``dpfed.fts.memory.bytes_per_run``)."""
         from dpfed.fts.memory import bytes_per_run
 
-        return bytes_per_run(self._config)
+        return bytes_per_run(self._config, self._records_uploads)
 
     def _score(self, batch) -> np.ndarray:
         """Scores (K,) of a batch of runs from its broadcasts (K, T, P, M)."""
         c = self._config
         slot, clip, q = c.num_agents, c.per_vector_clip, c.rate
+        if self.score == "replay":
+            return self._observer.scores(batch.broadcasts, batch.uploads, batch.sampled, batch.final_release)
         sigma = batch.block_noise_std  # (T, P)
         if self.score == "sampled-weight":
             return self._sampled_weight_score(batch.broadcasts, sigma)
