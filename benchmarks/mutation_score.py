@@ -1,0 +1,261 @@
+"""Mutation score of the private variants' release code against their bundled audits (issue 21 item 5).
+
+Run: ``python benchmarks/mutation_score.py [--systems fedzero,fkm,...] [--parallel N] [--count] [--out DIR]``
+(needs the ``mutation`` extra: cosmic-ray). For each system, cosmic-ray mutates the privacy-relevant
+functions of its release code (``SCOPE``: noise, clip, sampling, what is broadcast) in a copy of the
+tracked files (the work tree is never touched), one mutant at a time, and runs
+``benchmarks/mutation_audit.py SYSTEM`` (that system's bundled audit, as ``dpaudit audit`` plans it): a
+VIOLATION (exit 1) or a broken run (exit 3, an exception) kills the mutant, a PASS lets it survive. Prints
+killed / survived per file and every survivor's diff; writes ``DIR/mutation_results.json``.
+
+Operators (``OPERATORS``): cosmic-ray's core operators restricted to the arithmetic ones (+ - * / ** among
+themselves: the bitwise, shift, modulo and floor-division replacements of float code only raise), all
+comparisons, unary operators, boolean and constant replacements, and loops run zero times. Lines of
+input validation (an ``if`` whose body only raises) are not release code and are not mutated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_SEED = 2026
+PYTHON = sys.executable
+
+# system -> [(file, qualified function, line markers or None for the whole function)]
+SCOPE = {
+    "fedzero": [
+        ("dpfed/fedzero/private.py", "_PrivateUplink._per_worker", None),
+        ("dpfed/fedzero/private.py", "WorkerScalarUplink.aggregate", None),
+        ("dpfed/fedzero/private.py", "dp_uplink", None),
+    ],
+    "fkm": [
+        ("dpfed/fkm/private.py", "EventLevelFeedback.observe", None),
+        ("dpfed/fkm/private.py", "event_mechanism", None),
+        ("dpfed/fkm/algorithm.py", "_play", ("feedback.observe", "one_point_gradient", '"loss", observed')),
+    ],
+    "duets": [
+        ("dpfed/duets/private.py", "agent_clip_bound", None),
+        ("dpfed/duets/private.py", "epoch_mechanism", None),
+        ("dpfed/duets/private.py", "release_sum", None),
+        ("dpfed/duets/algorithm.py", "clip_rewards", None),
+        ("dpfed/duets/algorithm.py", "server_release", None),
+        (
+            "dpfed/duets/algorithm.py",
+            "communicate",
+            ("statistics = ", "total = ", "if config.private", "v_bar = ", '"v_bar"'),
+        ),
+    ],
+    "pne": [
+        ("dpfed/pne/private.py", "RewardPrivatizer.__call__", None),
+        ("dpfed/pne/private.py", "RewardPrivatizer.final", None),
+        ("dpfed/pne/private.py", "dp_mechanism", None),
+    ],
+    "fts": [
+        (
+            "dpfed/fts/server.py",
+            "Server.aggregate",
+            ("present = ", "uploads = xp.where", "w = self.weights", "if self.mechanism is None", "mask = ", "if self."),
+        ),
+    ],
+}
+
+_ARITH = "(Add|Sub|Mul|Div|Pow)"
+OPERATORS = re.compile(
+    rf"core/(ReplaceBinaryOperator_{_ARITH}_{_ARITH}$|ReplaceComparisonOperator_|ReplaceUnaryOperator_|AddNot$"
+    r"|ReplaceTrueWithFalse$|ReplaceFalseWithTrue$|ReplaceAndWithOr$|ReplaceOrWithAnd$|NumberReplacer$"
+    r"|ZeroIterationForLoop$|ExceptionReplacer$)"
+)
+
+
+def function_lines(path: Path, qualified: str, markers) -> set[int]:
+    """Line numbers of ``qualified`` (``f`` or ``Class.f``) in ``path`` that may be mutated: all its lines
+    (or those containing one of ``markers``) less input validation (an ``if`` whose body only raises)."""
+    source = path.read_text()
+    tree = ast.parse(source)
+    owner, _, name = qualified.rpartition(".")
+    body = tree.body
+    if owner:
+        (cls,) = [n for n in body if isinstance(n, ast.ClassDef) and n.name == owner]
+        body = cls.body
+    (func,) = [n for n in body if isinstance(n, ast.FunctionDef) and n.name == name]
+    lines = set(range(func.body[0].lineno, func.end_lineno + 1))
+    for node in ast.walk(func):
+        if isinstance(node, ast.If) and all(isinstance(s, ast.Raise) for s in node.body):
+            lines -= set(range(node.lineno, node.end_lineno + 1))
+    if markers:
+        text = source.splitlines()
+        lines = {n for n in lines if any(m in text[n - 1] for m in markers)}
+    return lines
+
+
+def copy_tree(destination: Path) -> None:
+    """The tracked and untracked-but-not-ignored files of the work tree (no caches, no .git)."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+
+
+def _cosmic_ray(*args, cwd: Path, env: dict) -> None:
+    subprocess.run([PYTHON, "-m", "cosmic_ray.cli", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def session(system: str, work: Path, count_only: bool, timeout: float, deadline: float, sample: int | None) -> dict:
+    """Init (scoped, filtered), execute and read one system's cosmic-ray session in its own copy."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    tree = work / system
+    tree.mkdir(parents=True)
+    copy_tree(tree)
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    files = sorted({f for f, _, _ in SCOPE[system]})
+    config = tree / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(files)}\n"
+        f"timeout = {timeout}\n"
+        "excluded-modules = []\n"
+        f'test-command = "{PYTHON} benchmarks/mutation_audit.py {system}"\n'
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+    db_path = tree / "session.sqlite"
+    _cosmic_ray("init", str(config), str(db_path), cwd=tree, env=env)
+    allowed = {}
+    for path, qualified, markers in SCOPE[system]:
+        allowed.setdefault(path, set()).update(function_lines(tree / path, qualified, markers))
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        items = db.work_items
+        kept = [
+            w
+            for w in items
+            if all(
+                m.start_pos[0] in allowed.get(str(m.module_path), ()) and OPERATORS.match(m.operator_name)
+                for m in w.mutations
+            )
+        ]
+        in_scope = len(kept)
+        if sample is not None and sample < in_scope:  # a uniform sample, fixed seed (reruns test the same ones)
+            kept = random.Random(SAMPLE_SEED).sample(kept, sample)
+        db.clear()
+        db.add_work_items(kept)
+    if count_only:
+        return {"system": system, "in_scope": in_scope, "mutants": len(kept), "results": []}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [PYTHON, "-m", "cosmic_ray.cli", "exec", str(config), str(db_path)],
+        cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        process.wait(timeout=max(1.0, deadline - time.time()))
+    except subprocess.TimeoutExpired:  # out of time: stop this session (its test runs in a group of its own)
+        import psutil
+
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
+        process.kill()
+        process.wait()
+    seconds = time.perf_counter() - start
+    results = []
+    with use_db(str(db_path), WorkDB.Mode.open) as db:
+        by_id = {w.job_id: w for w in db.work_items}
+        for job_id, result in db.results:
+            (mutation,) = by_id[job_id].mutations
+            output = result.output or ""
+            verdict = "violation" if "VIOLATION:" in output else "error" if result.is_killed else "pass"
+            if result.test_outcome and result.test_outcome.value == "incompetent":
+                verdict = "incompetent"
+            results.append(
+                {
+                    "file": str(mutation.module_path),
+                    "line": mutation.start_pos[0],
+                    "operator": mutation.operator_name,
+                    "occurrence": mutation.occurrence,
+                    "killed": bool(result.is_killed),
+                    "verdict": verdict,
+                    "worker_outcome": result.worker_outcome.value,
+                    "diff": result.diff,
+                    "output": output[-600:],
+                }
+            )
+    return {
+        "system": system,
+        "in_scope": in_scope,
+        "mutants": len(kept),
+        "seconds": seconds,
+        "not_run": len(kept) - len(results),
+        "results": results,
+    }
+
+
+def summary(sessions: list[dict]) -> str:
+    lines = ["| system | file | mutants | killed (VIOLATION) | killed (run broke) | survived | score |", "|---" * 7 + "|"]
+    total = killed = 0
+    for s in sessions:
+        for path in sorted({r["file"] for r in s["results"]}):
+            rows = [r for r in s["results"] if r["file"] == path]
+            k = sum(r["killed"] for r in rows)
+            v = sum(r["verdict"] == "violation" for r in rows)
+            total, killed = total + len(rows), killed + k
+            lines.append(f"| {s['system']} | {path} | {len(rows)} | {v} | {k - v} | {len(rows) - k} | {k / len(rows):.0%} |")
+    if total:
+        lines.append(f"| all | | {total} | | | {total - killed} | {killed / total:.1%} |")
+    for s in sessions:
+        for r in s["results"]:
+            if not r["killed"]:
+                lines.append(f"\nSURVIVED {s['system']} {r['file']}:{r['line']} {r['operator']}\n{r['diff']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--systems", default=",".join(SCOPE))
+    parser.add_argument("--parallel", type=int, default=1, help="systems run side by side")
+    parser.add_argument("--count", action="store_true", help="count the mutants in scope; run nothing")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per mutant before cosmic-ray stops it")
+    parser.add_argument("--minutes", type=float, default=60.0, help="stop every session after this long")
+    parser.add_argument("--sample", default="", help="SYSTEM=N,...: test a uniform sample of N of its mutants")
+    parser.add_argument("--out", default=None, help="folder for mutation_results.json (default: a temporary one)")
+    args = parser.parse_args(argv)
+    systems = [s for s in args.systems.split(",") if s]
+    unknown = [s for s in systems if s not in SCOPE]
+    if unknown:
+        parser.error(f"unknown systems {unknown}; choose from {', '.join(SCOPE)}")
+    samples = {k: int(v) for k, v in (item.split("=") for item in args.sample.split(",") if item)}
+    deadline = time.time() + 60.0 * args.minutes
+    out = Path(args.out or tempfile.mkdtemp(prefix="mutation-out-"))
+    work = out / "work"  # one copy of the tree and one cosmic-ray session per system (kept for inspection)
+    if work.exists():
+        shutil.rmtree(work)
+    with ThreadPoolExecutor(max(1, args.parallel)) as pool:
+        sessions = list(pool.map(lambda s: session(s, work, args.count, args.timeout, deadline, samples.get(s)), systems))
+    (out / "mutation_results.json").write_text(json.dumps(sessions, indent=1))
+    for s in sessions:
+        ran = f", {s['seconds']:.0f} s, {s['not_run']} not run in time" if "seconds" in s else ""
+        print(f"{s['system']}: {s['in_scope']} mutants in scope, {s['mutants']} tested{ran}")
+    if args.count:
+        return 0
+    print(summary(sessions))
+    print(f"results: {out / 'mutation_results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
