@@ -60,7 +60,8 @@ def audit_system(system: str, log=print) -> int:
         raise SystemExit(f"{path}: expected {len(names)} targets matching {names}, found {len(planned)}")
     code = 0
     for result in run_audit(planned, options, log=lambda _: None):
-        bounds = ", ".join(f"{p.name} {(p.best_rigorous() or {}).get('epsilon', float('nan')):.3f}" for p in result.probes)
+        best = {p.name: (p.best_rigorous() or {}).get("epsilon", float("nan")) for p in result.probes}
+        bounds = ", ".join(f"{name} {epsilon:.3f}" for name, epsilon in best.items())
         status = result.verdict.status.value
         log(f"{status}: {result.name} (claim {result.claim.epsilon:g}; rigorous bounds: {bounds})")
         code = max(code, {"PASS": 0, "VIOLATION": 1}.get(status, 3))
