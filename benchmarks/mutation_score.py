@@ -118,7 +118,9 @@ def _cosmic_ray(*args, cwd: Path, env: dict) -> None:
     subprocess.run([PYTHON, "-m", "cosmic_ray.cli", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-def session(system: str, work: Path, count_only: bool, timeout: float, deadline: float, sample: int | None) -> dict:
+def session(
+    system: str, work: Path, count_only: bool, timeout: float, deadline: float, sample: int | None, only=None
+) -> dict:
     """Init (scoped, filtered), execute and read one system's cosmic-ray session in its own copy."""
     from cosmic_ray.work_db import WorkDB, use_db
 
@@ -152,6 +154,9 @@ def session(system: str, work: Path, count_only: bool, timeout: float, deadline:
             )
         ]
         in_scope = len(kept)
+        if only:  # FILE:LINE pairs: rerun the mutants of those lines (after a fix), all of them
+            kept = [w for w in kept if f"{w.mutations[0].module_path}:{w.mutations[0].start_pos[0]}" in only]
+            sample = None
         if sample is not None and sample < in_scope:  # a uniform sample, fixed seed (reruns test the same ones)
             kept = random.Random(SAMPLE_SEED).sample(kept, sample)
         db.clear()
@@ -317,6 +322,7 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes", type=float, default=60.0, help="stop every session after this long")
     parser.add_argument("--sample", default="", help="SYSTEM=N,...: test a uniform sample of N of its mutants")
     parser.add_argument("--out", default=None, help="folder for mutation_results.json (default: a temporary one)")
+    parser.add_argument("--only", default="", help="FILE:LINE,...: test only the mutants of these lines")
     parser.add_argument("--summarise", metavar="JSON", help="print the summary of a finished run; run nothing")
     args = parser.parse_args(argv)
     if args.summarise:
@@ -333,7 +339,10 @@ def main(argv=None) -> int:
     if work.exists():
         shutil.rmtree(work)
     with ThreadPoolExecutor(max(1, args.parallel)) as pool:
-        jobs = [pool.submit(session, s, work, args.count, args.timeout, deadline, samples.get(s)) for s in systems]
+        only = set(filter(None, args.only.split(",")))
+        jobs = [
+            pool.submit(session, s, work, args.count, args.timeout, deadline, samples.get(s), only) for s in systems
+        ]
         sessions = [job.result() for job in jobs]
     (out / "mutation_results.json").write_text(json.dumps(sessions, indent=1))
     for s in sessions:
