@@ -28,7 +28,10 @@ ROOT = os.path.dirname(_HERE)
 #: system -> (configuration, names (or name fragments) of its targets that the mutant must fail)
 TARGETS = {
     "fedzero": ("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",)),
-    "fkm": ("configs/audit_fkm.toml", ("DP-FKM (ours), event level, epsilon = 2",)),
+    "fkm": (
+        "configs/audit_fkm.toml",
+        ("DP-FKM (ours), event level, epsilon = 2", "DP-FKM (ours), event level, noise multiplier 2"),
+    ),
     "duets": ("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",)),
     "pne": ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
     "fts": (
