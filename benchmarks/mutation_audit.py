@@ -7,10 +7,12 @@ utility run (utility is not judged; the exact accountant proves each claim used 
 target PASS (the mutant survives); 1: a VIOLATION (the audit kills it); 3: another verdict or an error
 (the mutant breaks the run; counted apart from the VIOLATIONs by ``mutation_score.py``).
 
-Targets per system (``TARGETS``): the targets of the configuration that run the mutated code and whose
-probes have stated power at f = 0.5 (``attacks.power``); the DP-Fed-PNE target at epsilon = 10 has none
-(see BENCHMARKS.md), so its planted-bug matrix target is used; DP-FTS-DE's mechanism-level
-``fts-server`` probe runs the real server (``dpfed.fts.server.Server.aggregate``) in every trial.
+Targets per system (``TARGETS``): the bundled targets that run the mutated code in every trial, with
+stated power (``attacks.power``) where the claim allows it: DP-Fed-PNE's planted-bug matrix target (its
+epsilon = 10 targets repeat the same release at less power) and the correct twin of
+``audit_algorithm_bugs.toml``'s shared-noise target (its node-difference score); DP-FTS-DE's correct twin
+at z = 3 of ``audit_algorithm_bugs.toml`` (the mechanism-level ``fts-server`` probe never runs
+``dpfed.fts.server.Server``, and the end-to-end probe of ``audit_dpftsde.toml`` has no power at its claim).
 """
 
 from __future__ import annotations
@@ -25,21 +27,27 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 ROOT = os.path.dirname(_HERE)
 
-#: system -> (configuration, names (or name fragments) of its targets that the mutant must fail)
+#: system -> [(configuration, names (or name fragments) of its targets that the mutant must fail)]
 TARGETS = {
-    "fedzero": ("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",)),
-    "fkm": (
-        "configs/audit_fkm.toml",
-        ("DP-FKM (ours), event level, epsilon = 2", "DP-FKM (ours), event level, noise multiplier 2"),
-    ),
-    "duets": ("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",)),
-    "pne": ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
-    "fts": (
-        "configs/audit_algorithm_bugs.toml",
+    "fedzero": [("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",))],
+    "fkm": [
         (
-            "DP-FTS-DE, z = 3.0, correct server (twin of the unnoised-final-aggregate target)",
-        ),
-    ),
+            "configs/audit_fkm.toml",
+            ("DP-FKM (ours), event level, epsilon = 2", "DP-FKM (ours), event level, noise multiplier 2"),
+        )
+    ],
+    "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",))],
+    "pne": [
+        ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
+        # the correct twin whose node-difference score sees noise shared across a client's nodes
+        ("configs/audit_algorithm_bugs.toml", ("correct clients (twin of the noise-shared-across-nodes target)",)),
+    ],
+    "fts": [
+        (
+            "configs/audit_algorithm_bugs.toml",
+            ("DP-FTS-DE, z = 3.0, correct server (twin of the unnoised-final-aggregate target)",),
+        )
+    ],
 }
 
 
@@ -49,25 +57,25 @@ def audit_system(system: str, log=print) -> int:
     from reports.audit.config import load_config
     from reports.audit.runner import plan_target, run_audit
 
-    path, names = TARGETS[system]
-    config = load_config(os.path.join(ROOT, path))
-    options = AuditOptions(
-        seed=config["seed"], confidence=config["confidence"], executor="inprocess", progress=False, estimate=False
-    )
-    planned = [
-        plan_target(dataclasses.replace(spec, utility_runs=1, accountants=("exact",)), index, options)
-        for index, spec in enumerate(config["targets"])
-        if any(name in spec.name for name in names)
-    ]
-    if len(planned) != len(names):
-        raise SystemExit(f"{path}: expected {len(names)} targets matching {names}, found {len(planned)}")
     code = 0
-    for result in run_audit(planned, options, log=lambda _: None):
-        best = {p.name: (p.best_rigorous() or {}).get("epsilon", float("nan")) for p in result.probes}
-        bounds = ", ".join(f"{name} {epsilon:.3f}" for name, epsilon in best.items())
-        status = result.verdict.status.value
-        log(f"{status}: {result.name} (claim {result.claim.epsilon:g}; rigorous bounds: {bounds})")
-        code = max(code, {"PASS": 0, "VIOLATION": 1}.get(status, 3))
+    for path, names in TARGETS[system]:
+        config = load_config(os.path.join(ROOT, path))
+        options = AuditOptions(
+            seed=config["seed"], confidence=config["confidence"], executor="inprocess", progress=False, estimate=False
+        )
+        planned = [
+            plan_target(dataclasses.replace(spec, utility_runs=1, accountants=("exact",)), index, options)
+            for index, spec in enumerate(config["targets"])
+            if any(name in spec.name for name in names)
+        ]
+        if len(planned) != len(names):
+            raise SystemExit(f"{path}: expected {len(names)} targets matching {names}, found {len(planned)}")
+        for result in run_audit(planned, options, log=lambda _: None):
+            best = {p.name: (p.best_rigorous() or {}).get("epsilon", float("nan")) for p in result.probes}
+            bounds = ", ".join(f"{name} {epsilon:.3f}" for name, epsilon in best.items())
+            status = result.verdict.status.value
+            log(f"{status}: {result.name} (claim {result.claim.epsilon:g}; rigorous bounds: {bounds})")
+            code = max(code, {"PASS": 0, "VIOLATION": 1}.get(status, 3))
     return code
 
 
