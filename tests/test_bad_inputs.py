@@ -307,6 +307,14 @@ RUN_CASES += [
         ("fkm", "runs", "1e12"),
         ("fkm", "horizon", "1e12"),
         ("dp-fkm", "dim", "1e9"),
+        # the FTS and Fed-PNE families named the horizon / rounds with "at most about 0 fits" (issue 21)
+        ("fts", "runs", "1e9"),
+        ("dp-fts-de", "rounds", "1e30"),
+        ("ts", "runs", "1e9"),
+        ("fed-pne", "runs", "1e9"),
+        ("dp-fed-pne", "clients", "1e9"),
+        ("dp-fed-pne", "horizon", "1e30"),
+        ("hct", "runs", "1e9"),
     ]
 ]
 RUN_CASES.append(

@@ -87,9 +87,12 @@ class FkmTarget(BaseTarget):
         return {**self._noise(), "private": self.private, "delta": self.claim.delta}
 
     def _noise(self) -> dict:
+        """What the probes build their mechanism from: the target's own parameters (epsilon, or a configured
+        noise multiplier), so ``event_mechanism`` calibrates it as a run does and a bug in that calibration
+        reaches the probes (issue 21's mutation score: passing the calibrated multiplier hid one)."""
         if not self.private:
             return {}
-        return {"epsilon": self.privacy["epsilon"], "noise_multiplier": self.mechanism.noise_multiplier}
+        return {"epsilon": self.privacy["epsilon"], "noise_multiplier": self.privacy["noise_multiplier"]}
 
     def _end_to_end_probe(self, name: str, explicit: dict) -> dict:
         """The whole run, the canary at mid-run (the configuration may name another ``canary_round``)."""

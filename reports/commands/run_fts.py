@@ -14,7 +14,6 @@ import numpy as np
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
-    check_memory,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -23,6 +22,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell
+from reports.commands.run_sizes import refuse_unless_fits
 
 ALGORITHM_HELP = {
     "fts": "federated TS through a server, P = 1, no privacy",
@@ -79,14 +79,19 @@ def check_fts_memory(config, runs: int) -> None:
     """Refuse sizes that cannot fit: each agent-round keeps its uploads (P vectors of M features) in the
     transcript; the acquisition scores all candidates against the features of every agent at once."""
     features = config.num_features + config.local_num_features
-    per_round = float(runs) * config.num_agents * (16.0 * features * config.effective_subregions + 512)
+    per_agent_round = 16.0 * features * config.effective_subregions + 512
     fixed = 32.0 * config.candidates * features * config.num_agents * config.dim
-    check_memory(
-        "rounds",
-        config.rounds,
-        per_round,
-        fixed,
-        what=f" rounds ({config.num_agents} agents, M={config.num_features}, {runs} run(s))",
+
+    def need(rounds, runs):  # the field to shrink is named with the largest value that fits (issue 21)
+        return fixed + float(rounds) * float(runs) * config.num_agents * per_agent_round
+
+    refuse_unless_fits(
+        {"rounds": config.rounds, "runs": runs},
+        need,
+        {
+            "rounds": f" rounds ({config.num_agents} agents, M={config.num_features}, {runs} run(s))",
+            "runs": f" runs ({config.rounds} rounds, {config.num_agents} agents, M={config.num_features})",
+        },
     )
 
 

@@ -17,7 +17,6 @@ from accounting.errors import ConfigurationError, require_number
 from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
-    check_memory,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -25,6 +24,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
+from reports.commands.run_sizes import refuse_unless_fits
 from reports.exit_codes import ExitCode
 
 ALGORITHM_HELP = {
@@ -132,11 +132,18 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     get_objective(opts["objective"])  # validates the name
     # measured (tracemalloc): about 40-80 bytes per pull and 10 per client-pull while running, and each
     # finished run keeps its curves (about 48 bytes per pull)
-    check_memory(
-        "horizon",
-        opts["horizon"],
-        80 + 16.0 * opts["clients"] + 48.0 * opts["runs"],
-        what=f" pulls ({opts['clients']} client(s), {opts['runs']} run(s))",
+    def need(horizon, runs, clients):  # the field to shrink is named with the largest value that fits (issue 21)
+        return float(horizon) * (80 + 16.0 * clients + 48.0 * runs)
+
+    refuse_unless_fits(
+        {"horizon": opts["horizon"], "runs": opts["runs"], "clients": opts["clients"]},
+        need,
+        {
+            "horizon": f" pulls ({opts['clients']} client(s), {opts['runs']} run(s))",
+            "runs": f" runs ({opts['horizon']} pulls, {opts['clients']} client(s))",
+            "clients": f" clients ({opts['horizon']} pulls, {opts['runs']} run(s))",
+        },
+        usual={"horizon": 1000, "runs": 1, "clients": 10},
     )
     return opts, {key: config[key] for key in CONSTANTS if key in config}
 

@@ -25,22 +25,34 @@ WORD = 8.0
 CHUNK = 512
 
 
-def refuse_unless_fits(sizes: dict, need, what: dict | None = None) -> None:
-    """``need(**sizes)`` bytes must fit in the memory available now. Else ConfigurationError naming the
-    first field of ``sizes`` that, reduced alone, makes the run fit, and the largest value of it that fits
-    (found by bisection; ``need`` increasing in every field); if no single field suffices, the field that
-    reduced alone saves most memory."""
+def refuse_unless_fits(sizes: dict, need, what: dict | None = None, usual: dict | None = None) -> None:
+    """``need(**sizes)`` bytes must fit in the memory available now. Else ConfigurationError naming a
+    field of ``sizes`` that, reduced alone, makes the run fit, with the largest value of it that fits
+    (found by bisection; ``need`` increasing in every field): of those fields, the one furthest above that
+    largest value, or with ``usual`` (each field's default) the one furthest above its default
+    (``--clients 1e9`` then names clients, not the horizon that alone would fit at 1). If no single field
+    suffices, the field that reduced alone saves most memory."""
     available = float(available_memory())
     total = need(**sizes)
     if total <= available:
         return
+
+    def largest_fitting(field):
+        low, high = 0, int(sizes[field])  # need(low) fits or low = 0; need(high) does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if need(**{**sizes, field: middle}) <= available else (low, middle)
+        return low
+
     at_one = {field: need(**{**sizes, field: 1}) for field, value in sizes.items() if value > 1}
-    fitting = [field for field, smallest in at_one.items() if smallest <= available]
-    field = fitting[0] if fitting else min(at_one, key=at_one.get, default=next(iter(sizes)))
-    low, high = 0, int(sizes[field])  # need(low) fits or low = 0; need(high) does not
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if need(**{**sizes, field: middle}) <= available else (low, middle)
+    fits = {field: largest_fitting(field) for field, smallest in at_one.items() if smallest <= available}
+    if fits:
+        above = (lambda f: float(sizes[f]) / usual[f]) if usual else (lambda f: float(sizes[f]) / fits[f])
+        field = max(fits, key=above)
+        low = fits[field]
+    else:
+        field = min(at_one, key=at_one.get, default=next(iter(sizes)))
+        low = largest_fitting(field)
     largest = f"at most about {low:.3g} fits" if low else "no value fits with the other sizes as given"
     raise ConfigurationError(
         field,

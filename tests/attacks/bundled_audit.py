@@ -15,9 +15,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def audit_private_target(config_name: str, algorithm: str):
-    """The ``TargetResult`` of the bundled ``config_name``'s target for ``algorithm``."""
+    """The ``TargetResult`` of the bundled ``config_name``'s first target for ``algorithm``."""
     config = load_config(CONFIGS / config_name)
-    (spec,) = [t for t in config["targets"] if t.algorithm == algorithm]
+    spec = next(t for t in config["targets"] if t.algorithm == algorithm)
     spec = dataclasses.replace(spec, utility_runs=1, accountants=("exact",))
     options = AuditOptions(seed=config["seed"], executor="inprocess", progress=False, estimate=False)
     (result,) = run_audit([spec], options, log=lambda _: None)

@@ -340,7 +340,7 @@ def test_killed_audit_leaves_no_partial_report_and_resumes(tmp_path):
 def test_dp_fed_pne_example_finds_the_classic_calibration_flaw(tmp_path):
     config = tmp_path / "pne.toml"  # the example with short end-to-end runs (the test's budget)
     text = (ROOT / "configs" / "audit_dpfedpne.toml").read_text()
-    config.write_text(text.replace("trials = 10000", "trials = 100").replace("trials = 20000", "trials = 100"))
+    config.write_text(text.replace("trials = 10000", "trials = 100").replace("trials = 25000", "trials = 100"))
     assert _audit(config, tmp_path, "--trials", "500") == 1
     classic, analytic, matrix = load_report(tmp_path / "report.json")["targets"]
     assert matrix["verdict"]["status"] == "PASS"  # the planted-bug matrix target, correct code

@@ -1,0 +1,98 @@
+"""The test a mutant of a private variant's release code must fail: that system's bundled audit.
+
+``python benchmarks/mutation_audit.py SYSTEM`` runs the private targets of SYSTEM's bundled audit
+(``configs/audit_*.toml``) exactly as ``dpaudit audit --config ...`` plans them (same seed, same target
+index, so the same probe seeds, budgets and per-probe confidence), with the exact accountant only and one
+utility run (utility is not judged; the exact accountant proves each claim used here). Exit 0: every
+target PASS (the mutant survives); 1: a VIOLATION (the audit kills it); 3: another verdict or an error
+(the mutant breaks the run; counted apart from the VIOLATIONs by ``mutation_score.py``).
+
+Targets per system (``TARGETS``): the bundled targets that run the mutated code in every trial, with
+stated power (``attacks.power``) where the claim allows it: DP-Fed-PNE's planted-bug matrix target (its
+epsilon = 10 targets repeat the same release at less power) and the correct twin of
+``audit_algorithm_bugs.toml``'s shared-noise target (its node-difference score); DP-FTS-DE's correct twin
+at z = 3 of ``audit_algorithm_bugs.toml`` (the mechanism-level ``fts-server`` probe never runs
+``dpfed.fts.server.Server``, and the end-to-end probe of ``audit_dpftsde.toml`` has no power at its claim).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+
+# benchmarks/attacks.py and benchmarks/accounting.py would shadow the packages when this folder leads sys.path
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+ROOT = os.path.dirname(_HERE)
+
+#: system -> [(configuration, names (or name fragments) of its targets that the mutant must fail)]
+TARGETS = {
+    "fedzero": [("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",))],
+    "fkm": [
+        (
+            "configs/audit_fkm.toml",
+            ("DP-FKM (ours), event level, epsilon = 2", "DP-FKM (ours), event level, noise multiplier 2"),
+        )
+    ],
+    "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",))],
+    "pne": [
+        ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
+        # the correct twin whose node-difference score sees noise shared across a client's nodes
+        ("configs/audit_algorithm_bugs.toml", ("correct clients (twin of the noise-shared-across-nodes target)",)),
+    ],
+    "fts": [
+        (
+            "configs/audit_algorithm_bugs.toml",
+            ("DP-FTS-DE, z = 3.0, correct server (twin of the unnoised-final-aggregate target)",),
+        )
+    ],
+}
+
+
+def audit_system(system: str, log=print) -> int:
+    """Run SYSTEM's targets; the exit code described in the module docstring."""
+    from reports.audit import AuditOptions
+    from reports.audit.config import load_config
+    from reports.audit.runner import plan_target, run_audit
+
+    code = 0
+    for path, names in TARGETS[system]:
+        config = load_config(os.path.join(ROOT, path))
+        options = AuditOptions(
+            seed=config["seed"], confidence=config["confidence"], executor="inprocess", progress=False, estimate=False
+        )
+        planned = [
+            plan_target(dataclasses.replace(spec, utility_runs=1, accountants=("exact",)), index, options)
+            for index, spec in enumerate(config["targets"])
+            if any(name in spec.name for name in names)
+        ]
+        if len(planned) != len(names):
+            raise SystemExit(f"{path}: expected {len(names)} targets matching {names}, found {len(planned)}")
+        for result in run_audit(planned, options, log=lambda _: None):
+            best = {p.name: (p.best_rigorous() or {}).get("epsilon", float("nan")) for p in result.probes}
+            bounds = ", ".join(f"{name} {epsilon:.3f}" for name, epsilon in best.items())
+            status = result.verdict.status.value
+            log(f"{status}: {result.name} (claim {result.claim.epsilon:g}; rigorous bounds: {bounds})")
+            code = max(code, {"PASS": 0, "VIOLATION": 1}.get(status, 3))
+    return code
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1 or argv[0] not in TARGETS:
+        print(f"usage: mutation_audit.py {{{','.join(TARGETS)}}}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    try:
+        code = audit_system(argv[0])
+    except Exception as exc:  # a mutant that breaks the run: killed, but not by a verdict
+        print(f"ERROR: {type(exc).__name__}: {exc}")
+        code = 3
+    print(f"{time.perf_counter() - start:.1f} s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
