@@ -14,7 +14,7 @@ threat models side by side, one-run, a null test and the planted half noise.
    number of positive rigorous bounds against the nominal 5% rate. Planted half noise: opacus's noise
    scaled by 1/2 behind its back, multi-run (``--bug-trials``) and one-run: the verdict.
 
-    PYTHONPATH=. python benchmarks/dpsgd_audit.py [--trials 300000] [--final-trials 500]
+    PYTHONPATH=. python benchmarks/dpsgd_audit.py [--trials 300000] [--final-trials 200]
 
 Times are wall-clock seconds on a machine shared with other jobs (2 cores).
 """
@@ -51,14 +51,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=300_000)
     parser.add_argument("--per-run", type=int, default=2000)
-    parser.add_argument("--final-trials", type=int, default=500)
+    parser.add_argument("--final-trials", type=int, default=200)
     parser.add_argument("--one-run-canaries", type=int, default=10_000)
     parser.add_argument("--null-repeats", type=int, default=20)
     parser.add_argument("--null-trials", type=int, default=2000)
     parser.add_argument("--bug-trials", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (the budget is 2 cores)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
 
     probe = get_probe("dpsgd-all-iterates", canaries_per_run=args.per_run)
     last = get_probe("dpsgd-last-iterate", canaries_per_run=args.per_run)

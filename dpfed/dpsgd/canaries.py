@@ -5,8 +5,8 @@ an example whose gradient the adversary chooses. Here canary k owns coordinate k
 layer (``CanaryCoordinates.canary``) that reads K extra input features. Real examples carry zeros in
 those features, so their per-example gradient on every canary coordinate is exactly zero; canary k
 carries ``magnitude`` in feature k, zero features elsewhere, and its loss is minus its canary output, so
-its per-example gradient is ``-magnitude * e_k`` on the canary layer and exactly zero on the model (the
-model's output is multiplied by a gate that is 0 on canary rows). opacus clips it to ``clip`` (the
+its per-example gradient is ``-magnitude * e_k`` on the canary layer and exactly zero on the model (a
+canary row's loss does not depend on the model's output, so no gradient flows back into the model). opacus clips it to ``clip`` (the
 magnitude exceeds the clip), so the canary's clipped gradient is the clip norm times a unit vector on a
 coordinate of its own: a Dirac canary. Canary coordinates never interact (disjoint coordinates,
 per-example clipping, independent noise per coordinate, independent Poisson sampling per example), so
@@ -24,7 +24,7 @@ CANARY_MAGNITUDE = 1e4  # the canary feature's value; its gradient norm is this,
 class CanaryCoordinates(nn.Module):
     """``model`` on the first ``dim`` input features, plus ``canaries`` canary coordinates (the weights
     of a bias-free linear layer on the remaining input features, initialised to 0). Output: the model's
-    outputs (zeroed on canary rows) with the canary layer's output appended as the last column."""
+    outputs with the canary layer's output appended as the last column."""
 
     def __init__(self, model: nn.Module, dim: int, canaries: int):
         super().__init__()
@@ -34,10 +34,8 @@ class CanaryCoordinates(nn.Module):
         nn.init.zeros_(self.canary.weight)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        features, marks = inputs[:, : self.dim], inputs[:, self.dim:]
-        real = (marks == 0).all(dim=1, keepdim=True).to(features.dtype)
-        outputs = self.model(features).reshape(len(inputs), -1) * real
-        return torch.cat([outputs, self.canary(marks)], dim=1)
+        outputs = self.model(inputs[:, : self.dim]).reshape(len(inputs), -1)
+        return torch.cat([outputs, self.canary(inputs[:, self.dim:])], dim=1)
 
 
 def canary_inputs(features: torch.Tensor, labels: torch.Tensor, canaries: int, included):
@@ -57,7 +55,8 @@ def canary_inputs(features: torch.Tensor, labels: torch.Tensor, canaries: int, i
 
 def canary_loss(loss, outputs: torch.Tensor, labels: torch.Tensor, is_canary: torch.Tensor) -> torch.Tensor:
     """Summed loss: the model's per-example ``loss`` on real rows, minus the canary output on canary rows
-    (a loss linear in the canary coordinate, so its gradient does not depend on the model's state)."""
+    (a loss linear in the canary coordinate, so its gradient does not depend on the model's state;
+    ``torch.where`` passes no gradient to the unselected branch, so none reaches the model)."""
     real = loss(outputs[:, :-1], labels)
     return torch.where(is_canary, -outputs[:, -1], real).sum()
 
