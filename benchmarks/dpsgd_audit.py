@@ -41,7 +41,8 @@ DELTA = 1e-5
 
 
 def bounds_row(label, out_scores, in_scores, eps, seconds, trials):
-    found = {b.method: b.epsilon for b in estimate_all(out_scores, in_scores, DELTA, methods=("clopper-pearson", "gdp"))}
+    bounds = estimate_all(out_scores, in_scores, DELTA, methods=("clopper-pearson", "gdp"))
+    found = {b.method: b.epsilon for b in bounds}
     cp, gdp = found["clopper-pearson"], found["gdp"]
     print(f"{label:<34}{trials:>9}{cp:>9.3f}{cp / eps:>7.2f}{gdp:>9.3f}{gdp / eps:>7.2f}{seconds:>9.1f}", flush=True)
     return cp, gdp

@@ -6,11 +6,12 @@ layer (``CanaryCoordinates.canary``) that reads K extra input features. Real exa
 those features, so their per-example gradient on every canary coordinate is exactly zero; canary k
 carries ``magnitude`` in feature k, zero features elsewhere, and its loss is minus its canary output, so
 its per-example gradient is ``-magnitude * e_k`` on the canary layer and exactly zero on the model (a
-canary row's loss does not depend on the model's output, so no gradient flows back into the model). opacus clips it to ``clip`` (the
-magnitude exceeds the clip), so the canary's clipped gradient is the clip norm times a unit vector on a
-coordinate of its own: a Dirac canary. Canary coordinates never interact (disjoint coordinates,
-per-example clipping, independent noise per coordinate, independent Poisson sampling per example), so
-the K coordinates' trajectories are independent, each distributed as in a run with that canary alone.
+canary row's loss does not depend on the model's output, so no gradient flows back into the model).
+opacus clips it to ``clip`` (the magnitude exceeds the clip), so the canary's clipped gradient is the
+clip norm times a unit vector on a coordinate of its own: a Dirac canary. Canary coordinates never
+interact (disjoint coordinates, per-example clipping, independent noise per coordinate, independent
+Poisson sampling per example), so the K coordinates' trajectories are independent, each distributed
+as in a run with that canary alone.
 """
 
 from __future__ import annotations
