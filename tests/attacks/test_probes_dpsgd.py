@@ -86,3 +86,9 @@ def test_attack_cli_runs_the_dpsgd_config(capsys):
                  "--param", "canaries_per_run=400", "--no-progress"])
     text = capsys.readouterr().out
     assert code in (0, 3) and "all iterates (white box)" in text and "clopper-pearson" in text
+
+
+def test_attack_cli_bad_dpsgd_parameter_is_one_line_exit_2(capsys):
+    code = main(["attack", "dpsgd-all-iterates", "--trials", "10", "--param", "sample_rate=0.3"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "sample_rate" in err and len(err.splitlines()) == 1
