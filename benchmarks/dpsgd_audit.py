@@ -16,7 +16,8 @@ threat models side by side, one-run, a null test and the planted half noise.
 
     PYTHONPATH=. python benchmarks/dpsgd_audit.py [--trials 300000] [--final-trials 200]
 
-Times are wall-clock seconds on a machine shared with other jobs (2 cores).
+Times: wall-clock seconds on a machine shared with other jobs (2 cores), and this process's CPU seconds
+(the trainings run torch on one thread: ``dpfed.dpsgd.train.one_thread``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import time
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from attacks.attack import run_attack  # noqa: E402
@@ -58,10 +58,8 @@ def main(argv=None) -> int:
     parser.add_argument("--null-trials", type=int, default=2000)
     parser.add_argument("--bug-trials", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (the budget is 2 cores)")
     parser.add_argument("--sections", default="1,2,3", help="which sections to run (comma-separated)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
 
     probe = get_probe("dpsgd-all-iterates", canaries_per_run=args.per_run)
     last = get_probe("dpsgd-last-iterate", canaries_per_run=args.per_run)

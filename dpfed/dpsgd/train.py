@@ -8,6 +8,7 @@ sees all iterates); ``train_input_canary`` returns the final model only. Both us
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -99,6 +100,18 @@ def _record(engine, steps_taken: int) -> OpacusRecord:
     return OpacusRecord(float(noise), float(rate), int(steps))
 
 
+@contextlib.contextmanager
+def one_thread():
+    """torch on one intra-op thread within the block (restored after): these trainings are many small
+    operations, for which a second thread only adds synchronisation (and spins on a busy machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _seeded_model(factory, seed: int):
     with torch.random.fork_rng():
         torch.manual_seed(int(seed) + 2)
@@ -106,6 +119,12 @@ def _seeded_model(factory, seed: int):
 
 
 def train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int) -> GradientCanaryRun:
+    """Train once with ``canaries`` canary coordinates (see ``_train_gradient_canaries``), on one thread."""
+    with one_thread():
+        return _train_gradient_canaries(setup, canaries, included, seed)
+
+
+def _train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int) -> GradientCanaryRun:
     """Train once with ``canaries`` canary coordinates; canary k's example is in the data set where
     ``included[k]`` (world 0 of a multi-run audit: none; world 1: all; one-run: a fair coin each)."""
     included = np.asarray(included, dtype=bool).ravel()
@@ -128,6 +147,12 @@ def train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: in
 
 
 def train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int):
+    """Train once on the real data plus, if ``include``, the crafted example (``_train_input_canary``)."""
+    with one_thread():
+        return _train_input_canary(setup, canary, canary_label, include, seed)
+
+
+def _train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int):
     """Train once on the real data, plus the crafted example ``(canary, canary_label)`` if ``include``;
     returns (final model, opacus record)."""
     features, labels = setup.features, setup.labels
