@@ -44,7 +44,9 @@ def bounds_row(label, out_scores, in_scores, eps, seconds, trials):
     bounds = estimate_all(out_scores, in_scores, DELTA, methods=("clopper-pearson", "gdp"))
     found = {b.method: b.epsilon for b in bounds}
     cp, gdp = found["clopper-pearson"], found["gdp"]
-    print(f"{label:<34}{trials:>9}{cp:>9.3f}{cp / eps:>7.2f}{gdp:>9.3f}{gdp / eps:>7.2f}{seconds:>9.1f}", flush=True)
+    auc = stats.mannwhitneyu(in_scores, out_scores).statistic / (len(in_scores) * len(out_scores))
+    print(f"{label:<34}{trials:>9}{auc:>7.3f}{cp:>9.3f}{cp / eps:>7.2f}{gdp:>9.3f}{gdp / eps:>7.2f}{seconds:>9.1f}",
+          flush=True)
     return cp, gdp
 
 
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
 
 def multi_run(args, probe, last, ours, rng):
     print("== 1. multi-run: three threat models (95% confidence)")
-    print(f"{'view':<34}{'trials':>9}{'CP':>9}{'/eps':>7}{'GDP':>9}{'/eps':>7}{'seconds':>9}")
+    print(f"{'view':<34}{'trials':>9}{'AUC':>7}{'CP':>9}{'/eps':>7}{'GDP':>9}{'/eps':>7}{'seconds':>9}")
     start, cpu = time.perf_counter(), time.process_time()
     updates = [probe.updates(world, args.trials, rng) for world in (0, 1)]
     trained, trained_cpu = time.perf_counter() - start, time.process_time() - cpu
