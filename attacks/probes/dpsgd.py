@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
-from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio
+from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio, module_hash
 
 PLANTED_BUGS = {"none": 1.0, "half-noise": 0.5}  # planted bug -> factor on the noise opacus adds
 
@@ -86,6 +86,18 @@ class _DpsgdProbe(Probe):
 
     def noise_factor(self) -> float:
         return PLANTED_BUGS[self.planted_bug]
+
+    def provenance(self) -> dict:
+        """The base provenance plus the training code (``dpfed.dpsgd``): a checkpoint written under other
+        training code is not resumed."""
+        import dpfed.dpsgd.canaries
+        import dpfed.dpsgd.data
+        import dpfed.dpsgd.planted
+        import dpfed.dpsgd.train  # noqa: F401  (imports the set-up module too)
+
+        names = ("dpfed.dpsgd.canaries", "dpfed.dpsgd.data", "dpfed.dpsgd.planted", "dpfed.dpsgd.setup",
+                 "dpfed.dpsgd.train")
+        return {**super().provenance(), **{name: module_hash(name) for name in names}}
 
 
 @dataclass
