@@ -92,3 +92,12 @@ def test_attack_cli_bad_dpsgd_parameter_is_one_line_exit_2(capsys):
     code = main(["attack", "dpsgd-all-iterates", "--trials", "10", "--param", "sample_rate=0.3"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "sample_rate" in err and len(err.splitlines()) == 1
+
+
+def test_audit_config_refuses_a_user_setup_without_allow_code():
+    from reports.audit.config import _probe
+
+    spec = {"name": "dpsgd-all-iterates", "trials": 10, "params": {"setup": USER_SETUP}}
+    with pytest.raises(ConfigurationError, match="allow-code"):
+        _probe("target.probes[0]", spec, allow_code=False)
+    assert _probe("target.probes[0]", spec, allow_code=True).params["setup"] == USER_SETUP
