@@ -146,21 +146,24 @@ def _train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: i
     return GradientCanaryRun(torch.stack(trajectory).numpy(), included, step_scale, record)
 
 
-def train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int):
+def train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int,
+                       init_seed: int | None = None):
     """Train once on the real data plus, if ``include``, the crafted example (``_train_input_canary``)."""
     with one_thread():
-        return _train_input_canary(setup, canary, canary_label, include, seed)
+        return _train_input_canary(setup, canary, canary_label, include, seed, init_seed)
 
 
-def _train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int):
+def _train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int,
+                        init_seed: int | None = None):
     """Train once on the real data, plus the crafted example ``(canary, canary_label)`` if ``include``;
-    returns (final model, opacus record)."""
+    returns (final model, opacus record). ``init_seed`` fixes the model's initialisation (default: drawn
+    from ``seed``)."""
     features, labels = setup.features, setup.labels
     if include:
         features = torch.cat([features, canary.reshape(1, -1).to(features.dtype)])
         labels = torch.cat([labels, torch.as_tensor([canary_label], dtype=labels.dtype)])
     dataset = BatchedTensorDataset(features, labels)
-    model = _seeded_model(setup.model_factory, seed)
+    model = _seeded_model(setup.model_factory, seed if init_seed is None else init_seed)
     engine, private, optimizer, loader = _private_training(setup, model, dataset, seed)
     steps = 0
     for batch_features, batch_labels in _batches(loader, setup.epochs):
