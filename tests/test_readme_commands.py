@@ -256,6 +256,13 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         SMALL,
     ),
     "dpaudit audit configs/audit_fkm.toml --out out/fkm": ("dpaudit audit fkm_small.toml --out out/fkm", 1, SMALL),
+    "dpaudit attack --config configs/attack_dpsgd.toml": (
+        "dpaudit attack --config configs/attack_dpsgd.toml --trials 400 --param epochs=1 --param canaries_per_run=400",
+        0,
+        "20 opacus steps x 2e4 trials per world; one epoch and 400 trials",
+    ),
+    "dpaudit attack bug-dpsgd-half-noise --trials 20000 --seed 5 --param sample_rate=1.0 --param epochs=1 "
+    "--param noise_multiplier=1.316": (None, 1, "2e4 trials per world are what certifies the VIOLATION"),
 }
 
 # what a user's own audit with a `user` probe looks like (README: dpaudit audit my_audit.toml ...)

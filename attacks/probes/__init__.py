@@ -47,6 +47,11 @@ PROBES: dict[str, tuple[str, dict]] = {
                                    {"unit": "reward", "elimination": "paper"}),
     "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
+    # DP-SGD on opacus (dpfed.dpsgd): three threat models of one training, and the planted half noise
+    "dpsgd-all-iterates": ("attacks.probes.dpsgd:DpsgdAllIteratesProbe", {}),
+    "dpsgd-last-iterate": ("attacks.probes.dpsgd:DpsgdLastIterateProbe", {}),
+    "dpsgd-final-model": ("attacks.probes.dpsgd:DpsgdFinalModelProbe", {}),
+    "bug-dpsgd-half-noise": ("attacks.probes.dpsgd:DpsgdAllIteratesProbe", {"planted_bug": "half-noise"}),
     # planted bugs at the algorithm level (outside the mechanism module), caught end to end; the correct
     # versions are the same probes with planted_bug="none"
     "bug-fts-renormalise-sampled": (

@@ -136,6 +136,9 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     batch = None if batch is None else int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
     params = dict(data.get("params", {}))
     _check_probe_params(f"{field}.params", name, params)
+    if params.get("setup") and not allow_code:  # a DP-SGD probe's user set-up ("module:function")
+        raise ConfigurationError(f"{field}.params.setup",
+                                 "names Python code to import; run with --allow-code to allow it")
     return ProbeSpec(name, kind, trials, params, batch)
 
 

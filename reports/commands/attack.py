@@ -147,6 +147,7 @@ def _settings(args) -> dict:
     params = config.get("params", {})
     require_code_opt_in("mechanism", config.get("mechanism"), args.allow_code)
     require_code_opt_in("params.function", params.get("function"), args.allow_code)
+    require_code_opt_in("params.setup", params.get("setup"), args.allow_code)  # a DP-SGD set-up (dpsgd probes)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
     for key in (k for k in CONFIG_KEYS if k != "params"):
         value = getattr(args, key)

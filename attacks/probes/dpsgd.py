@@ -1,0 +1,199 @@
+"""DP-SGD probes on opacus: three threat models of one training (``dpfed.dpsgd``).
+
+- ``dpsgd-all-iterates``: the white-box adversary of Nasr et al. 2023 sees every iterate and inserts a
+  Dirac gradient canary (the clip norm times a unit vector on a coordinate no real example touches).
+  Each step's update of that coordinate, read from the parameters opacus produced, is one release of a
+  Poisson-subsampled Gaussian; the score is the summed per-step log-likelihood ratio of the described
+  mechanism (``log_mixture_ratio``), the Neyman-Pearson test for it.
+- ``dpsgd-last-iterate``: the same canary, only the final parameters seen; score: the canary
+  coordinate's final value (the likelihood ratio is increasing in it).
+- ``dpsgd-final-model``: the final model only, with an input-space canary (a crafted example in the
+  training set); score: minus the final model's loss on it. The model's initialisation is the same in
+  every trial (DP-SGD's guarantee holds for any fixed initialisation; a random one only adds variance to
+  the score).
+
+Trial axis: a gradient-canary run trains once with ``canaries_per_run`` canary coordinates (world 1:
+every canary's example is in the data set, world 0: none). The coordinates are independent and each is
+distributed as in a run with that canary alone (see ``dpfed.dpsgd.canaries``), so one opacus run gives
+that many independent trials of the membership game. The final-model probe trains one model per trial.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from accounting.errors import ConfigurationError, require_number
+from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixture_ratio, module_hash
+
+PLANTED_BUGS = {"none": 1.0, "half-noise": 0.5}  # planted bug -> factor on the noise opacus adds
+
+
+def _seeds(rng, count: int) -> list[int]:
+    return [int(s) for s in rng.integers(0, 2**62, size=count)]
+
+
+@dataclass
+class _DpsgdProbe(Probe):
+    """Common parameters: the bundled example (``setup`` "") or a user's ``"module:function"`` returning
+    a ``dpfed.dpsgd.DpsgdSetup`` (the privacy parameters below then override the user's only if given)."""
+
+    noise_multiplier: float | None = None
+    sample_rate: float | None = None
+    epochs: int | None = None
+    clip: float | None = None
+    learning_rate: float | None = None
+    setup: str = ""
+    planted_bug: str = "none"
+    delta: float = 1e-5
+
+    backends = ("numpy",)
+
+    def __post_init__(self):
+        if self.planted_bug not in PLANTED_BUGS:
+            raise ConfigurationError("planted_bug", f"choose from {', '.join(PLANTED_BUGS)}, got {self.planted_bug!r}")
+        self.delta = require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
+        self.default_delta = self.delta
+        self.training_setup()  # validate now: a bad parameter is a configuration error before any run
+
+    def training_setup(self):
+        """The ``DpsgdSetup`` this probe trains (built afresh: setups hold lambdas and are not pickled)."""
+        from dpfed.dpsgd import breast_cancer_setup
+
+        overrides = {k: getattr(self, k) for k in ("noise_multiplier", "sample_rate", "epochs", "clip",
+                                                   "learning_rate") if getattr(self, k) is not None}
+        if not self.setup:
+            return breast_cancer_setup(**overrides)
+        from attacks.probes.user import check_spec, user_code_path
+
+        module_name, function_name = check_spec(self.setup).split(":")
+        user_code_path()
+        try:
+            factory = getattr(importlib.import_module(module_name), function_name)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigurationError("setup", f"cannot import {self.setup!r}: {exc}") from None
+        built = factory()
+        for key, value in overrides.items():
+            setattr(built, key, value)
+        built.__post_init__()
+        return built
+
+    def mechanism(self):
+        return self.training_setup().mechanism()
+
+    def true_epsilon(self, delta: float) -> float | None:
+        return accountant_epsilon(self.mechanism(), delta)
+
+    def noise_factor(self) -> float:
+        return PLANTED_BUGS[self.planted_bug]
+
+    def provenance(self) -> dict:
+        """The base provenance plus the training code (``dpfed.dpsgd``): a checkpoint written under other
+        training code is not resumed."""
+        import dpfed.dpsgd.canaries
+        import dpfed.dpsgd.data
+        import dpfed.dpsgd.planted
+        import dpfed.dpsgd.train  # noqa: F401  (imports the set-up module too)
+
+        names = ("dpfed.dpsgd.canaries", "dpfed.dpsgd.data", "dpfed.dpsgd.planted", "dpfed.dpsgd.setup",
+                 "dpfed.dpsgd.train")
+        return {**super().provenance(), **{name: module_hash(name) for name in names}}
+
+
+@dataclass
+class DpsgdAllIteratesProbe(_DpsgdProbe):
+    """Gradient canary, every iterate seen: summed per-step likelihood-ratio score."""
+
+    canaries_per_run: int = 2000
+
+    name = "dpsgd-all-iterates"
+    threat_model = "all iterates (white box)"
+    description = ("DP-SGD on opacus; Dirac gradient canary on its own coordinate, every step's update "
+                   "read, summed subsampled-Gaussian likelihood ratio (Nasr et al. 2023)")
+    batch_size = 20_000
+    memory_per_trial = 40_000
+
+    def __post_init__(self):
+        self.canaries_per_run = int(require_number("canaries_per_run", self.canaries_per_run, low=1, integer=True))
+        super().__post_init__()
+
+    def updates(self, world, trials, rng) -> np.ndarray:
+        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world``."""
+        from dpfed.dpsgd.planted import scaled_noise
+        from dpfed.dpsgd.train import train_gradient_canaries
+
+        present = check_world(world)
+        setup = self.training_setup()
+        chunks = []
+        remaining = int(trials)
+        with scaled_noise(self.noise_factor()):
+            while remaining > 0:
+                count = min(remaining, self.canaries_per_run)
+                (seed,) = _seeds(rng, 1)
+                run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed)
+                chunks.append(run.normalised_updates())
+                remaining -= count
+        return np.concatenate(chunks, axis=1)
+
+    def score_updates(self, updates: np.ndarray) -> np.ndarray:
+        """Summed per-step log-likelihood ratios of the described mechanism (unit-variance updates whose
+        mean is 1 / z when the canary was sampled)."""
+        setup = self.training_setup()
+        mu = 1.0 / setup.noise_multiplier
+        return log_mixture_ratio(updates * mu, mu * mu, setup.sample_rate).sum(axis=0)
+
+    def scores(self, world, trials, rng):
+        return self.score_updates(self.updates(world, trials, rng))
+
+
+@dataclass
+class DpsgdLastIterateProbe(DpsgdAllIteratesProbe):
+    """Gradient canary, final parameters only: the canary coordinate's final value."""
+
+    name = "dpsgd-last-iterate"
+    threat_model = "last iterate (white box)"
+    description = ("DP-SGD on opacus; Dirac gradient canary on its own coordinate, only the final value "
+                   "of that coordinate read")
+
+    def score_updates(self, updates: np.ndarray) -> np.ndarray:
+        return updates.sum(axis=0)
+
+
+@dataclass
+class DpsgdFinalModelProbe(_DpsgdProbe):
+    """Input-space canary, final model only: minus the final model's loss on the crafted example."""
+
+    canary_norm: float = 10.0
+
+    name = "dpsgd-final-model"
+    threat_model = "final model (black box)"
+    description = ("DP-SGD on opacus; crafted input (large, along the data's least-variance direction, "
+                   "label 1) in the training set, initialisation fixed across trials; score: minus the final "
+                   "model's loss on it")
+    batch_size = 100
+    memory_per_trial = 1_000_000
+
+    def __post_init__(self):
+        require_number("canary_norm", self.canary_norm, low=0, low_open=True)
+        super().__post_init__()
+
+    def scores(self, world, trials, rng):
+        import torch
+
+        from dpfed.dpsgd.canaries import input_canary
+        from dpfed.dpsgd.planted import scaled_noise
+        from dpfed.dpsgd.train import train_input_canary
+
+        present = bool(check_world(world))
+        setup = self.training_setup()
+        canary = input_canary(setup.features, self.canary_norm)
+        label = torch.ones((1,) + tuple(setup.labels.shape[1:]), dtype=setup.labels.dtype)
+        out = np.empty(int(trials))
+        with scaled_noise(self.noise_factor()):
+            for i, seed in enumerate(_seeds(rng, int(trials))):
+                model, _ = train_input_canary(setup, canary, label[0], present, seed, init_seed=0)
+                with torch.no_grad():
+                    out[i] = -float(setup.loss(model(canary[None]), label)[0])
+        return out
