@@ -12,7 +12,8 @@ from dpfed.transcript import Transcript
 
 
 def run_example(settings: AppSettings) -> dict:
-    """Run the example app; returns ``{"transcript", "strategy", "initial", "final"}``."""
+    """Run the example app; returns ``{"transcript", "strategy", "initial", "final", "round_deltas"}``
+    (``round_deltas``: each round's released model minus its starting model, flat, in round order)."""
     from flwr.simulation import run_simulation
 
     transcript, result = Transcript(), {}
@@ -21,4 +22,6 @@ def run_example(settings: AppSettings) -> dict:
                    backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
                                    "init_args": {"num_cpus": 2, "include_dashboard": False}})
     result["transcript"] = transcript
+    deltas = result["strategy"].round_deltas
+    result["round_deltas"] = [deltas[r] for r in sorted(deltas)]
     return result
