@@ -116,6 +116,14 @@ class FlowerTarget(BaseTarget):
             return []
         out = [Finding("flower-check", f["severity"], {"code": f["code"], "message": f["message"], **f["values"]})
                for f in self._audit["configuration_findings"] + self._audit["transcript_findings"]]
+        rows = self._audit["rows"]
+        out.append(Finding("flower-check", "info", {
+            "code": "accounted-rows", **{f"{name}_epsilon": row["epsilon"] for name, row in rows.items()},
+            "message": "what Flower runs (fixed-size without replacement, replace-one, z/2 to the accountant) spends "
+                       f"epsilon {rows['runs']['epsilon']:.4g} ({rows['runs']['accountant']}); Flower's accountant "
+                       f"without amplification would report {rows['no-amplification']['epsilon']:.4g}, Poisson at "
+                       f"m/N {rows['poisson']['epsilon']:.4g}, replace-one with z unchanged "
+                       f"{rows['z-unchanged']['epsilon']:.4g}"}))
         if not self._audit["transcript_findings"]:
             out.append(Finding("flower-check", "info", {
                 "code": "transcript-passes", "releases": self.settings.rounds,
