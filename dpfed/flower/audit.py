@@ -7,8 +7,9 @@ import time
 
 from dpfed.flower.check import check_config
 from dpfed.flower.config import CLAIMS
-from dpfed.flower.example_app import AppSettings, build_strategy, supernodes
+from dpfed.flower.example_app import AppSettings, build_client_app, build_strategy, supernodes
 from dpfed.flower.findings import worst
+from dpfed.flower.opacus_check import opacus_findings
 from dpfed.flower.read import config_from_strategy
 from dpfed.flower.transcript_check import Assumptions, check_transcript
 
@@ -29,6 +30,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
     config, configured_m = config_from_strategy(strategy, nodes=supernodes(settings), rounds=settings.rounds,
                                                 weighting="examples")
     configuration = check_config(config, delta, configured_m, claimed_epsilon, claims)
+    configuration["findings"] += opacus_findings(build_client_app(settings))  # the very ClientApp that runs
     accounted = time.perf_counter()
     result = run_example(settings)
     ran = time.perf_counter()
