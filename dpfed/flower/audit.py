@@ -56,8 +56,13 @@ def canary_scores(settings: AppSettings, result: dict, delta: float) -> dict | N
     without canaries). See ``dpfed.flower.canaries``."""
     import numpy as np
 
-    from dpfed.flower.canaries import all_iterates_direction, canary_directions, canary_signs, cosines
-    from dpfed.flower.canaries import mean_shift_estimate
+    from dpfed.flower.canaries import (
+        all_iterates_direction,
+        canary_directions,
+        canary_signs,
+        cosines,
+        mean_shift_estimate,
+    )
 
     if not settings.canaries:
         return None

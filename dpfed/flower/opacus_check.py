@@ -44,7 +44,8 @@ def _children(obj):
         stack.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
     for name in names:
         value = obj.__globals__.get(name)
-        if (inspect.isfunction(value) or inspect.isclass(value)) and getattr(value, "__module__", None) == obj.__module__:
+        same_module = getattr(value, "__module__", None) == obj.__module__
+        if (inspect.isfunction(value) or inspect.isclass(value)) and same_module:
             yield value
 
 

@@ -72,7 +72,8 @@ class FlowerTarget(BaseTarget):
         self.claims = tuple(p.get("claims", ()))
         unknown = [c for c in self.claims if c not in CLAIMS]
         if unknown:
-            raise ConfigurationError("parameters.claims", f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
+            raise ConfigurationError("parameters.claims",
+                                     f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
         self.alpha = float(p.get("transcript_alpha", 1e-3))
         if not 0 < self.alpha < 1:
             raise ConfigurationError("parameters.transcript_alpha", "must lie in (0, 1)")
