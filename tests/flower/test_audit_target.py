@@ -8,7 +8,6 @@ and its canary bound exceeds the claim 8 (true epsilon about 7) with probability
 practice (the bounds of a 40-canary run stay below 2); seeds are fixed.
 """
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from reports.audit.config import load_config  # noqa: E402
 from reports.audit.runner import AuditOptions, audit_target, plan_target  # noqa: E402
 from reports.audit.target_flower import FlowerTarget, settings_from  # noqa: E402
 from reports.cli import main  # noqa: E402
+from reports.model import load_report  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "audit_flower.toml"
 
@@ -27,7 +27,7 @@ CONFIG = Path(__file__).resolve().parents[2] / "configs" / "audit_flower.toml"
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("flower-audit")
     code = main(["audit", str(CONFIG), "--out", str(out), "--quiet"])
-    return code, json.loads((out / "report.json").read_text())
+    return code, load_report(out / "report.json")  # validates against the report schema
 
 
 def test_correct_app_passes_with_findings_and_canary_bounds(report):
