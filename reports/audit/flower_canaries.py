@@ -13,8 +13,8 @@ from dpfed.flower.audit import THREAT_MODELS
 
 
 def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]:
-    """``[{"threat_model", "method", "epsilon", "confidence", "rigorous", "details"}]`` for both threat
-    models and both one-run estimators."""
+    """``[{"threat_model", "method", "epsilon", "confidence", "rigorous", "assumptions", "details"}]`` for both
+    threat models and both one-run estimators."""
     import numpy as np
 
     from attacks.estimators import estimate_one_run
@@ -26,6 +26,8 @@ def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]
         for b in estimate_one_run(canaries[model]["scores"], included, delta, per_model):
             out.append({"threat_model": model, "method": b.method, "epsilon": b.epsilon,
                         "confidence": b.confidence, "rigorous": b.rigorous,
+                        "assumptions": b.assumptions + " Here the canaries' secret signs are guessed (replace-one "
+                                       "neighbours); Bonferroni over the two threat models.",
                         "details": {k: v for k, v in b.details.items() if isinstance(v, (int, float))}})
     return out
 

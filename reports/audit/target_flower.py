@@ -166,7 +166,7 @@ def canary_section(audit: dict, claim, confidence: float) -> ProbeSection:
                     f"run of {settings['rounds']} rounds; signs guessed from the cosines",
         trials=len(canaries["signs"]), seed=int(settings["seed"]),
         params={k: settings[k] for k in ("nodes", "canaries", "sampled", "rounds", "noise_multiplier", "clip")},
-        bounds=tuple({**b, "delta": claim.delta, "assumptions": b["method"]} for b in bounds),
+        bounds=tuple({**b, "delta": claim.delta} for b in bounds),
         status=status, p_value=p_value, ceiling=ceiling, confidence=confidence)
 
 
