@@ -58,6 +58,7 @@ def verdict_reason(target: dict) -> str:
         "consistent": f"no accountant proves or refutes the claim; {_empirical_clause(claim, v)}",
         "untestable": f"no accountant proves or refutes the claim, and {_empirical_clause(claim, v)}",
         "probe-failed": f"probe {', '.join(v['empirical']['failed'])} failed, so the target cannot pass on it",
+        "critical-finding": "a critical finding of the target's own checks (see the findings)",
     }
     return reasons.get(v["rule"], v["rule"])
 
@@ -165,6 +166,7 @@ FINDINGS = {
     "accountants-disagree": lambda v, c: v["note"],
     "classic-calibration": _classic,
     "privacy-remark": _privacy_remark,
+    "flower-check": lambda v, c: f"Flower ({v['code']}): {v['message']}",
 }
 
 

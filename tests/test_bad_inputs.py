@@ -682,7 +682,9 @@ FLOWER_CASES = (
                              "noise-zero": ["--noise-multiplier", "0"], "clip-negative": ["--clip", "-1"],
                              "rounds-zero": ["--rounds", "0"], "bug-unknown": ["--bug", "bogus"],
                              "claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
-                             "claimed-epsilon-zero": ["--claimed-epsilon", "0"]})
+                             "claimed-epsilon-zero": ["--claimed-epsilon", "0"],
+                             "sampled-text": ["--sampled", "most"], "hidden-negative": ["--hidden", "-1"],
+                             "canaries-negative": ["--canaries", "-3"]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs

@@ -56,6 +56,18 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         1 if FLOWER_INSTALLED else 2,
         "2 rounds; exit 2 where the flower extra is not installed",
     ),
+    "dpaudit flower --nodes 20 --canaries 200 --sampled all --rounds 3 --noise-multiplier 2.5 --hidden 64 "
+    "--claim no-amplification,z-unchanged --out flower-canaries.json": (
+        "dpaudit flower --nodes 10 --canaries 20 --sampled all --rounds 1 --noise-multiplier 2.5 "
+        "--claim no-amplification,z-unchanged --out flower-canaries.json",
+        1 if FLOWER_INSTALLED else 2,
+        "20 canaries, 1 round, no hidden layer; exit 2 where the flower extra is not installed",
+    ),
+    "dpaudit audit configs/audit_flower.toml --out out/flower": (
+        None,
+        0 if FLOWER_INSTALLED else 3,
+        "as written (one small Flower run); without the flower extra its probe fails (INCONCLUSIVE)",
+    ),
     "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
     "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (
         "dpaudit run fts-de --preset synthetic --runs 1 --rounds 3 --out results/",

@@ -7,8 +7,9 @@ import time
 
 from dpfed.flower.check import check_config
 from dpfed.flower.config import CLAIMS
-from dpfed.flower.example_app import AppSettings, build_strategy, inserted_canaries, supernodes
+from dpfed.flower.example_app import AppSettings, build_client_app, build_strategy, supernodes
 from dpfed.flower.findings import worst
+from dpfed.flower.opacus_check import opacus_findings
 from dpfed.flower.read import config_from_strategy
 from dpfed.flower.transcript_check import Assumptions, check_transcript
 
@@ -29,6 +30,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
     config, configured_m = config_from_strategy(strategy, nodes=supernodes(settings), rounds=settings.rounds,
                                                 weighting="examples")
     configuration = check_config(config, delta, configured_m, claimed_epsilon, claims)
+    configuration["findings"] += opacus_findings(build_client_app(settings))  # the very ClientApp that runs
     accounted = time.perf_counter()
     result = run_example(settings)
     ran = time.perf_counter()
@@ -39,27 +41,40 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
             "transcript_findings": [f.to_dict() for f in transcript_findings],
             "transcript": result["transcript"].to_dict(),
             "canaries": canary_scores(settings, result, delta),
+            "accounted_epsilon": configuration["rows"]["runs"]["epsilon"],
             "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
             "seconds": {"accounting": accounted - started, "flower_run": ran - accounted,
                         "transcript_check": time.perf_counter() - ran}}
 
 
+THREAT_MODELS = ("final_model", "all_iterates")
+
+
 def canary_scores(settings: AppSettings, result: dict, delta: float) -> dict | None:
-    """Cosine of every canary direction with the final model delta, which were inserted, and the
-    Gaussian estimate from the inserted ones (None without canaries)."""
+    """Each canary's cosine with the final model delta and with the all-iterates direction (every round's
+    normalised delta summed), its secret sign, and each threat model's mean-shift GDP estimate (None
+    without canaries). See ``dpfed.flower.canaries``."""
     import numpy as np
 
-    from dpfed.flower.canaries import canary_directions, cosines, gaussian_estimate
+    from dpfed.flower.canaries import (
+        all_iterates_direction,
+        canary_directions,
+        canary_signs,
+        cosines,
+        mean_shift_estimate,
+    )
 
     if not settings.canaries:
         return None
-    model_delta = np.concatenate([np.ravel(a) for a in result["final"].to_numpy_ndarrays()]) - np.concatenate(
+    final = np.concatenate([np.ravel(a) for a in result["final"].to_numpy_ndarrays()]) - np.concatenate(
         [np.ravel(a) for a in result["initial"]])
-    scores = cosines(canary_directions(settings.canaries, model_delta.size, settings.seed), model_delta)
-    included = np.zeros(settings.canaries, dtype=bool)
-    included[inserted_canaries(settings)] = True
-    return {"dim": int(model_delta.size), "scores": scores.tolist(), "included": included.tolist(),
-            "gaussian_estimate": gaussian_estimate(scores[included], model_delta.size, delta)}
+    directions = canary_directions(settings.canaries, final.size, settings.seed)
+    signs = canary_signs(settings.canaries, settings.seed)
+    out = {"dim": int(final.size), "signs": signs.astype(int).tolist(), "rounds": len(result["round_deltas"])}
+    for name, against in (("final_model", final), ("all_iterates", all_iterates_direction(result["round_deltas"]))):
+        scores = cosines(directions, against)
+        out[name] = {"scores": scores.tolist(), "estimate": mean_shift_estimate(scores, signs, final.size, delta)}
+    return out
 
 
-__all__ = ["CLAIMS", "audit_example", "assumptions_for"]
+__all__ = ["CLAIMS", "THREAT_MODELS", "audit_example", "assumptions_for", "canary_scores"]

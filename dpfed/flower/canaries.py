@@ -1,11 +1,21 @@
-"""Canary clients for a one-run audit of a Flower app (Andrew et al., ICLR 2024).
+"""Canary clients for a one-run audit of a Flower app (Andrew et al., ICLR 2024), replace-one design.
 
-Each of ``k`` canaries has a fixed random unit direction ``u_j`` in the model's ``d`` dimensions; an
-inserted canary client answers every training request with ``current + C u_j`` (an update of norm exactly
-C). After the run, each canary's score is the cosine of ``u_j`` with the final model delta. For a canary
-that was never inserted, ``u_j`` is independent of the delta, so its cosine has the closed-form null of a
-uniformly random unit vector in ``d`` dimensions: ``(cos + 1) / 2 ~ Beta((d-1)/2, (d-1)/2)`` (mean 0,
-variance 1/d).
+Each of ``k`` canaries has a fixed random unit direction ``u_j`` in the model's ``d`` dimensions and a
+secret sign ``s_j = +-1`` drawn uniformly and independently; canary client ``j`` is always connected and
+answers every training request with ``current + s_j C u_j`` (an update of norm exactly C). Flipping one
+sign replaces one client's update by another of the same norm: a replace-one neighbour (sensitivity 2C),
+the relation Flower's fixed-size sampler is accounted under. The auditor guesses each sign from the
+released models (the one-run estimators take ``s_j = +1`` as "included").
+
+Two threat models, one score each:
+
+- final model: the cosine of ``u_j`` with the final model delta;
+- all iterates: the cosine of ``u_j`` with ``V = sum_t D_t / |D_t|``, the sum of every round's normalised
+  model delta ``D_t`` (equal to ``sum_t cos(u_j, D_t)`` divided by ``|V|``).
+
+For a direction that was never inserted, ``u_j`` is independent of the deltas, so either score has the
+closed-form null of a uniformly random unit vector in ``d`` dimensions:
+``(cos + 1) / 2 ~ Beta((d-1)/2, (d-1)/2)`` (mean 0, variance 1/d).
 """
 
 from __future__ import annotations
@@ -13,21 +23,26 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from accounting.errors import require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.exact import gaussian_epsilon
 
 
+def canary_direction(index: int, dim: int, seed: int) -> np.ndarray:
+    """Canary ``index``'s random unit vector (its own generator, so a client draws only its own)."""
+    vector = np.random.default_rng([int(seed), 0xCA4A, int(index)]).normal(size=int(dim))
+    return vector / np.linalg.norm(vector)
+
+
 def canary_directions(count: int, dim: int, seed: int) -> np.ndarray:
-    """``(count, dim)`` independent uniformly random unit vectors."""
+    """``(count, dim)`` independent uniformly random unit vectors (row j = ``canary_direction(j)``)."""
     require_number("canaries", count, low=1, integer=True)
     require_number("dim", dim, low=2, integer=True)
-    vectors = np.random.default_rng([int(seed), 0xCA4A]).normal(size=(count, dim))
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.stack([canary_direction(j, dim, seed) for j in range(int(count))])
 
 
-def canary_inclusion(count: int, seed: int) -> np.ndarray:
-    """Which canaries are inserted: each independently with probability 1/2 (the one-run design)."""
-    return np.random.default_rng([int(seed), 0x1AC]).random(count) < 0.5
+def canary_signs(count: int, seed: int) -> np.ndarray:
+    """Each canary's secret sign, +1 or -1 with probability 1/2 each, independently."""
+    return np.where(np.random.default_rng([int(seed), 0x1AC]).random(int(count)) < 0.5, 1.0, -1.0)
 
 
 def cosines(directions: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -35,6 +50,19 @@ def cosines(directions: np.ndarray, delta: np.ndarray) -> np.ndarray:
     delta = np.asarray(delta, dtype=float).ravel()
     norm = float(np.linalg.norm(delta))
     return directions @ delta / norm if norm > 0 else np.zeros(len(directions))
+
+
+def all_iterates_direction(round_deltas) -> np.ndarray:
+    """``V = sum_t D_t / |D_t|`` over the rounds' model deltas (zero deltas skipped)."""
+    rows = [np.asarray(d, dtype=float).ravel() for d in round_deltas]
+    if not rows:
+        raise ConfigurationError("round_deltas", "no round deltas to score the canaries against")
+    total = np.zeros_like(rows[0])
+    for row in rows:
+        norm = float(np.linalg.norm(row))
+        if norm > 0:
+            total += row / norm
+    return total
 
 
 def null_cosine_sf(value, dim: int):
@@ -49,11 +77,24 @@ def null_cosines(count: int, dim: int, rng) -> np.ndarray:
     return 2.0 * np.random.default_rng(rng).beta(a, a, size=count) - 1.0
 
 
-def gaussian_estimate(inserted_cosines, dim: int, delta: float) -> dict:
-    """Andrew et al.'s estimate, simplified to equal variances: the inserted canaries' mean cosine in
-    units of the null std 1/sqrt(d) taken as a GDP mu, and its epsilon at ``delta``. An estimate, not a
-    bound: it assumes both score distributions are Gaussian with the null's variance."""
-    values = np.asarray(inserted_cosines, dtype=float)
-    mu = max(float(values.mean()) * np.sqrt(dim), 0.0) if values.size else 0.0
-    return {"mu": mu, "epsilon": float(gaussian_epsilon(mu, delta)) if mu > 0 else 0.0,
-            "mean_cosine": float(values.mean()) if values.size else None, "null_std": 1 / np.sqrt(dim)}
+def mean_shift_estimate(scores, signs, dim: int, delta: float) -> dict:
+    """GDP estimate of the replace-one privacy loss from the signed canaries' cosines.
+
+    In units of the closed-form null std ``1/sqrt(d)``, the scores of the ``+1`` and ``-1`` canaries are
+    taken as two Gaussians of unit variance (the null's); their mean gap is the GDP ``mu`` of telling one
+    sign from the other, and ``epsilon`` its tight (epsilon, delta) at ``delta``. An estimate, not a bound:
+    it assumes Gaussian scores with the null's variance (other canaries' and clients' projections add
+    variance and bias it low). ``mu_stderr``: the standard error of ``mu`` from the scores' spread."""
+    scores = np.asarray(scores, dtype=float).ravel()
+    signs = np.asarray(signs, dtype=float).ravel()
+    if scores.size != signs.size or not np.all(np.isin(signs, (-1.0, 1.0))):
+        raise ConfigurationError("signs", "needs one sign (+1 or -1) per canary score")
+    plus, minus = scores[signs > 0] * np.sqrt(dim), scores[signs < 0] * np.sqrt(dim)
+    if plus.size < 2 or minus.size < 2:
+        return {"mu": 0.0, "mu_stderr": None, "epsilon": 0.0, "score_std": None, "null_std": 1 / np.sqrt(dim)}
+    mu = float(plus.mean() - minus.mean())
+    stderr = float(np.sqrt(plus.var(ddof=1) / plus.size + minus.var(ddof=1) / minus.size))
+    return {"mu": mu, "mu_stderr": stderr, "epsilon": float(gaussian_epsilon(mu, delta)) if mu > 0 else 0.0,
+            "score_std": float(np.sqrt((plus.var(ddof=1) + minus.var(ddof=1)) / 2)), "null_std": 1 / np.sqrt(dim),
+            "assumptions": "scores of each sign Gaussian with the closed-form null's variance 1/d; mu = "
+                           "sqrt(d) (mean score of +1 canaries - mean of -1 canaries); an estimate, not a bound"}

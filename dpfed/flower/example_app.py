@@ -26,7 +26,9 @@ BUG_ROUND = 2
 
 @dataclass(frozen=True)
 class AppSettings:
-    """Example app parameters (nodes N, sampled m per round, rounds, z, C, local SGD, seed, planted bug)."""
+    """Example app parameters: ``nodes`` real clients plus ``canaries`` canary clients, ``sampled`` m of
+    them per round, rounds, z, C, local SGD, seed, planted bug, and ``hidden`` units (0: logistic
+    regression, 64 inputs to 10 classes; else one hidden ReLU layer of that width)."""
 
     nodes: int = 40
     sampled: int = 8
@@ -38,35 +40,39 @@ class AppSettings:
     seed: int = 0
     bug: str = "none"
     canaries: int = 0
+    hidden: int = 0
 
     def __post_init__(self):
         require_number("nodes", self.nodes, low=2, integer=True)
-        require_number("sampled", self.sampled, low=1, high=self.nodes, integer=True)
         require_number("rounds", self.rounds, low=1, integer=True)
         require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
         require_number("clip", self.clip, low=0, low_open=True)
         require_number("seed", self.seed, low=0, integer=True)
         require_number("canaries", self.canaries, low=0, integer=True)
+        require_number("sampled", self.sampled, low=1, high=self.nodes + self.canaries, integer=True)
+        require_number("hidden", self.hidden, low=0, integer=True)
         if self.bug not in BUGS:
             raise ConfigurationError("bug", f"unknown bug {self.bug!r}; choose from {', '.join(BUGS)}")
 
 
-def inserted_canaries(settings: AppSettings) -> np.ndarray:
-    """Indices of the canaries inserted as extra clients (each with probability 1/2)."""
-    from dpfed.flower.canaries import canary_inclusion
-
-    if not settings.canaries:
-        return np.array([], dtype=int)
-    return np.flatnonzero(canary_inclusion(settings.canaries, settings.seed))
-
-
 def supernodes(settings: AppSettings) -> int:
-    """Clients Flower sees: the real ones plus the inserted canaries."""
-    return settings.nodes + len(inserted_canaries(settings))
+    """Clients Flower sees: the real ones plus the canary clients (always connected)."""
+    return settings.nodes + settings.canaries
+
+
+def model_for(settings: AppSettings):
+    """The example's PyTorch model: logistic regression, or an MLP with ``settings.hidden`` units."""
+    import torch
+
+    if not settings.hidden:
+        return torch.nn.Linear(64, 10)
+    return torch.nn.Sequential(torch.nn.Linear(64, settings.hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(settings.hidden, 10))
 
 
 def canary_reply(arrays, direction: np.ndarray, clip: float):
-    """The canary's answer: the current model plus ``clip`` times its unit direction (an update of norm C)."""
+    """The canary's answer: the current model plus ``clip`` times ``direction`` (an update of norm C for a
+    unit direction; the sign is folded into ``direction``)."""
     from flwr.app import Array, ArrayRecord
 
     current = arrays.to_numpy_ndarrays()
@@ -88,11 +94,10 @@ def client_shards(nodes: int, seed: int, unequal: bool) -> list[tuple[np.ndarray
     return [(x[i].astype(np.float32), y[i]) for i in np.split(order, cuts)]
 
 
-def local_train(arrays, shard, steps: int, learning_rate: float):
-    """``steps`` full-batch gradient steps of multinomial logistic regression from ``arrays``."""
+def local_train(model, arrays, shard, steps: int, learning_rate: float):
+    """``steps`` full-batch gradient steps of ``model`` (cross-entropy) from ``arrays``."""
     import torch
 
-    model = torch.nn.Linear(64, 10)
     model.load_state_dict(arrays.to_torch_state_dict())
     optimiser = torch.optim.SGD(model.parameters(), lr=learning_rate)
     features, labels = torch.from_numpy(shard[0]), torch.from_numpy(shard[1]).long()
@@ -113,18 +118,19 @@ def build_client_app(settings: AppSettings):
     @app.train()
     def train(msg, context):
         partition = int(context.node_config["partition-id"])
-        if partition >= settings.nodes:  # an inserted canary client
-            from dpfed.flower.canaries import canary_directions
+        if partition >= settings.nodes:  # canary client j: current + s_j C u_j
+            from dpfed.flower.canaries import canary_direction, canary_signs
 
             arrays = msg.content["arrays"]
             dim = sum(a.size for a in arrays.to_numpy_ndarrays())
-            j = inserted_canaries(settings)[partition - settings.nodes]
-            direction = canary_directions(settings.canaries, dim, settings.seed)[j]
+            j = partition - settings.nodes
+            direction = canary_signs(settings.canaries, settings.seed)[j] * canary_direction(j, dim, settings.seed)
             content = RecordDict({"arrays": canary_reply(arrays, direction, settings.clip),
                                   "metrics": MetricRecord({"num-examples": 1})})
             return Message(content=content, reply_to=msg)
         shard = client_shards(settings.nodes, settings.seed, unequal)[partition]
-        state = local_train(msg.content["arrays"], shard, settings.local_steps, settings.learning_rate)
+        state = local_train(model_for(settings), msg.content["arrays"], shard, settings.local_steps,
+                            settings.learning_rate)
         count = len(shard[1]) if unequal else 1
         content = RecordDict({"arrays": ArrayRecord(state), "metrics": MetricRecord({"num-examples": count})})
         return Message(content=content, reply_to=msg)
@@ -186,7 +192,7 @@ def build_server_app(settings: AppSettings, transcript, result: dict):
         torch.manual_seed(settings.seed)
         strategy = build_strategy(settings, transcript)
         result["strategy"] = strategy
-        initial = ArrayRecord(torch.nn.Linear(64, 10).state_dict())
+        initial = ArrayRecord(model_for(settings).state_dict())
         result["initial"] = initial.to_numpy_ndarrays()
         result["final"] = strategy.start(grid=grid, initial_arrays=initial, num_rounds=settings.rounds).arrays
 

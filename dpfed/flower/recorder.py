@@ -49,12 +49,14 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
     from flwr.serverapp.strategy import Strategy
 
     class RecordingStrategy(Strategy):
-        """Records sampled ids, replies, weights, clip and added noise; delegates everything."""
+        """Records sampled ids, replies, weights, clip and added noise (and each round's model delta, for
+        the canaries' all-iterates scores); delegates everything."""
 
         def __init__(self, inner, transcript):
             super().__init__()
             self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
             self._current, self._sampled, self._population = None, {}, {}
+            self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
@@ -71,6 +73,8 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             updates = [clipped_update(r, self._current, clip) for r in replies]
             ids = [r.metadata.src_node_id for r in replies]
             arrays, metrics = self.strategy.aggregate_train(server_round, replies)
+            if arrays is not None:
+                self.round_deltas[server_round] = _flat(arrays.to_numpy_ndarrays()) - self._current
             if arrays is not None and updates:
                 noiseless = self._current + np.einsum("i,id->d", weights, np.stack(updates))
                 noise = _flat(arrays.to_numpy_ndarrays()) - noiseless

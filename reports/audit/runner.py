@@ -58,7 +58,8 @@ class PlannedTarget:
 
     @property
     def confidence_per_probe_divisor(self) -> int:
-        return max(1, sum(p.probe is not None for p in self.probes))
+        own = getattr(self.target, "own_probes", 0)  # a target that runs its own probe (dp-flower)
+        return max(1, sum(p.probe is not None for p in self.probes) + own)
 
 
 def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedTarget:
@@ -165,6 +166,9 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
                 fingerprint,
             )
         )
+    own = getattr(target, "own_probe_sections", None)  # run every time (never cached): findings depend on it
+    if own is not None:
+        sections.extend(own(options.seed, confidence, log))
     return tuple(sections)
 
 
@@ -206,6 +210,7 @@ def audit_target(planned: PlannedTarget, options: AuditOptions, log) -> TargetRe
     utility = _utility_section(planned, options, cache, log)
     verdict = target_verdict(target, accounting, probes, confidence)
     found = rules.all_findings(target, accounting, calibration, verdict, probes)
+    verdict = verdicts.with_critical_findings(verdict, found)
     return TargetResult(
         spec.name,
         spec.algorithm,

@@ -46,6 +46,7 @@ TARGET_MODULES = (
     "reports.audit.target_duets",
     "reports.audit.target_fedzero",
     "reports.audit.target_fkm",
+    "reports.audit.target_flower",
 )
 
 

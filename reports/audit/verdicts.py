@@ -50,6 +50,7 @@ VERDICT_TABLE: dict[tuple[Analytic, Empirical], tuple[Status, str]] = {
     (Analytic.UNDETERMINED, Empirical.UNTESTABLE): (Status.INCONCLUSIVE, "untestable"),
 }
 FAILED_PROBE_RULE = "probe-failed"
+CRITICAL_FINDING_RULE = "critical-finding"
 
 
 def analytic_verdict(claim: Claim, accounting: AccountingSection | Unavailable) -> AnalyticResult:
@@ -108,6 +109,16 @@ def combine(analytic: AnalyticResult, empirical: EmpiricalResult) -> tuple[Statu
     if empirical.failed and status is not Status.VIOLATION:
         return Status.INCONCLUSIVE, FAILED_PROBE_RULE
     return status, rule
+
+
+def with_critical_findings(verdict, findings):
+    """A target with a critical finding of its own checks (e.g. a Flower transcript showing less noise than
+    accounted) is a VIOLATION whatever the table says (rule ``critical-finding``)."""
+    import dataclasses
+
+    if verdict.status is Status.VIOLATION or not any(f.severity == "critical" for f in findings):
+        return verdict
+    return dataclasses.replace(verdict, status=Status.VIOLATION, rule=CRITICAL_FINDING_RULE)
 
 
 def worst_status(statuses) -> Status:

@@ -11,8 +11,10 @@ from reports.exit_codes import ExitCode
 
 def add_parser(sub) -> None:
     p = sub.add_parser("flower", help="audit the Flower example app (needs pip install -e '.[flower]')")
-    p.add_argument("--nodes", type=int, default=40, help="connected Flower nodes N (default 40)")
-    p.add_argument("--sampled", type=int, default=8, help="clients sampled per round m (default 8)")
+    p.add_argument("--nodes", type=int, default=40, help="real clients (Flower nodes besides the canaries; default 40)")
+    p.add_argument("--sampled", default="8",
+                   help="clients sampled per round m, of the real clients and canaries together, or 'all' "
+                   "(default 8)")
     p.add_argument("--rounds", type=int, default=5, help="server rounds (default 5)")
     p.add_argument("--noise-multiplier", type=float, default=1.0, help="z of the DP wrapper (default 1)")
     p.add_argument("--clip", type=float, default=1.0, help="clipping norm C (default 1)")
@@ -24,7 +26,10 @@ def add_parser(sub) -> None:
     p.add_argument("--bug", default="none", help="planted bug: none, noise-cut, skip-round, unequal-weights")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--canaries", type=int, default=0,
-                   help="k canary directions, each inserted as a client with probability 1/2 (one-run audit)")
+                   help="k canary clients, each answering current + s C u with a secret random sign s (one-run "
+                   "audit, replace-one)")
+    p.add_argument("--hidden", type=int, default=0,
+                   help="hidden units of the example model (default 0: logistic regression, 650 parameters)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the canary lower bounds")
     p.add_argument("--out", default=None, help="write the full audit (with the transcript) as JSON here")
     p.set_defaults(func=run)
@@ -39,12 +44,7 @@ def summary_lines(audit: dict) -> list[str]:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
     canaries = audit.get("canaries")
     if canaries:
-        g = canaries["gaussian_estimate"]
-        lines.append(f"  canaries: {sum(canaries['included'])} of {len(canaries['included'])} inserted, d = "
-                     f"{canaries['dim']}; Gaussian estimate epsilon {g['epsilon']:.3g} (mu {g['mu']:.3g})")
-        for b in canaries["bounds"]:
-            lines.append(f"  canary lower bound [{b['method']}]: epsilon >= {b['epsilon']:.3g} "
-                         f"(confidence {b['confidence']}, {'rigorous' if b['rigorous'] else 'model-based'})")
+        lines.extend(canary_lines(canaries, audit["accounted_epsilon"]))
     if not audit["transcript_findings"]:
         lines.append("  transcript check: every release matches the accountant's assumptions")
     seconds = audit["seconds"]
@@ -52,14 +52,28 @@ def summary_lines(audit: dict) -> list[str]:
     return lines
 
 
-def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]:
-    """Steinke et al.'s and the Gaussian f-DP one-run lower bounds from the canaries' cosines (each the
-    best of several guess counts, Bonferroni-corrected over them; ``attacks.estimators``)."""
-    from attacks.estimators import estimate_one_run
+def canary_lines(canaries: dict, accounted: float) -> list[str]:
+    plus = sum(1 for s in canaries["signs"] if s > 0)
+    lines = [f"  canaries: {len(canaries['signs'])} ({plus} with sign +1), d = {canaries['dim']}, "
+             f"{canaries['rounds']} rounds; accounted epsilon (what Flower runs) {accounted:.4g}"]
+    for model in ("final_model", "all_iterates"):
+        e = canaries[model]["estimate"]
+        stderr = f" +- {e['mu_stderr']:.2g}" if e["mu_stderr"] is not None else ""
+        lines.append(f"  [{model}] mean-shift GDP estimate: epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g}{stderr}; "
+                     f"{e['epsilon'] / accounted:.0%} of accounted); an estimate, not a bound")
+    for b in canaries["bounds"]:
+        lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
+                     f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")
+    return lines
 
-    bounds = estimate_one_run(canaries["scores"], canaries["included"], delta, confidence)
-    return [{"method": b.method, "epsilon": b.epsilon, "confidence": b.confidence, "rigorous": b.rigorous}
-            for b in bounds]
+
+def parse_sampled(text: str, nodes: int, canaries: int) -> int:
+    if str(text).strip().lower() == "all":
+        return nodes + canaries
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigurationError("sampled", f"expected a whole number or 'all', got {text!r}") from None
 
 
 def run(args) -> int:
@@ -67,9 +81,9 @@ def run(args) -> int:
     from dpfed.flower.config import CLAIMS
     from dpfed.flower.example_app import AppSettings
 
-    settings = AppSettings(nodes=args.nodes, sampled=args.sampled, rounds=args.rounds,
-                           noise_multiplier=args.noise_multiplier, clip=args.clip, seed=args.seed, bug=args.bug,
-                           canaries=args.canaries)
+    settings = AppSettings(nodes=args.nodes, sampled=parse_sampled(args.sampled, args.nodes, args.canaries),
+                           rounds=args.rounds, noise_multiplier=args.noise_multiplier, clip=args.clip,
+                           seed=args.seed, bug=args.bug, canaries=args.canaries, hidden=args.hidden)
     require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     if args.claimed_epsilon is not None:
@@ -84,6 +98,7 @@ def run(args) -> int:
         message = "flwr is not installed; pip install -c constraints.txt -e '.[flower]'"
         raise ConfigurationError("flower", message) from exc
     from dpfed.flower.audit import audit_example
+    from reports.audit.flower_canaries import canary_bounds
 
     audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)
     if audit["canaries"]:

@@ -1,18 +1,28 @@
-"""Canary scoring for the one-run Flower audit: the closed-form null, and null audits of the one-run
-bounds on simulated null cosines (no flwr needed).
+"""Canary scoring for the one-run Flower audit: the closed-form null, the all-iterates direction, the
+mean-shift estimate, and null audits of the one-run bounds on simulated null cosines (no flwr needed).
 
-Null audit: 200 repetitions, k = 200 canaries never inserted (their cosines drawn from the closed-form
-null, inclusion flags random). A valid 95% lower bound is positive in at most 5% of repetitions; we
-assert at most 19 of 200 (P[Binom(200, 0.05) >= 20] = 0.0079, the false-failure probability per
-estimator). The fixed seed makes the test deterministic.
+Null audit (must-show 2): 200 repetitions, k = 200 canaries never inserted: both threat models' cosines
+drawn from the closed-form null, signs random, bounds from ``canary_bounds`` (what the audit reports: both
+estimators, both threat models, Bonferroni over the two). A valid 95% lower bound is positive in at most 5%
+of repetitions; we assert at most 19 of 200 per estimator (P[Binom(200, 0.05) >= 20] = 0.0079, the
+false-failure probability per estimator). The fixed seed makes the test deterministic.
 """
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from attacks.estimators import estimate_one_run
-from dpfed.flower.canaries import canary_directions, cosines, gaussian_estimate, null_cosine_sf, null_cosines
+from dpfed.flower.canaries import (
+    all_iterates_direction,
+    canary_direction,
+    canary_directions,
+    canary_signs,
+    cosines,
+    mean_shift_estimate,
+    null_cosine_sf,
+    null_cosines,
+)
+from reports.audit.flower_canaries import best_bound, canary_bounds
 
 DIM = 650
 
@@ -31,19 +41,52 @@ def test_directions_are_unit_and_reproducible():
     assert np.allclose(np.linalg.norm(a, axis=1), 1) and np.array_equal(a, b)
 
 
-def test_gaussian_estimate_recovers_mu():
+def test_direction_rows_are_independent_of_count_and_signs_fair():
+    assert np.array_equal(canary_directions(3, DIM, 7)[2], canary_direction(2, DIM, 7))
+    signs = canary_signs(4000, 1)
+    assert set(np.unique(signs)) == {-1.0, 1.0}
+    # P[|Binom(4000, 1/2) - 2000| > 130] ~ 4e-5
+    assert abs(int((signs > 0).sum()) - 2000) < 130
+
+
+def test_all_iterates_score_has_the_closed_form_null():
+    """cos(u, V) with V the sum of normalised round deltas: for u independent of the deltas the null is
+    the Beta closed form whatever the deltas (here strongly correlated rounds)."""
+    rng = np.random.default_rng(12)
+    common = rng.normal(size=DIM)
+    rounds = [common * 3 + rng.normal(size=DIM) for _ in range(4)]
+    v = all_iterates_direction(rounds)
+    assert np.allclose(v, sum(r / np.linalg.norm(r) for r in rounds))
+    scores = cosines(canary_directions(4000, DIM, seed=9), v)
+    # KS test at 1e-3: false failure probability 1e-3
+    assert stats.kstest(scores, lambda t: 1 - null_cosine_sf(t, DIM)).pvalue > 1e-3
+
+
+def test_mean_shift_estimate_recovers_mu_between_the_signs():
+    """Signed canaries shifted by +-mu/2 null standard deviations: the estimate's mu is the gap mu
+    (standard error 2/sqrt(k) = 0.028 here; the 0.1 tolerance is 3.5 of them, false failure ~5e-4)."""
     rng = np.random.default_rng(2)
-    shifted = null_cosines(5000, DIM, rng) + 2.0 / np.sqrt(DIM)
-    assert gaussian_estimate(shifted, DIM, 1e-5)["mu"] == pytest.approx(2.0, abs=0.1)
+    signs = canary_signs(5000, 4)
+    shifted = null_cosines(5000, DIM, rng) + signs * 1.0 / np.sqrt(DIM)
+    estimate = mean_shift_estimate(shifted, signs, DIM, 1e-5)
+    assert estimate["mu"] == pytest.approx(2.0, abs=0.1)
+    assert estimate["mu_stderr"] == pytest.approx(2 / np.sqrt(5000), rel=0.1)
+    from accounting.exact import gaussian_epsilon
+
+    assert estimate["epsilon"] == pytest.approx(gaussian_epsilon(estimate["mu"], 1e-5))
+    null = mean_shift_estimate(null_cosines(5000, DIM, rng), signs, DIM, 1e-5)
+    assert abs(null["mu"]) < 0.1
 
 
-@pytest.mark.slow
 def test_null_audits_positive_at_most_nominal_rate():
     rng = np.random.default_rng(2024)
-    positives = np.zeros(2, dtype=int)
+    positives = {"one-run": 0, "fdp-one-run": 0}
     for _ in range(200):
-        scores = null_cosines(200, DIM, rng)
-        included = rng.random(200) < 0.5
-        bounds = estimate_one_run(scores, included, 1e-5, 0.95)
-        positives += [b.epsilon > 0 for b in bounds]
-    assert positives.max() <= 19, positives
+        signs = np.where(rng.random(200) < 0.5, 1, -1)
+        canaries = {"signs": signs.tolist(), "final_model": {"scores": null_cosines(200, DIM, rng)},
+                    "all_iterates": {"scores": null_cosines(200, DIM, rng)}}
+        bounds = canary_bounds(canaries, 1e-5, 0.95)
+        assert {b["confidence"] for b in bounds} == {0.975}  # Bonferroni over the two threat models
+        for method in positives:
+            positives[method] += best_bound([b for b in bounds if b["method"] == method])["epsilon"] > 0
+    assert max(positives.values()) <= 19, positives

@@ -1,7 +1,8 @@
 """Real flwr objects and real runs on Flower's simulation engine (skipped without the flower extra).
 
 Runs: the example app, 40 nodes, 8 sampled per round, z = 1, C = 1; the correct app 3 rounds with 40
-canaries, each planted bug 2 rounds (11-20 s each on 2 cores, most of it Ray's start and stop). The
+canaries (11-20 s on 2 cores, most of it Ray's start and stop; the planted bugs run through the audit
+target in test_audit_target.py). The
 transcript check tests at alpha = 1e-3 per check kind, so the correct app fails falsely with
 probability below ~4e-3; seeds are fixed.
 """
@@ -11,7 +12,7 @@ import pytest
 flwr = pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
 
 from dpfed.flower.audit import assumptions_for, audit_example  # noqa: E402
-from dpfed.flower.example_app import BUG_ROUND, AppSettings, build_strategy  # noqa: E402
+from dpfed.flower.example_app import AppSettings, build_strategy  # noqa: E402
 from dpfed.flower.read import config_from_local_dp_mod, config_from_strategy  # noqa: E402
 from dpfed.flower.records import releases  # noqa: E402
 from dpfed.transcript import Transcript  # noqa: E402
@@ -68,16 +69,22 @@ def test_correct_app_passes_and_records_every_round(correct):
     assert [r for r, _ in records] == [1, 2, 3]
     for _, payload in records:
         assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8
-        assert payload["population"] == 40 + sum(correct["canaries"]["included"])
+        assert payload["population"] == 40 + CANARIES  # the canary clients are always connected
         assert payload["weights"] == pytest.approx([1 / 8] * 8)
         assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / 8, rel=0.15)  # 650 coordinates: ~3% sd
 
 
-def test_canary_scores_are_recorded(correct):
+def test_canary_scores_of_both_threat_models_are_recorded(correct):
+    import numpy as np
+
     canaries = correct["canaries"]
-    assert canaries["dim"] == 650 and len(canaries["scores"]) == CANARIES
-    assert 0 < sum(canaries["included"]) < CANARIES
-    assert all(-1 <= s <= 1 for s in canaries["scores"])
+    assert canaries["dim"] == 650 and len(canaries["signs"]) == CANARIES and canaries["rounds"] == 3
+    assert 0 < sum(s > 0 for s in canaries["signs"]) < CANARIES
+    for model in ("final_model", "all_iterates"):
+        scores = np.asarray(canaries[model]["scores"])
+        assert scores.shape == (CANARIES,) and np.all(np.abs(scores) <= 1)
+        assert canaries[model]["estimate"]["mu_stderr"] > 0
+    assert not np.allclose(canaries["final_model"]["scores"], canaries["all_iterates"]["scores"])
 
 
 def test_canary_reply_is_an_update_of_norm_clip():
@@ -103,19 +110,6 @@ def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
     by_code = {f.code: f for f in out["findings"]}
     assert by_code["understated-z-unchanged"].values["corrected_epsilon"] == out["rows"]["runs"]["epsilon"]
     assert assumptions_for(config).noise_std == pytest.approx(1 / 8)
-
-
-@pytest.mark.parametrize("bug, code", [("noise-cut", "noise-below-accounted"), ("skip-round", "noise-below-accounted"),
-                                       ("unequal-weights", "unequal-weights")])
-def test_planted_bugs_are_violations(bug, code):
-    audit = audit_example(AppSettings(**{**SMALL, "rounds": BUG_ROUND}, bug=bug))  # the skipped round is the last
-    assert audit["verdict"] == "VIOLATION"
-    found = [f for f in audit["transcript_findings"] if f["code"] == code]
-    assert found and all(f["severity"] == "critical" for f in found)
-    if bug == "skip-round":
-        assert [f["values"]["round"] for f in found] == [BUG_ROUND]
-    if bug == "noise-cut":
-        assert len(found) == BUG_ROUND
 
 
 @pytest.mark.parametrize("method, relation, row", [("without-replacement", "replace-one", "z-unchanged"),
