@@ -208,6 +208,7 @@ class FtsEndToEndProbe(Probe):
                 record_uploads=self._records_uploads,
                 backend=backend,
                 device=device,
+                release_on_device=self._records_uploads,  # the replay runs where the runs ran
             )
             out.append(self._score(batch))
         return np.concatenate(out)

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from accounting.mechanisms import array_namespace
 from attacks.probes.base import log_mixture_ratio
 
 DEVIATION_SCORE = 1e9  # scale of the term an extra release (one the description does not make) adds
@@ -81,16 +82,23 @@ def described_weights(rounds: int, slots: int, subregions: int, gap: float, hold
     return out
 
 
-def described_clip(vectors: np.ndarray, bound: float) -> np.ndarray:
-    """``u / max(1, |u| / bound)`` along the last axis."""
-    norms = np.sqrt(np.sum(vectors * vectors, axis=-1, keepdims=True))
-    return vectors / np.maximum(1.0, norms / bound)
+def described_clip(vectors, bound: float):
+    """``u / max(1, |u| / bound)`` along the last axis (NumPy or a torch tensor, computed where it lives)."""
+    xp = array_namespace(None, vectors)
+    norms = xp.sqrt(xp.sum(vectors * vectors, axis=-1, keepdims=True))
+    return vectors / _at_least(xp, norms / bound, 1.0)
+
+
+REPLAY_CHUNK = 2048  # runs replayed at once on a device (bounds the clipped copy of their uploads)
 
 
 @dataclass(frozen=True)
 class FtsObserver:
     """The replaying adversary of one probe setting (module docstring). ``weights`` (T, P, slots) from
-    ``described_weights``; ``slot`` is the canary's; ``canary`` its upload ``v`` (M,)."""
+    ``described_weights``; ``slot`` is the canary's; ``canary`` its upload ``v`` (M,).
+
+    The arrays of a batch may be NumPy or torch tensors (``run_fts_batch(release_on_device=True)``): the
+    arithmetic runs where they live, in float64 as on the host, and only the scores come back."""
 
     rate: float
     noise_multiplier: float
@@ -107,18 +115,22 @@ class FtsObserver:
         """sigma_i(t) = z S max_n varphi_n^i(t) / q, shape (T, P)."""
         return self.noise_multiplier * self.clip * self.weights.max(axis=2) / self.rate
 
-    def others_sum(self, uploads: np.ndarray, sampled: np.ndarray) -> np.ndarray:
+    def others_sum(self, uploads, sampled):
         """(1/q) sum over the sampled other agents of varphi clip(u): (K, T, P, M) from uploads (K, T, slots, M)
         and inclusion bits (K, T, slots); the canary's slot (and any slot past the uploads) is left out."""
-        others = np.arange(uploads.shape[2]) != self.slot
-        bits = np.asarray(sampled, dtype=bool)[:, :, : uploads.shape[2]] & others
-        clipped = described_clip(np.asarray(uploads, dtype=float), self.per_vector_clip) * bits[..., None]
-        w = self.weights[None, :, :, : uploads.shape[2]]  # (1, T, P, slots)
-        return (w @ clipped) / self.rate
+        xp = array_namespace(None, uploads)
+        slots = uploads.shape[2]
+        others = _on(xp, uploads, np.arange(slots) != self.slot)
+        bits = _as(xp, sampled[:, :, :slots], xp.bool) & others
+        clipped = described_clip(_as(xp, uploads, xp.float64), self.per_vector_clip)
+        clipped = clipped * _as(xp, bits, xp.float64)[..., None]
+        w = _on(xp, uploads, self.weights[None, :, :, :slots])  # (1, T, P, slots)
+        return xp.matmul(w, clipped) / self.rate
 
-    def residuals(self, broadcasts, uploads, sampled) -> np.ndarray:
+    def residuals(self, broadcasts, uploads, sampled):
         """Broadcasts (K, T, P, M) minus the other agents' reconstructed sum: the canary's term plus noise."""
-        return np.asarray(broadcasts, dtype=float) - self.others_sum(uploads, sampled)
+        xp = array_namespace(None, broadcasts)
+        return _as(xp, broadcasts, xp.float64) - self.others_sum(uploads, sampled)
 
     def whitened_shift(self) -> np.ndarray:
         """The canary's whitened contribution when sampled, mu (T, P, M): varphi_c clip(v) / (q sigma)."""
@@ -127,21 +139,62 @@ class FtsObserver:
         return scale[..., None] * shift
 
     def scores(self, broadcasts, uploads, sampled, final=None) -> np.ndarray:
-        """Exact log-likelihood ratio summed over rounds, shape (K,); plus ``extra_release_term`` when the
-        server published ``final`` (K, P, M) after the last round (the description publishes nothing)."""
-        mu = self.whitened_shift()
-        y = self.residuals(broadcasts, uploads, sampled) / self.noise_std()[..., None]
-        dot = np.einsum("ktpm,tpm->kt", y, mu)
-        llr = log_mixture_ratio(dot, np.einsum("tpm,tpm->t", mu, mu), self.rate).sum(axis=1)
+        """Exact log-likelihood ratio summed over rounds, shape (K,) as NumPy; plus ``extra_release_term``
+        when the server published ``final`` (K, P, M) after the last round (the description publishes
+        nothing). Device arrays are replayed ``REPLAY_CHUNK`` runs at a time."""
+        from attacks.backend import to_numpy
+
+        xp = array_namespace(None, broadcasts)
+        if xp is np:
+            return self._scores(broadcasts, uploads, sampled, final)
+        out = []
+        for start in range(0, broadcasts.shape[0], REPLAY_CHUNK):
+            part = slice(start, start + REPLAY_CHUNK)
+            out.append(to_numpy(self._scores(broadcasts[part], uploads[part], sampled[part],
+                                             None if final is None else final[part])))
+        return np.concatenate(out)
+
+    def _scores(self, broadcasts, uploads, sampled, final):
+        xp = array_namespace(None, broadcasts)
+        mu_host = self.whitened_shift()
+        mu = _on(xp, broadcasts, mu_host)
+        y = self.residuals(broadcasts, uploads, sampled) / _on(xp, broadcasts, self.noise_std())[..., None]
+        dot = xp.sum(y * mu, axis=(2, 3))  # (K, T)
+        mu_sq = _on(xp, broadcasts, np.sum(mu_host * mu_host, axis=(1, 2)))  # (T,)
+        llr = xp.sum(log_mixture_ratio(dot, mu_sq, self.rate), axis=1)
         return llr if final is None else llr + self.extra_release_term(final, uploads)
 
-    def extra_release_term(self, final, uploads) -> np.ndarray:
+    def extra_release_term(self, final, uploads):
         """``DEVIATION_SCORE`` times the canary's share ``s`` in an extra release, clipped to [-1, 1]: the
         release minus the other agents' weighted last uploads, projected on the canary's weighted upload
         (s = 1 when that release is the un-noised aggregate with the canary, 0 without it)."""
-        others = np.arange(uploads.shape[2]) != self.slot
-        w = self.weights[-1, :, : uploads.shape[2]]  # (P, slots)
-        residual = np.asarray(final, dtype=float) - (w[:, others] @ np.asarray(uploads[:, -1], dtype=float)[:, others])
+        xp = array_namespace(None, final)
+        slots = uploads.shape[2]
+        others = np.arange(slots) != self.slot
+        w = self.weights[-1, :, :slots]  # (P, slots)
+        last = _as(xp, uploads[:, -1], xp.float64)  # (K, slots, M)
+        known = xp.matmul(_on(xp, final, w[:, others]), last[:, _on(xp, final, others)])  # (K, P, M)
+        residual = _as(xp, final, xp.float64) - known
         target = w[:, self.slot, None] * np.asarray(self.canary, dtype=float)  # (P, M)
-        share = np.einsum("kpm,pm->k", residual, target) / max(float(np.sum(target * target)), 1e-300)
-        return DEVIATION_SCORE * np.clip(share, -1.0, 1.0)
+        share = xp.sum(residual * _on(xp, final, target), axis=(1, 2)) / max(float(np.sum(target * target)), 1e-300)
+        return DEVIATION_SCORE * _at_most(xp, _at_least(xp, share, -1.0), 1.0)
+
+
+def _on(xp, like, value):
+    """A host constant as an array of ``like``'s namespace and device (NumPy stays NumPy)."""
+    if xp is np:
+        return value
+    return xp.asarray(value, device=like.device)
+
+
+def _as(xp, value, dtype):
+    """``value`` as ``dtype`` in its own namespace (NumPy 1.26 has no ``np.astype``)."""
+    return np.asarray(value, dtype=dtype) if xp is np else xp.astype(value, dtype)
+
+
+def _at_least(xp, value, low: float):
+    return np.maximum(value, low) if xp is np else xp.clip(value, min=low)
+
+
+def _at_most(xp, value, high: float):
+    return np.minimum(value, high) if xp is np else xp.clip(value, max=high)

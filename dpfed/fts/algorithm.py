@@ -84,6 +84,7 @@ def run_fts_batch(
     record_uploads: bool = True,
     backend: str = "numpy",
     device: str = "cpu",
+    release_on_device: bool = False,
 ) -> FTSBatchResult:
     """K = ``len(rngs)`` independent runs in one vectorised computation (BLAS limited to one thread).
 
@@ -92,12 +93,15 @@ def run_fts_batch(
     ``objective`` is used by every run (else each run draws its own from its seed); ``upload_hook`` is
     called per run. ``record_uploads=False`` keeps only the broadcasts (memory: K T slots M floats).
     ``backend``/``device``: where the arithmetic runs (module docstring); ConfigurationError if it cannot.
+    ``release_on_device``: ``uploads``, ``broadcasts``, ``sampled`` and ``final_release`` stay arrays of the
+    backend (torch tensors on ``device``) instead of NumPy, for scores computed where the runs ran.
     """
     arrays = ArrayBackend(backend, device)
     with single_threaded(arrays):
         state = _BatchedRun(
             config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook, record_uploads, arrays
         )
+        state.release_on_device = bool(release_on_device)
         for j in range(1, config.rounds + 1):
             state.round(j)
         return state.result()
@@ -282,6 +286,7 @@ class _BatchedRun:
         if self.server is not None:
             final = self.server.final_release(self._last_uploads, self.present_on_backend, self.config.rounds - 1)
         private, host, xp = self.mechanism is not None, self.arrays.to_numpy, self.xp
+        kept = (lambda value: value) if getattr(self, "release_on_device", False) else host
         return FTSBatchResult(
             config=self.config,
             queries=host(self.queries),
@@ -289,16 +294,16 @@ class _BatchedRun:
             true_values=host(self.true),
             utility_per_agent=host(xp.stack(self.utility, axis=2)),
             present=self.present,
-            uploads=host(xp.stack(self.uploads, axis=1)) if self.record and self.uploads else None,
-            broadcasts=host(xp.stack(self.released, axis=1)) if self.released else None,
-            sampled=host(xp.stack(self.sampled, axis=1)) if private else None,
+            uploads=kept(xp.stack(self.uploads, axis=1)) if self.record and self.uploads else None,
+            broadcasts=kept(xp.stack(self.released, axis=1)) if self.released else None,
+            sampled=kept(xp.stack(self.sampled, axis=1)) if private else None,
             used_broadcast=host(xp.stack(self.used, axis=1)),
             releases=self.server.releases if self.server else 0,
             mechanism=self.mechanism,
             block_noise_std=np.stack([self.server.block_noise_std(t) for t in range(self.config.rounds)])
             if private
             else None,
-            final_release=host(final),
+            final_release=kept(final),
             utility_name=self.objective.utility_name,
         )
 

@@ -81,20 +81,6 @@ def test_replay_scores_follow_the_server_probes_law():
         assert stats.ks_2samp(ours, theirs).pvalue > 1e-3, world
 
 
-def test_replay_scores_are_the_same_on_the_torch_backend():
-    # Same runs on both backends (dpfed.fts.algorithm); float32 scoring flips a near-tie in about 3 of
-    # 100 full 60-round runs, so 4 runs of 3 rounds diverge with probability about 0.01 (none for this seed).
-    pytest.importorskip("torch")
-    from attacks.attack import collect_scores
-    from attacks.backend import on_backend
-
-    reference = get_probe("fts-end-to-end", rounds=3)
-    probe = on_backend(get_probe("fts-end-to-end", rounds=3), "torch", "cpu")
-    expected, scores = collect_scores(reference, 4, 11, batch_size=2), collect_scores(probe, 4, 11, batch_size=2)
-    for world in (0, 1):
-        np.testing.assert_allclose(scores[world], expected[world], rtol=1e-9, atol=1e-12)
-
-
 def test_an_extra_unnoised_release_separates_the_worlds():
     # The server's planted `unnoised-final-aggregate` publishes the un-noised aggregate after the last
     # round, a release the description does not make: the replay's extra-release term is 1e9 with the
@@ -105,3 +91,28 @@ def test_an_extra_unnoised_release_separates_the_worlds():
     rng = np.random.default_rng(3)
     out, inn = probe.scores(0, 4, rng), probe.scores(1, 4, rng)
     assert np.all(np.abs(out) < 100) and np.all(inn > DEVIATION_SCORE - 100)
+
+
+def test_the_replay_on_device_tensors_equals_the_replay_of_the_same_arrays_on_the_host():
+    # On torch the probe keeps a batch's releases on the device (run_fts_batch(release_on_device=True)) and
+    # replays there, chunk by chunk; the scores must be the NumPy observer's on the same arrays (float64 on
+    # both sides: only the order of the sums differs), extra-release term included.
+    torch = pytest.importorskip("torch")
+    import attacks.probes.fts_replay as replay
+
+    probe = FtsEndToEndProbe(rounds=4)
+    batch = _runs(probe, 11, 5, 1, record_uploads=True, backend="torch", device="cpu", release_on_device=True)
+    assert isinstance(batch.broadcasts, torch.Tensor) and isinstance(batch.uploads, torch.Tensor)
+    final = batch.broadcasts[:, -1]  # stands in for a release the description does not make
+    host = [t.numpy() for t in (batch.broadcasts, batch.uploads, batch.sampled, final)]
+    observer = probe._observer
+    for extra in (None, final):
+        on_host = observer.scores(*host[:3], None if extra is None else host[3])
+        original = replay.REPLAY_CHUNK
+        try:
+            replay.REPLAY_CHUNK = 2  # three chunks of a batch of five
+            on_device = observer.scores(batch.broadcasts, batch.uploads, batch.sampled, extra)
+        finally:
+            replay.REPLAY_CHUNK = original
+        assert isinstance(on_device, np.ndarray) and on_device.shape == (5,)
+        np.testing.assert_allclose(on_device, on_host, rtol=1e-12, atol=1e-9)

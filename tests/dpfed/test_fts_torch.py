@@ -238,9 +238,10 @@ def test_torch_rounds_make_no_host_copies_and_no_synchronisation(monkeypatch):
 
 
 def test_torch_and_numpy_runs_have_the_same_score_law():
-    # Other generators, same algorithm: the end-to-end probe's canary scores (4-round runs) must follow
-    # one law on both backends. Two-sample Kolmogorov-Smirnov test per world at level 1e-3 with fixed
-    # seeds: false-failure probability at most 2e-3.
+    # Other generators, same algorithm: the end-to-end probe's default (replay) scores of 4-round runs,
+    # replayed on the device on torch and on the host on NumPy, must follow one law on both backends.
+    # Two-sample Kolmogorov-Smirnov test per world at level 1e-3 with fixed seeds: false-failure
+    # probability at most 2e-3.
     from scipy import stats
 
     reference = get_probe("fts-end-to-end", rounds=4)
