@@ -13,11 +13,13 @@ Prints the device name and torch version, then
     probe's configuration and canary, as many runs per call as the probe puts in one call there, after a
     warm-up call), beside the NumPy path through the probe on ``--workers`` processes (the ``processes``
     executor of ``attack --executor processes --workers N``, measured first, before CUDA starts), and the
-    ratio;
+    ratio. The NumPy side includes the probe's default score (the replay); the device side is the bare
+    engine (no uploads recorded, no score): part (b) gives the like-for-like figure;
 (b) the seconds of ``--e2e-trials`` (1e5) trials per world of ``fts-end-to-end`` on the device (the
     probe's batches through the in-process executor, batch size from free memory as ``attack --backend
     torch --device cuda`` chooses it). If a first tenth, timed, predicts more than ``--e2e-seconds``, the
-    rest is not run and the figure is an extrapolation (``"extrapolated": true``);
+    rest is not run and the figure is an extrapolation (``"extrapolated": true``). Its runs/s beside the
+    NumPy processes' is the probe-to-probe ratio (same probe, same score, both worlds);
 (c) the Gaussian probe at its default configuration (``configs/attack_gaussian.toml``: epsilon 2, delta
     1e-5, seed 1) at ``--gaussian-trials`` (1e10) trials per world on the device, default batch size:
     seconds, trials per second (both worlds), the Clopper-Pearson lower bound; a tenth of the trials runs
@@ -243,6 +245,12 @@ def main(argv=None) -> int:
                     f"DP-FTS-DE runs/s: {device} {results[name]['runs_per_second']:.0f}, numpy x{args.workers} "
                     f"processes {cpu:.0f}, ratio {results['fts_ratio_device_over_numpy_processes']:.2f}"
                 )
+        if name == "fts_end_to_end" and "runs_per_second" in results[name]:
+            cpu = results.get("fts_numpy_processes", {}).get("runs_per_second")
+            if cpu:
+                ratio = results["fts_ratio_probe_device_over_numpy_processes"] = results[name]["runs_per_second"] / cpu
+                print(f"fts-end-to-end runs/s through the probe: {device} {results[name]['runs_per_second']:.0f}, "
+                      f"numpy x{args.workers} processes {cpu:.0f}, ratio {ratio:.2f}")
         with open(args.out, "w") as handle:
             json.dump(results, handle, indent=2)
     failed = [name for name, _ in parts if "error" in results[name]]
