@@ -1,26 +1,10 @@
-"""Findings of the opacus check: a code, a severity, a one-line message and the numbers behind it."""
+"""Findings of the opacus check: ``dpfed.findings.Finding`` (a code, a severity, a one-line message and the
+numbers behind it) under this package's name."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dpfed.findings import SEVERITIES, Finding, worst
 
-SEVERITIES = ("critical", "high", "medium", "low", "info")
+OpacusFinding = Finding
 
-
-@dataclass(frozen=True)
-class OpacusFinding:
-    """One finding; ``values`` holds the numbers the message states (epsilons, rates, counts)."""
-
-    code: str
-    severity: str
-    message: str
-    values: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"code": self.code, "severity": self.severity, "message": self.message, "values": dict(self.values)}
-
-
-def worst(findings) -> str | None:
-    """The most severe severity among ``findings`` (None when there are none)."""
-    ranks = [SEVERITIES.index(f.severity) for f in findings]
-    return SEVERITIES[min(ranks)] if ranks else None
+__all__ = ["SEVERITIES", "OpacusFinding", "worst"]
