@@ -17,6 +17,7 @@ conservative or is harmless.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from dpfed.opacus_setup import epsilons as eps
 from dpfed.opacus_setup.findings import OpacusFinding, worst
@@ -67,6 +68,18 @@ def _finding(code, reported, corrected, how, message, **values) -> OpacusFinding
                          {"reported_epsilon": reported, "corrected_epsilon": corrected, "analysis": how, **values})
 
 
+@dataclass(frozen=True)
+class _Told:
+    """What the reported epsilon rests on, beside the steps the loop runs."""
+
+    reported: float
+    noise_multiplier: float
+    rate: float
+    accounted_steps: int
+    run_steps: int
+    delta: float
+
+
 def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delta: float) -> dict:
     """Rows (epsilons of what is told and what runs) and findings, as one JSON-ready dict."""
     mechanism = setup.privacy_engine.accountant.mechanism()
@@ -75,89 +88,24 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
     acc_steps = accounted_steps(setup, q_told, run_steps)
     opacus_eps = eps.opacus_epsilon(mechanism, z_told, q_told, acc_steps, delta)
     reported = setup.claimed_epsilon if setup.claimed_epsilon is not None else opacus_eps
+    told = _Told(reported, z_told, q_told, acc_steps, run_steps, delta)
+    findings = [
+        *_rate_findings(told, facts),
+        *_scheme_findings(told, facts),
+        *_normalisation_findings(told, facts, noise),
+        *_step_findings(told, facts, setup.epochs),
+        *_noise_findings(told, noise),
+        *_claim_findings(setup.claimed_epsilon, opacus_eps),
+    ]
     z_runs = noise.effective_upper if noise.noise_flagged else z_told
-    findings = []
-    rows = {"opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
-                       f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"}}
-    # (1) the rate told against the rate the most exposed record really has (Poisson or draws with
-    # replacement; batches that hold each record once per epoch are finding (2)'s)
-    rated = facts.scheme in ("poisson", "with-replacement")
-    if rated and facts.worst_inclusion_rate > q_told * (1 + RATE_TOLERANCE):
-        corrected, how = eps.poisson_epsilon(min(facts.worst_inclusion_rate, 1.0), z_told, acc_steps, delta)
-        findings.append(_finding(
-            "rate-mismatch", reported, corrected, how.replace("tight", "at the realised rate, as if Poisson"),
-            f"the accountant was told sample rate {q_told:.4g} (1 / len(data_loader) = 1/{facts.loader_length}) but "
-            f"a record joins a batch with probability up to {facts.worst_inclusion_rate:.4g} "
-            f"({facts.worst_inclusion_rate / q_told:.3g}x; mean batch {facts.mean_batch_size:.4g} of "
-            f"{facts.population} records, {facts.sampler_class})",
-            told_rate=q_told, realised_rate=facts.worst_inclusion_rate,
-            batch_over_population=facts.mean_batch_size / facts.population))
-    elif facts.worst_inclusion_rate < q_told * (1 - RATE_TOLERANCE) and facts.scheme == "poisson":
-        findings.append(OpacusFinding("rate-above-realised", "low",
-                                      f"the accountant was told rate {q_told:.4g}, the sampler draws at "
-                                      f"{facts.worst_inclusion_rate:.4g}: the report is conservative",
-                                      {"told_rate": q_told, "realised_rate": facts.worst_inclusion_rate}))
-    # (2) the scheme: opacus's accountants analyse Poisson sampling only
-    if facts.scheme != "poisson":
-        corrected, how = runs_epsilon(facts, z_told, acc_steps, delta)
-        extra = {}
-        if facts.scheme in ("shuffled", "sequential") or facts.once_per_epoch:
-            reference, reference_how = eps.fixed_size_epsilon(facts.fixed_batch_size, facts.population, z_told,
-                                                              acc_steps, delta)
-            extra = {"fixed_size_reference_epsilon": reference, "fixed_size_reference": reference_how}
-        findings.append(_finding(
-            "not-poisson", reported, corrected, how,
-            f"the loader draws {facts.scheme} batches ({facts.batch_sampler_class} over {facts.sampler_class}, "
-            f"batch sizes {min(facts.batch_sizes)}..{max(facts.batch_sizes)}) but opacus accounts Poisson sampling",
-            scheme=facts.scheme, **extra))
-    # (3) normalisation by the realised batch size
-    if noise.realised_normalisation:
-        if facts.scheme == "poisson":
-            corrected, how = eps.revealed_batch_size_epsilon(facts.population, facts.poisson_rate, z_told,
-                                                             acc_steps, delta)
-            findings.append(_finding(
-                "realised-normalisation", reported, corrected, how,
-                f"the noisy gradient is divided by the realised batch size (noise std scales as batch size^"
-                f"{noise.normalisation_slope:.2f}), which reveals each batch's size (opacus #571)",
-                slope=noise.normalisation_slope))
-        else:
-            findings.append(OpacusFinding("realised-normalisation", "info",
-                                          "the noisy gradient is divided by the realised batch size; with fixed-size "
-                                          "batches that size is public, so nothing is revealed",
-                                          {"slope": noise.normalisation_slope}))
-    # (4) the steps the report is for against the steps the loop runs
-    if acc_steps != run_steps:
-        corrected, how = runs_epsilon(facts, z_told, run_steps, delta) if facts.scheme != "poisson" else \
-            eps.poisson_epsilon(q_told, z_told, run_steps, delta)
-        findings.append(_finding(
-            "step-mismatch", reported, corrected, f"{how}, {run_steps} steps",
-            f"the reported epsilon is for {acc_steps} steps, the loop runs {setup.epochs} epochs of "
-            f"{facts.batches_per_epoch} batches = {run_steps} steps", accounted_steps=acc_steps,
-            run_steps=run_steps))
-    # (5) the noise really added
-    if noise.noise_flagged:
-        low_noise = noise.effective_noise_multiplier < z_told
-        corrected, how = eps.poisson_epsilon(q_told, noise.effective_upper, acc_steps, delta)
-        how += f" at the measured multiplier's upper confidence limit {noise.effective_upper:.4g}"
-        message = (f"the optimizer adds noise of multiplier {noise.effective_noise_multiplier:.4g} (measured; "
-                   f"upper limit {noise.effective_upper:.4g} at false-alarm {noise.false_alarm:g}) while the "
-                   f"accountant is told {z_told:.4g}")
-        if low_noise:
-            findings.append(_finding("noise-below-accounted", reported, corrected, how, message,
-                                     measured=noise.effective_noise_multiplier, told=z_told))
-        else:
-            findings.append(OpacusFinding("noise-above-accounted", "low", message + ": the report is conservative",
-                                          {"measured": noise.effective_noise_multiplier, "told": z_told}))
-    if setup.claimed_epsilon is not None and setup.claimed_epsilon < opacus_eps * (1 - EPSILON_TOLERANCE):
-        findings.append(OpacusFinding("claim-below-opacus", "critical",
-                                      f"the claimed epsilon {setup.claimed_epsilon:.3g} is below what opacus's own "
-                                      f"accountant gives for what it was told ({opacus_eps:.3g})",
-                                      {"claimed_epsilon": setup.claimed_epsilon, "opacus_epsilon": opacus_eps}))
     runs, runs_how = runs_epsilon(facts, z_runs, run_steps, delta, noise.realised_normalisation)
-    rows["runs"] = {"epsilon": runs, "analysis": runs_how + f"; noise multiplier {z_runs:.4g}, {run_steps} steps"}
-    severity = worst(findings)
+    rows = {
+        "opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
+                   f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"},
+        "runs": {"epsilon": runs, "analysis": runs_how + f"; noise multiplier {z_runs:.4g}, {run_steps} steps"},
+    }
     return {
-        "verdict": "VIOLATION" if severity == "critical" else "PASS",
+        "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
         "delta": delta,
         "reported_epsilon": reported,
         "reported_by": "the user's claim" if setup.claimed_epsilon is not None else f"opacus {mechanism} accountant",
@@ -167,6 +115,106 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
         "noise": noise.to_dict(),
         "steps": {"run": run_steps, "accounted": acc_steps, "epochs": setup.epochs},
     }
+
+
+def _rate_findings(told: _Told, facts: SamplerFacts) -> list[OpacusFinding]:
+    """(1) The rate told against the rate the most exposed record really has (Poisson or draws with
+    replacement; batches that hold each record once per epoch are finding (2)'s)."""
+    q_told, realised = told.rate, facts.worst_inclusion_rate
+    if facts.scheme in ("poisson", "with-replacement") and realised > q_told * (1 + RATE_TOLERANCE):
+        corrected, how = eps.poisson_epsilon(min(realised, 1.0), told.noise_multiplier, told.accounted_steps,
+                                             told.delta)
+        return [_finding(
+            "rate-mismatch", told.reported, corrected, how.replace("tight", "at the realised rate, as if Poisson"),
+            f"the accountant was told sample rate {q_told:.4g} (1 / len(data_loader) = 1/{facts.loader_length}) but "
+            f"a record joins a batch with probability up to {realised:.4g} "
+            f"({realised / q_told:.3g}x; mean batch {facts.mean_batch_size:.4g} of "
+            f"{facts.population} records, {facts.sampler_class})",
+            told_rate=q_told, realised_rate=realised,
+            batch_over_population=facts.mean_batch_size / facts.population)]
+    if realised < q_told * (1 - RATE_TOLERANCE) and facts.scheme == "poisson":
+        return [OpacusFinding("rate-above-realised", "low",
+                              f"the accountant was told rate {q_told:.4g}, the sampler draws at "
+                              f"{realised:.4g}: the report is conservative",
+                              {"told_rate": q_told, "realised_rate": realised})]
+    return []
+
+
+def _scheme_findings(told: _Told, facts: SamplerFacts) -> list[OpacusFinding]:
+    """(2) The scheme: opacus's accountants analyse Poisson sampling only."""
+    if facts.scheme == "poisson":
+        return []
+    corrected, how = runs_epsilon(facts, told.noise_multiplier, told.accounted_steps, told.delta)
+    extra = {}
+    if facts.scheme in ("shuffled", "sequential") or facts.once_per_epoch:
+        reference, reference_how = eps.fixed_size_epsilon(facts.fixed_batch_size, facts.population,
+                                                          told.noise_multiplier, told.accounted_steps, told.delta)
+        extra = {"fixed_size_reference_epsilon": reference, "fixed_size_reference": reference_how}
+    return [_finding(
+        "not-poisson", told.reported, corrected, how,
+        f"the loader draws {facts.scheme} batches ({facts.batch_sampler_class} over {facts.sampler_class}, "
+        f"batch sizes {min(facts.batch_sizes)}..{max(facts.batch_sizes)}) but opacus accounts Poisson sampling",
+        scheme=facts.scheme, **extra)]
+
+
+def _normalisation_findings(told: _Told, facts: SamplerFacts, noise: NoiseFacts) -> list[OpacusFinding]:
+    """(3) Normalisation by the realised batch size (reveals the size of a Poisson batch)."""
+    if not noise.realised_normalisation:
+        return []
+    if facts.scheme != "poisson":
+        return [OpacusFinding("realised-normalisation", "info",
+                              "the noisy gradient is divided by the realised batch size; with fixed-size "
+                              "batches that size is public, so nothing is revealed",
+                              {"slope": noise.normalisation_slope})]
+    corrected, how = eps.revealed_batch_size_epsilon(facts.population, facts.poisson_rate, told.noise_multiplier,
+                                                     told.accounted_steps, told.delta)
+    return [_finding(
+        "realised-normalisation", told.reported, corrected, how,
+        f"the noisy gradient is divided by the realised batch size (noise std scales as batch size^"
+        f"{noise.normalisation_slope:.2f}), which reveals each batch's size (opacus #571)",
+        slope=noise.normalisation_slope)]
+
+
+def _step_findings(told: _Told, facts: SamplerFacts, epochs: int) -> list[OpacusFinding]:
+    """(4) The steps the report is for against the steps the loop runs."""
+    if told.accounted_steps == told.run_steps:
+        return []
+    if facts.scheme != "poisson":
+        corrected, how = runs_epsilon(facts, told.noise_multiplier, told.run_steps, told.delta)
+    else:
+        corrected, how = eps.poisson_epsilon(told.rate, told.noise_multiplier, told.run_steps, told.delta)
+    return [_finding(
+        "step-mismatch", told.reported, corrected, f"{how}, {told.run_steps} steps",
+        f"the reported epsilon is for {told.accounted_steps} steps, the loop runs {epochs} epochs of "
+        f"{facts.batches_per_epoch} batches = {told.run_steps} steps", accounted_steps=told.accounted_steps,
+        run_steps=told.run_steps)]
+
+
+def _noise_findings(told: _Told, noise: NoiseFacts) -> list[OpacusFinding]:
+    """(5) The noise really added, measured against the multiplier the accountant is told."""
+    if not noise.noise_flagged:
+        return []
+    z_told = told.noise_multiplier
+    message = (f"the optimizer adds noise of multiplier {noise.effective_noise_multiplier:.4g} (measured; "
+               f"upper limit {noise.effective_upper:.4g} at false-alarm {noise.false_alarm:g}) while the "
+               f"accountant is told {z_told:.4g}")
+    if noise.effective_noise_multiplier >= z_told:
+        return [OpacusFinding("noise-above-accounted", "low", message + ": the report is conservative",
+                              {"measured": noise.effective_noise_multiplier, "told": z_told})]
+    corrected, how = eps.poisson_epsilon(told.rate, noise.effective_upper, told.accounted_steps, told.delta)
+    how += f" at the measured multiplier's upper confidence limit {noise.effective_upper:.4g}"
+    return [_finding("noise-below-accounted", told.reported, corrected, how, message,
+                     measured=noise.effective_noise_multiplier, told=z_told)]
+
+
+def _claim_findings(claimed: float | None, opacus_eps: float) -> list[OpacusFinding]:
+    """A user's claim below what opacus's own accountant gives for what it was told."""
+    if claimed is None or claimed >= opacus_eps * (1 - EPSILON_TOLERANCE):
+        return []
+    return [OpacusFinding("claim-below-opacus", "critical",
+                          f"the claimed epsilon {claimed:.3g} is below what opacus's own "
+                          f"accountant gives for what it was told ({opacus_eps:.3g})",
+                          {"claimed_epsilon": claimed, "opacus_epsilon": opacus_eps})]
 
 
 def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int | None = None,
