@@ -101,10 +101,9 @@ def run_fts_batch(
         state = _BatchedRun(
             config, rngs, mechanism, objective, canary_vector, canary_subregion, upload_hook, record_uploads, arrays
         )
-        state.release_on_device = bool(release_on_device)
         for j in range(1, config.rounds + 1):
             state.round(j)
-        return state.result()
+        return state.result(keep_on_device=release_on_device)
 
 
 def _slot_regions(config: FTSConfig, canary_vector, canary_subregion) -> np.ndarray:
@@ -281,12 +280,13 @@ class _BatchedRun:
         x = xp.where(repeat[..., None], self.agents.random((self.trials, c.num_agents, c.dim)), x)
         return x, go_local
 
-    def result(self) -> FTSBatchResult:
+    def result(self, keep_on_device: bool = False) -> FTSBatchResult:
+        """The batch's result; ``keep_on_device`` leaves the released arrays on the backend's device."""
         final = None
         if self.server is not None:
             final = self.server.final_release(self._last_uploads, self.present_on_backend, self.config.rounds - 1)
         private, host, xp = self.mechanism is not None, self.arrays.to_numpy, self.xp
-        kept = (lambda value: value) if getattr(self, "release_on_device", False) else host
+        kept = (lambda value: value) if keep_on_device else host
         return FTSBatchResult(
             config=self.config,
             queries=host(self.queries),
