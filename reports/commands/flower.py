@@ -105,6 +105,7 @@ def run(args) -> int:
         audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, args.confidence)
     print("\n".join(summary_lines(audit)))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(audit, handle, indent=1)
+        from attacks.files import atomic_write_text
+
+        atomic_write_text(args.out, json.dumps(audit, indent=1))  # a killed run leaves no half-written file
     return int(ExitCode.VIOLATION if audit["verdict"] == "VIOLATION" else ExitCode.PASS)

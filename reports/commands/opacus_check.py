@@ -61,6 +61,7 @@ def run(args) -> int:
                                 false_alarm=args.false_alarm)
     print("\n".join(summary_lines(result)))
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1)
+        from attacks.files import atomic_write_text
+
+        atomic_write_text(args.out, json.dumps(result, indent=1))  # a killed run leaves no half-written file
     return int(ExitCode.VIOLATION if result["verdict"] == "VIOLATION" else ExitCode.PASS)
