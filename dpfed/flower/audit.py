@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from dpfed.flower.check import check_config
 from dpfed.flower.config import CLAIMS
 from dpfed.flower.example_app import AppSettings, build_client_app, build_strategy, supernodes
@@ -42,6 +44,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
             "transcript": result["transcript"].to_dict(),
             "canaries": canary_scores(settings, result, delta),
             "accounted_epsilon": configuration["rows"]["runs"]["epsilon"],
+            "realised_epsilon": configuration["rows"]["worst-pair"]["epsilon"],
             "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
             "seconds": {"accounting": accounted - started, "flower_run": ran - accounted,
                         "transcript_check": time.perf_counter() - ran}}
@@ -52,10 +55,9 @@ THREAT_MODELS = ("final_model", "all_iterates")
 
 def canary_scores(settings: AppSettings, result: dict, delta: float) -> dict | None:
     """Each canary's cosine with the final model delta and with the all-iterates direction (every round's
-    normalised delta summed), its secret sign, and each threat model's mean-shift GDP estimate (None
-    without canaries). See ``dpfed.flower.canaries``."""
-    import numpy as np
-
+    normalised delta summed), its secret sign, each threat model's mean-shift GDP estimate, and the
+    measured-shift estimate from the rounds each canary took part in (None without canaries). See
+    ``dpfed.flower.canaries``."""
     from dpfed.flower.canaries import (
         all_iterates_direction,
         canary_directions,
@@ -74,7 +76,46 @@ def canary_scores(settings: AppSettings, result: dict, delta: float) -> dict | N
     for name, against in (("final_model", final), ("all_iterates", all_iterates_direction(result["round_deltas"]))):
         scores = cosines(directions, against)
         out[name] = {"scores": scores.tolist(), "estimate": mean_shift_estimate(scores, signs, final.size, delta)}
+    out["measured_shift"] = measured_shift_scores(settings, result, directions, signs, delta)
     return out
+
+
+def canary_participation(settings: AppSettings, result: dict) -> np.ndarray:
+    """``(k, T)``: whether canary ``j`` replied in the ``t``-th recorded round (from the transcript's replies and
+    the node ids' partition ids; canary ``j`` is partition ``nodes + j``)."""
+    from dpfed.flower.records import releases
+
+    by_round = {r: payload for r, payload in releases(result["transcript"])}
+    took_part = np.zeros((settings.canaries, len(result["rounds"])), dtype=bool)
+    for t, r in enumerate(result["rounds"]):
+        for node in by_round.get(r, {}).get("replies", []):
+            j = result["partitions"].get(int(node), -1) - settings.nodes
+            if 0 <= j < settings.canaries:
+                took_part[j, t] = True
+    return took_part
+
+
+def measured_shift_scores(settings: AppSettings, result: dict, directions, signs, delta: float) -> dict:
+    """The measured-shift estimate (``dpfed.flower.canaries``): each canary's signed per-round scores, the rounds
+    it took part in, the sampling rate and releases the transcript shows, the shift ``a`` with its standard
+    error, and the epsilon of the replace-one pair the sampler realises at that shift (an estimate, not a bound)."""
+    from dpfed.flower.canaries import measured_shift, measured_shift_epsilon, round_scores
+    from dpfed.flower.records import releases
+
+    payloads = [payload for _, payload in releases(result["transcript"])]
+    rate = float(np.mean([len(p["sampled"]) / p["population"] for p in payloads])) if payloads else 0.0
+    scores = round_scores(directions, signs, result["round_deltas"])
+    took_part = canary_participation(settings, result)
+    shift = measured_shift(scores, took_part)
+    epsilon = measured_shift_epsilon(shift["shift"], rate, len(payloads), delta) if payloads and rate > 0 else 0.0
+    return {"scores": scores.tolist(), "took_part": took_part.astype(int).tolist(), "rate": rate,
+            "releases": len(payloads), **shift, "configured_shift": 1.0 / settings.noise_multiplier,
+            "estimate": {"epsilon": epsilon, "shift": shift["shift"], "stderr": shift["stderr"],
+                         "assumptions": "each canary scored only in the rounds it replied in (the transcript); in "
+                                        "units of |D_t|/sqrt(d) its signed score has mean a, the per-round shift of "
+                                        "one client's full-norm update; epsilon of the replace-one pair the sampler "
+                                        "realises (accounting.replace_one_pair) at the measured a, the transcript's "
+                                        "rate m/N and its releases; an estimate, not a bound"}}
 
 
 __all__ = ["CLAIMS", "THREAT_MODELS", "audit_example", "assumptions_for", "canary_scores"]

@@ -33,6 +33,13 @@ def canary_direction(index: int, dim: int, seed: int) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
+def decoy_direction(index: int, dim: int, seed: int) -> np.ndarray:
+    """A unit vector independent of every canary direction: what canary ``index`` sends instead of its own in
+    a null audit (an update of the same norm, so clipping and noise see the same run)."""
+    vector = np.random.default_rng([int(seed), 0xDEC0, int(index)]).normal(size=int(dim))
+    return vector / np.linalg.norm(vector)
+
+
 def canary_directions(count: int, dim: int, seed: int) -> np.ndarray:
     """``(count, dim)`` independent uniformly random unit vectors (row j = ``canary_direction(j)``)."""
     require_number("canaries", count, low=1, integer=True)
@@ -98,3 +105,61 @@ def mean_shift_estimate(scores, signs, dim: int, delta: float) -> dict:
             "score_std": float(np.sqrt((plus.var(ddof=1) + minus.var(ddof=1)) / 2)), "null_std": 1 / np.sqrt(dim),
             "assumptions": "scores of each sign Gaussian with the closed-form null's variance 1/d; mu = "
                            "sqrt(d) (mean score of +1 canaries - mean of -1 canaries); an estimate, not a bound"}
+
+
+# --- the measured-shift estimate: each canary scored only in the rounds it took part in ----------------------
+#
+# Flower samples m of N clients a round, so a canary takes part in a fraction m/N of the rounds; scores that
+# average over every round (both threat models above) dilute its shift by that fraction, and the accounted
+# epsilon at a small delta comes from rare rounds no one-run audit observes. The auditor runs the canaries,
+# so it knows from the transcript in which rounds each one replied. In such a round, in the canary's own
+# direction, the released delta is the canary's contribution plus everything else; in units of |D_t|/sqrt(d)
+# (the std of a random direction's projection: the noise plus the other clients' spread) the canary's
+# signed score s_j sqrt(d) cos(u_j, D_t) has mean ``a``: how far one client's full-norm update moves the
+# release, in noise stds (a = 1/z for correct noise, slightly less from the other clients' spread; more
+# when less noise is added). The estimate is the epsilon of the replace-one pair the sampler realises
+# (``accounting.replace_one_pair``) at the measured shift, the sampling rate and the number of releases the
+# transcript shows: what the configuration spends at the noise the canaries measured.
+
+
+def round_scores(directions: np.ndarray, signs: np.ndarray, round_deltas) -> np.ndarray:
+    """``(k, T)`` signed scores ``s_j sqrt(d) cos(u_j, D_t)`` of every canary in every round."""
+    dim = directions.shape[1]
+    columns = [np.asarray(signs, float) * np.sqrt(dim) * cosines(directions, d) for d in round_deltas]
+    return np.stack(columns, axis=1) if columns else np.zeros((len(directions), 0))
+
+
+def measured_shift(scores: np.ndarray, took_part: np.ndarray) -> dict:
+    """Mean signed score over the canary-rounds with ``took_part`` (``a``), and its standard error with the
+    canaries as clusters (a canary's rounds share its direction, so they are not independent).
+
+    Returns ``{"shift", "stderr", "canaries", "participations"}``; ``stderr`` is None with fewer than two
+    canaries that took part."""
+    scores, took_part = np.asarray(scores, float), np.asarray(took_part, bool)
+    if scores.shape != took_part.shape:
+        raise ConfigurationError("took_part", f"shape {took_part.shape} does not match the scores {scores.shape}")
+    sums, counts = np.where(took_part, scores, 0.0).sum(axis=1), took_part.sum(axis=1)
+    used = counts > 0
+    clusters, total = int(used.sum()), int(counts.sum())
+    if total == 0:
+        return {"shift": 0.0, "stderr": None, "canaries": 0, "participations": 0}
+    shift = float(sums.sum() / total)
+    residuals = sums[used] - shift * counts[used]
+    stderr = float(np.sqrt(clusters / (clusters - 1) * np.sum(residuals ** 2)) / total) if clusters > 1 else None
+    return {"shift": shift, "stderr": stderr, "canaries": clusters, "participations": total}
+
+
+def shift_lower_bound(shift: dict, confidence: float) -> float:
+    """One-sided lower confidence bound on ``a`` (Student t over the canary clusters); 0 when not positive."""
+    if shift["stderr"] is None:
+        return 0.0
+    low = shift["shift"] - float(stats.t.ppf(confidence, shift["canaries"] - 1)) * shift["stderr"]
+    return max(0.0, low)
+
+
+def measured_shift_epsilon(shift: float, rate: float, releases: int, delta: float) -> float:
+    """Epsilon at ``delta`` of the replace-one pair the sampler realises, with per-round shift ``shift``
+    (clipped at 0), sampled at ``rate`` over ``releases`` rounds (rounded down: ``accounting.replace_one_pair``)."""
+    from accounting.replace_one_pair import worst_pair_epsilon
+
+    return worst_pair_epsilon(rate, max(0.0, float(shift)), releases, delta, bound="lower")

@@ -1,8 +1,10 @@
 """Configuration check of a Flower DP setting: what Flower runs against what is claimed, as findings.
 
-Each finding states the corrected epsilon (what Flower runs, accounted by our accountants) beside the
-claimed one. A claim that is *below* the corrected epsilon understates the privacy loss (critical); one
-above it is merely loose, or made under another neighbouring relation (low).
+Each finding states the corrected epsilon (what Flower runs, accounted by our accountants: an upper bound)
+and what Flower's sampler provably spends (the replace-one pair it realises: a lower bound) beside the
+claimed one. A claim below the lower bound understates the privacy loss (critical); one between the two
+cannot be confirmed (medium); one above the upper bound is merely loose, or made under another
+neighbouring relation (low).
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ CLAIM_WORDS = {
 }
 
 
-def claim_finding(name: str, claimed: float, corrected: float) -> FlowerFinding:
-    """Finding for one claim against the corrected epsilon."""
-    values = {"claim": name, "claimed_epsilon": claimed, "corrected_epsilon": corrected}
-    if claimed < corrected:
+def claim_finding(name: str, claimed: float, lower: float, upper: float) -> FlowerFinding:
+    """Finding for one claim against what Flower runs: provably spent ``lower`` (the replace-one pair its
+    sampler realises) and at most ``upper`` (our RDP accountant)."""
+    values = {"claim": name, "claimed_epsilon": claimed, "corrected_epsilon": upper, "realised_epsilon": lower}
+    if claimed < lower:
         return FlowerFinding(f"understated-{name}", "critical",
                              f"{CLAIM_WORDS[name]} gives epsilon {claimed:.3g}, but Flower samples fixed-size without "
-                             f"replacement (replace-one, sensitivity 2C): corrected epsilon {corrected:.3g}", values)
+                             f"replacement (replace-one, sensitivity 2C) and so spends at least {lower:.3g} (a pair "
+                             f"its sampler realises); corrected epsilon {upper:.3g}", values)
+    if claimed < upper:
+        return FlowerFinding(f"unproven-{name}", "medium",
+                             f"{CLAIM_WORDS[name]} gives epsilon {claimed:.3g}: between what Flower's sampler provably "
+                             f"spends ({lower:.3g}) and our upper bound ({upper:.3g}); it cannot be confirmed", values)
     return FlowerFinding(f"loose-{name}", "low",
                          f"{CLAIM_WORDS[name]} gives epsilon {claimed:.3g}; what Flower runs accounts to "
-                         f"{corrected:.3g} (under replace-one)", values)
+                         f"{upper:.3g} (under replace-one)", values)
 
 
 def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | None, claimed_epsilon,
@@ -36,17 +44,23 @@ def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | N
     """Findings for the ``claims`` made (e.g. only Flower's accountant's), the user's epsilon, the sample
     size the noise is calibrated for, and the weighting."""
     rows = accounted_rows(config, delta)
-    corrected = rows["runs"]["epsilon"]
+    corrected, realised = rows["runs"]["epsilon"], rows["worst-pair"]["epsilon"]
     for name in claims:
         if name not in CLAIMS:
             raise ConfigurationError("claim", f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
-    findings = [claim_finding(name, rows[name]["epsilon"], corrected) for name in claims]
+    findings = [claim_finding(name, rows[name]["epsilon"], realised, corrected) for name in claims]
     if claimed_epsilon is not None:
         claimed = require_number("claimed_epsilon", claimed_epsilon, low=0, low_open=True)
-        if claimed < corrected:
+        values = {"claimed_epsilon": claimed, "corrected_epsilon": corrected, "realised_epsilon": realised}
+        if claimed < realised:
             findings.append(FlowerFinding("understated-user-claim", "critical",
-                                          f"the claimed epsilon {claimed:.3g} is below the corrected {corrected:.3g}",
-                                          {"claimed_epsilon": claimed, "corrected_epsilon": corrected}))
+                                          f"the claimed epsilon {claimed:.3g} is below what Flower's sampler provably "
+                                          f"spends ({realised:.3g}; corrected {corrected:.3g})", values))
+        elif claimed < corrected:
+            findings.append(FlowerFinding("unproven-user-claim", "medium",
+                                          f"the claimed epsilon {claimed:.3g} lies between what Flower's sampler "
+                                          f"provably spends ({realised:.3g}) and our upper bound ({corrected:.3g})",
+                                          values))
     if configured_m is not None and configured_m != config.sampled:
         severity = "critical" if configured_m > config.sampled else "medium"
         findings.append(FlowerFinding("sample-size-mismatch", severity,

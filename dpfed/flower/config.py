@@ -11,7 +11,8 @@ Facts about flwr 1.42 the accounting rests on (read from its source):
 - Flower's accountant reports the fixed-clipping wrapper only with ``sampling_method='no-amplification'``
   (a plain Gaussian of multiplier ``z`` composed over rounds).
 
-``FlowerDpConfig`` holds the numbers; ``accounted_rows`` returns the epsilons of what Flower runs and of
+``FlowerDpConfig`` holds the numbers; ``accounted_rows`` returns the epsilons of what Flower runs (an upper
+bound, and beside it a lower bound: the exact epsilon of a replace-one pair the sampler realises) and of
 the usual claims, each from our accountants over ``accounting`` objects.
 """
 
@@ -23,6 +24,7 @@ from accounting.base import run_accountant
 from accounting.errors import ConfigurationError, require_number
 from accounting.mechanisms import Composition, Gaussian, Neighbouring, Sampling, SubsampledGaussian
 from accounting.registry import get_accountant
+from accounting.replace_one_pair import worst_pair_epsilon
 
 CENTRAL_KINDS = ("server-fixed", "client-fixed", "server-adaptive", "client-adaptive")
 KINDS = CENTRAL_KINDS + ("local",)
@@ -105,7 +107,8 @@ def epsilon_of(composition: Composition, accountant: str, delta: float) -> float
 
 
 def accounted_rows(config: FlowerDpConfig, delta: float) -> dict[str, dict]:
-    """``{row: {"epsilon", "accountant", "describes"}}`` for ``runs`` and each claim (central DP only)."""
+    """``{row: {"epsilon", "accountant", "describes"}}`` for ``runs`` (upper bound), ``worst-pair`` (lower bound)
+    and each claim (central DP only)."""
     if config.kind not in CENTRAL_KINDS:
         raise ConfigurationError("kind", "accounted rows exist for the central-DP wrappers only")
     rows = {"runs": {"epsilon": epsilon_of(config.runs(), RUNS_ACCOUNTANT, delta), "accountant": RUNS_ACCOUNTANT,
@@ -113,6 +116,11 @@ def accounted_rows(config: FlowerDpConfig, delta: float) -> dict[str, dict]:
     described = {"no-amplification": "Gaussian of multiplier z per round, no sampling (Flower's accountant)",
                  "poisson": "Poisson sampling at rate m/N, add/remove (the usual assumption)",
                  "z-unchanged": "without replacement, replace-one, z passed unchanged (sensitivity taken as C)"}
+    rows["worst-pair"] = {"epsilon": worst_pair_epsilon(config.rate, 1.0 / config.noise_multiplier, config.rounds,
+                                                        delta),
+                          "accountant": "dp-accounting PLD, rounded down",
+                          "describes": "the replace-one pair this sampler realises (accounting.replace_one_pair): a "
+                                       "lower bound on what Flower runs"}
     for name in CLAIMS:
         accountant = CLAIM_ACCOUNTANTS[name]
         rows[name] = {"epsilon": epsilon_of(config.claim(name), accountant, delta), "accountant": accountant,

@@ -28,7 +28,9 @@ BUG_ROUND = 2
 class AppSettings:
     """Example app parameters: ``nodes`` real clients plus ``canaries`` canary clients, ``sampled`` m of
     them per round, rounds, z, C, local SGD, seed, planted bug, and ``hidden`` units (0: logistic
-    regression, 64 inputs to 10 classes; else one hidden ReLU layer of that width)."""
+    regression, 64 inputs to 10 classes; else one hidden ReLU layer of that width). ``insert_canaries=False``
+    (null audits): the canary clients are connected and sampled like the others but send an update of norm C
+    in an independent direction (``decoy_direction``), so their own directions never enter a release."""
 
     nodes: int = 40
     sampled: int = 8
@@ -41,6 +43,7 @@ class AppSettings:
     bug: str = "none"
     canaries: int = 0
     hidden: int = 0
+    insert_canaries: bool = True
 
     def __post_init__(self):
         require_number("nodes", self.nodes, low=2, integer=True)
@@ -51,6 +54,8 @@ class AppSettings:
         require_number("canaries", self.canaries, low=0, integer=True)
         require_number("sampled", self.sampled, low=1, high=self.nodes + self.canaries, integer=True)
         require_number("hidden", self.hidden, low=0, integer=True)
+        if not isinstance(self.insert_canaries, bool):
+            raise ConfigurationError("insert_canaries", f"expected true or false, got {self.insert_canaries!r}")
         if self.bug not in BUGS:
             raise ConfigurationError("bug", f"unknown bug {self.bug!r}; choose from {', '.join(BUGS)}")
 
@@ -119,20 +124,25 @@ def build_client_app(settings: AppSettings):
     def train(msg, context):
         partition = int(context.node_config["partition-id"])
         if partition >= settings.nodes:  # canary client j: current + s_j C u_j
-            from dpfed.flower.canaries import canary_direction, canary_signs
+            from dpfed.flower.canaries import canary_direction, canary_signs, decoy_direction
 
             arrays = msg.content["arrays"]
             dim = sum(a.size for a in arrays.to_numpy_ndarrays())
             j = partition - settings.nodes
-            direction = canary_signs(settings.canaries, settings.seed)[j] * canary_direction(j, dim, settings.seed)
+            if settings.insert_canaries:
+                direction = canary_signs(settings.canaries, settings.seed)[j] * canary_direction(j, dim, settings.seed)
+            else:  # null audit: an update of the same norm in a direction independent of the canary's
+                direction = decoy_direction(j, dim, settings.seed)
             content = RecordDict({"arrays": canary_reply(arrays, direction, settings.clip),
-                                  "metrics": MetricRecord({"num-examples": 1})})
+                                  "metrics": MetricRecord({"num-examples": 1,
+                                                                            "partition-id": partition})})
             return Message(content=content, reply_to=msg)
         shard = client_shards(settings.nodes, settings.seed, unequal)[partition]
         state = local_train(model_for(settings), msg.content["arrays"], shard, settings.local_steps,
                             settings.learning_rate)
         count = len(shard[1]) if unequal else 1
-        content = RecordDict({"arrays": ArrayRecord(state), "metrics": MetricRecord({"num-examples": count})})
+        metrics = MetricRecord({"num-examples": count, "partition-id": partition})  # the auditor's node map
+        content = RecordDict({"arrays": ArrayRecord(state), "metrics": metrics})
         return Message(content=content, reply_to=msg)
 
     return app

@@ -6,7 +6,8 @@ the sampled node ids and the number of connected nodes (from ``configure_train``
 their aggregation weights (the reply's ``weighted_by_key`` metric, normalised), the wrapper's clipping
 norm, and the noise actually added: the wrapped strategy's output minus the noiseless aggregate, which
 the recorder recomputes from the replies (each update clipped to C in L2 over all arrays, as Flower's
-``compute_clip_model_update`` does, then averaged with the weights). flwr is imported on first use.
+``compute_clip_model_update`` does, then averaged with the weights). Beside the transcript it keeps each
+round's model delta and the node ids' ``partition-id`` metrics. flwr is imported on first use.
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ def reply_weight(reply, key: str) -> float:
     return float(metrics[key])
 
 
+def reply_partitions(replies) -> dict[int, int]:
+    """``{node id: partition}`` for the replies whose metrics carry a ``partition-id`` (the example app's
+    clients do, so that the auditor can tell which canaries took part in a round)."""
+    out = {}
+    for reply in replies:
+        metrics = next(iter(reply.content.metric_records.values()))
+        if "partition-id" in metrics:
+            out[int(reply.metadata.src_node_id)] = int(metrics["partition-id"])
+    return out
+
+
 def recording_strategy(strategy, transcript: Transcript | None = None):
     """``strategy`` wrapped in a recorder (a ``flwr.serverapp.strategy.Strategy``); ``.transcript`` holds
     the records."""
@@ -57,6 +69,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
             self._current, self._sampled, self._population = None, {}, {}
             self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
+            self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
@@ -72,6 +85,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             weights = weights / weights.sum() if weights.size else weights
             updates = [clipped_update(r, self._current, clip) for r in replies]
             ids = [r.metadata.src_node_id for r in replies]
+            self.partitions.update(reply_partitions(replies))
             arrays, metrics = self.strategy.aggregate_train(server_round, replies)
             if arrays is not None:
                 self.round_deltas[server_round] = _flat(arrays.to_numpy_ndarrays()) - self._current

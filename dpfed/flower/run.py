@@ -14,8 +14,9 @@ from dpfed.transcript import Transcript
 
 
 def run_example(settings: AppSettings) -> dict:
-    """Run the example app; returns ``{"transcript", "strategy", "initial", "final", "round_deltas"}``
-    (``round_deltas``: each round's released model minus its starting model, flat, in round order)."""
+    """Run the example app; returns ``{"transcript", "strategy", "initial", "final", "round_deltas", "rounds",
+    "partitions"}`` (``round_deltas``: each round's released model minus its starting model, flat, for the
+    round numbers ``rounds`` in order; ``partitions``: node id -> the client's partition id)."""
     from flwr.simulation import run_simulation
 
     # Ray starts its workers (Flower's ClientApp actors) at nice 15; on a machine shared with other work they
@@ -30,4 +31,6 @@ def run_example(settings: AppSettings) -> dict:
     result["transcript"] = transcript
     deltas = result["strategy"].round_deltas
     result["round_deltas"] = [deltas[r] for r in sorted(deltas)]
+    result["rounds"] = sorted(deltas)
+    result["partitions"] = dict(result["strategy"].partitions)
     return result

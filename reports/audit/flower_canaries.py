@@ -5,6 +5,9 @@ Each threat model's scores (final model, all iterates) go to both one-run estima
 Mahloujifar et al., model-based), guessing each canary's sign (``+1`` taken as "included"). Each bound is
 computed at confidence ``1 - (1 - confidence) / 2`` (Bonferroni over the two threat models), so the best of
 the four still holds at ``confidence`` for the rigorous one and under its model for the f-DP one.
+
+A fifth, model-based bound comes from the rounds each canary took part in (``measured_shift_bound``): it is
+at ``confidence`` on its own and does not enter the one-run verdict, which uses the rigorous bounds only.
 """
 
 from __future__ import annotations
@@ -29,7 +32,32 @@ def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]
                         "assumptions": b.assumptions + " Here the canaries' secret signs are guessed (replace-one "
                                        "neighbours); Bonferroni over the two threat models.",
                         "details": {k: v for k, v in b.details.items() if isinstance(v, (int, float))}})
+    if canaries.get("measured_shift"):
+        out.append(measured_shift_bound(canaries["measured_shift"], delta, confidence))
     return out
+
+
+def measured_shift_bound(measured: dict, delta: float, confidence: float) -> dict:
+    """Model-based lower bound from the rounds each canary took part in: the sampler's replace-one pair's epsilon at a
+    one-sided ``confidence`` lower bound on the per-round shift ``a`` (Student t over the canaries), at the
+    transcript's sampling rate and releases. Valid if, in a round it took part in, a canary's score is its
+    shift plus noise symmetric about 0 (Gaussian for the pair's epsilon to be the mechanism's): stated
+    separately from, and not combined with, the bounds above."""
+    from dpfed.flower.canaries import measured_shift_epsilon, shift_lower_bound
+
+    low = shift_lower_bound(measured, confidence)
+    releases = measured["releases"]
+    epsilon = measured_shift_epsilon(low, measured["rate"], releases, delta) if releases else 0.0
+    return {"threat_model": "all_iterates", "method": "measured-shift", "epsilon": epsilon,
+            "confidence": confidence, "rigorous": False,
+            "assumptions": "Model-based: each canary scored only in the rounds it replied in; the per-round shift a "
+                           "of its score (in units of |D_t|/sqrt(d)) has a one-sided Student-t lower bound over the "
+                           "canaries; epsilon of the replace-one pair the sampler realises (dp-accounting PLD rounded "
+                           "down) at that bound, the transcript's rate and releases. Holds if the noise is Gaussian "
+                           "and of a scale that does not depend on the data.",
+            "details": {"shift_lower": low, "shift": measured["shift"], "canaries": measured["canaries"],
+                        "participations": measured["participations"], "rate": measured["rate"],
+                        "releases": measured["releases"]}}
 
 
 def best_bound(bounds: list[dict], rigorous: bool | None = None) -> dict | None:

@@ -138,14 +138,21 @@ class FlowerTarget(BaseTarget):
 
 
 def canary_estimate_values(canaries: dict, audit: dict) -> dict:
-    accounted = audit["accounted_epsilon"]
-    parts, values = [], {"code": "canary-estimate", "accounted_epsilon": accounted}
+    accounted, realised = audit["accounted_epsilon"], audit["realised_epsilon"]
+    parts = []
+    values = {"code": "canary-estimate", "accounted_epsilon": accounted, "realised_epsilon": realised}
     for model in ("final_model", "all_iterates"):
         e = canaries[model]["estimate"]
         values[f"{model}_epsilon"], values[f"{model}_mu"] = e["epsilon"], e["mu"]
-        parts.append(f"{model.replace('_', ' ')} epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g})")
-    values["message"] = (f"canary mean-shift GDP estimates (not bounds; Gaussian scores with the closed-form null's "
-                         f"variance): {'; '.join(parts)}; accounted epsilon of what Flower runs {accounted:.4g}")
+        parts.append(f"{model.replace('_', ' ')} mean-shift epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g})")
+    measured = canaries.get("measured_shift")
+    if measured and measured["participations"]:
+        values["measured_shift_epsilon"], values["measured_shift"] = measured["estimate"]["epsilon"], measured["shift"]
+        parts.append(f"measured-shift epsilon {measured['estimate']['epsilon']:.4g} (shift {measured['shift']:.3g} "
+                     f"per round against 1/z = {measured['configured_shift']:.3g}, {measured['participations']} "
+                     "canary-rounds)")
+    values["message"] = (f"canary estimates (not bounds): {'; '.join(parts)}; what Flower runs spends at least "
+                         f"{realised:.4g} (the replace-one pair its sampler realises) and at most {accounted:.4g}")
     return values
 
 

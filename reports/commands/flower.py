@@ -44,7 +44,7 @@ def summary_lines(audit: dict) -> list[str]:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
     canaries = audit.get("canaries")
     if canaries:
-        lines.extend(canary_lines(canaries, audit["accounted_epsilon"]))
+        lines.extend(canary_lines(canaries, audit["accounted_epsilon"], audit["realised_epsilon"]))
     if not audit["transcript_findings"]:
         lines.append("  transcript check: every release matches the accountant's assumptions")
     seconds = audit["seconds"]
@@ -52,15 +52,28 @@ def summary_lines(audit: dict) -> list[str]:
     return lines
 
 
-def canary_lines(canaries: dict, accounted: float) -> list[str]:
+def canary_lines(canaries: dict, accounted: float, realised: float) -> list[str]:
     plus = sum(1 for s in canaries["signs"] if s > 0)
     lines = [f"  canaries: {len(canaries['signs'])} ({plus} with sign +1), d = {canaries['dim']}, "
-             f"{canaries['rounds']} rounds; accounted epsilon (what Flower runs) {accounted:.4g}"]
+             f"{canaries['rounds']} rounds; what Flower runs spends epsilon >= {realised:.4g} (the pair its sampler "
+             f"realises) and <= {accounted:.4g} (RDP)"]
+
+    def share(epsilon: float) -> str:
+        return f"{epsilon / realised:.0%} of the realised pair" if realised > 0 else "no realised pair"
+
     for model in ("final_model", "all_iterates"):
         e = canaries[model]["estimate"]
         stderr = f" +- {e['mu_stderr']:.2g}" if e["mu_stderr"] is not None else ""
         lines.append(f"  [{model}] mean-shift GDP estimate: epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g}{stderr}; "
-                     f"{e['epsilon'] / accounted:.0%} of accounted); an estimate, not a bound")
+                     f"{share(e['epsilon'])}); an estimate, not a bound")
+    measured = canaries.get("measured_shift")
+    if measured and measured["participations"]:
+        e = measured["estimate"]
+        stderr = f" +- {e['stderr']:.2g}" if e["stderr"] is not None else ""
+        lines.append(f"  [took part] measured-shift estimate: epsilon {e['epsilon']:.4g} ({share(e['epsilon'])}; "
+                     f"shift a {e['shift']:.3g}{stderr} noise stds a round, 1/z {measured['configured_shift']:.3g}; "
+                     f"{measured['canaries']} canaries in {measured['participations']} canary-rounds, rate "
+                     f"{measured['rate']:.3g}); an estimate, not a bound")
     for b in canaries["bounds"]:
         lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
                      f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")

@@ -42,7 +42,8 @@ def test_correct_app_passes_with_findings_and_canary_bounds(report):
     probe = next(p for p in target["probes"] if p["name"] == "flower-canaries")
     assert probe["outcome"] == "ran" and probe["status"] in ("CONSISTENT", "UNTESTABLE")
     models = {(b["threat_model"], b["method"]) for b in probe["bounds"]}
-    assert models == {(m, e) for m in ("final_model", "all_iterates") for e in ("one-run", "fdp-one-run")}
+    assert models == {(m, e) for m in ("final_model", "all_iterates") for e in ("one-run", "fdp-one-run")} | {
+        ("all_iterates", "measured-shift")}
     assert all(0 <= b["epsilon"] < 8 for b in probe["bounds"])
 
 

@@ -90,3 +90,55 @@ def test_null_audits_positive_at_most_nominal_rate():
         for method in positives:
             positives[method] += best_bound([b for b in bounds if b["method"] == method])["epsilon"] > 0
     assert max(positives.values()) <= 19, positives
+
+
+def _round_null_scores(rng, canaries: int, rounds: int, correlation: float) -> np.ndarray:
+    """Signed null scores s_j sqrt(d) cos(u_j, D_t) of never-inserted canaries: unit variance, correlated across
+    one canary's rounds (consecutive model deltas share a direction) by ``correlation``."""
+    shared = rng.normal(size=(canaries, 1))
+    own = rng.normal(size=(canaries, rounds))
+    return np.sqrt(correlation) * shared + np.sqrt(1 - correlation) * own
+
+
+def test_measured_shift_recovers_the_shift_of_the_rounds_taken_part_in():
+    """Canaries shifted by a = 0.4 only in the rounds they took part in (rate 0.2): the estimate is a within
+    4 standard errors (false failure < 1e-4), and the other rounds do not dilute it."""
+    from dpfed.flower.canaries import measured_shift
+
+    rng = np.random.default_rng(5)
+    took_part = rng.random((400, 20)) < 0.2
+    scores = _round_null_scores(rng, 400, 20, 0.3) + 0.4 * took_part
+    shift = measured_shift(scores, took_part)
+    assert shift["participations"] == int(took_part.sum()) and shift["canaries"] == int(took_part.any(axis=1).sum())
+    assert abs(shift["shift"] - 0.4) < 4 * shift["stderr"] and shift["stderr"] < 0.05
+    assert measured_shift(scores, np.ones_like(took_part))["shift"] < 0.15  # every round: diluted to ~0.08
+
+
+def test_measured_shift_bound_on_null_canaries_is_positive_at_most_at_the_nominal_rate():
+    """200 null audits (k = 200 canaries, 20 rounds, rate 0.2, scores correlated 0.5 across a canary's rounds):
+    the 95% measured-shift bound is positive in at most 19 (P[Binom(200, 0.05) >= 20] = 0.0079, the
+    false-failure probability; this seed gives 10). A naive t-test over the canary-rounds as if independent is
+    positive in 31 of the same 200: the clustering by canary is what keeps the rate."""
+    from dpfed.flower.canaries import measured_shift
+    from reports.audit.flower_canaries import measured_shift_bound
+
+    rng = np.random.default_rng(2025)
+    positives = 0
+    for _ in range(200):
+        took_part = rng.random((200, 20)) < 0.2
+        measured = measured_shift(_round_null_scores(rng, 200, 20, 0.5), took_part) | {"rate": 0.2, "releases": 20}
+        positives += measured_shift_bound(measured, 1e-5, 0.95)["epsilon"] > 0
+    assert positives <= 19, positives
+
+
+def test_measured_shift_bound_is_the_pair_epsilon_at_the_lower_confidence_shift():
+    from accounting.replace_one_pair import worst_pair_epsilon
+    from dpfed.flower.canaries import shift_lower_bound
+    from reports.audit.flower_canaries import measured_shift_bound
+
+    measured = {"shift": 1.0, "stderr": 0.05, "canaries": 100, "participations": 800, "rate": 0.2, "releases": 20}
+    low = shift_lower_bound(measured, 0.95)
+    assert low == pytest.approx(1.0 - stats.t.ppf(0.95, 99) * 0.05)
+    bound = measured_shift_bound(measured, 1e-5, 0.95)
+    assert not bound["rigorous"] and bound["epsilon"] == pytest.approx(worst_pair_epsilon(0.2, low, 20, 1e-5))
+    assert 0 < bound["epsilon"] < worst_pair_epsilon(0.2, 1.0, 20, 1e-5)

@@ -65,6 +65,17 @@ def test_findings_flag_understated_claims_with_corrected_epsilon():
     assert "sample-size-mismatch" not in codes
 
 
+def test_a_claim_between_the_realised_pair_and_the_upper_bound_is_unproven():
+    """The issue's setting: the sampler realises a replace-one pair of epsilon 31.3 (accounting.replace_one_pair),
+    our RDP bound is 83.9; a claim of 50 can be neither refuted nor confirmed."""
+    config = FlowerDpConfig("server-fixed", rounds=100, nodes=100, sampled=10, noise_multiplier=1.0, weighting="equal")
+    out = check_config(config, DELTA, configured_m=10, claimed_epsilon=50.0, claims=())
+    assert out["rows"]["worst-pair"]["epsilon"] == pytest.approx(31.3, abs=0.1)
+    assert [(f.code, f.severity) for f in out["findings"]] == [("unproven-user-claim", "medium")]
+    below = check_config(config, DELTA, configured_m=10, claimed_epsilon=30.0, claims=())["findings"]
+    assert [(f.code, f.severity) for f in below] == [("understated-user-claim", "critical")]
+
+
 def test_sample_size_mismatch_and_equal_weights():
     config = FlowerDpConfig("server-fixed", rounds=10, nodes=50, sampled=5, noise_multiplier=2.0, weighting="equal")
     codes = {f.code: f.severity for f in check_config(config, DELTA, configured_m=10)["findings"]}

@@ -87,6 +87,19 @@ def test_canary_scores_of_both_threat_models_are_recorded(correct):
     assert not np.allclose(canaries["final_model"]["scores"], canaries["all_iterates"]["scores"])
 
 
+def test_measured_shift_counts_the_rounds_each_canary_replied_in(correct):
+    """40 canaries of 80 nodes, 8 sampled a round: the canary-rounds are the canary replies in the transcript
+    (partition ids >= 40), at most 8 a round; the sampling rate is 8/80."""
+    import numpy as np
+
+    measured = correct["canaries"]["measured_shift"]
+    took_part = np.asarray(measured["took_part"])
+    assert took_part.shape == (CANARIES, 3) and measured["releases"] == 3
+    assert measured["rate"] == pytest.approx(8 / 80) and measured["configured_shift"] == pytest.approx(1.0)
+    assert np.all(took_part.sum(axis=0) <= 8) and measured["participations"] == int(took_part.sum()) > 0
+    assert measured["estimate"]["epsilon"] >= 0 and len(measured["scores"]) == CANARIES
+
+
 def test_canary_reply_is_an_update_of_norm_clip():
     import numpy as np
     from flwr.app import Array, ArrayRecord
