@@ -114,3 +114,27 @@ def test_pilot_device_only_for_a_cuda_pilot_that_fits():
     cuda.array_backend, cuda.device = "torch", "cuda"  # as on_backend sets them where CUDA exists
     assert pilot_device(cuda, 32_000_000, free=80 * 2**30) == "cuda"  # 1.5 GB of the 40 GiB left free
     assert pilot_device(cuda, 32_000_000, free=2 * 2**30) is None  # more than the 1 GiB left free
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_pilot_gives_the_numpy_grid_and_stays_on_the_device(monkeypatch):
+    for kind in ("normal", "ties", "atoms"):
+        out_pilot, in_pilot = _pilots(kind, np.random.default_rng(18))
+        on_numpy = pilot_grid(out_pilot, in_pilot, 10**10, 10**10, 1e-5, 0.95)
+        on_cuda = pilot_grid(
+            torch.from_numpy(out_pilot).cuda(), torch.from_numpy(in_pilot).cuda(), 10**10, 10**10, 1e-5, 0.95
+        )
+        assert _same_grid(on_numpy, on_cuda)
+    probe = on_backend(get_probe("gaussian"), "torch", "cuda")
+    plan = plan_run(probe, 200_000, batch_size=7000, reduction="counts")
+    received = []
+    real_pilot_grid = batches.pilot_grid
+
+    def spy(out_pilot, in_pilot, *args, **kwargs):
+        received.append((out_pilot.device.type, in_pilot.device.type))
+        return real_pilot_grid(out_pilot, in_pilot, *args, **kwargs)
+
+    monkeypatch.setattr(batches, "pilot_grid", spy)
+    batches.fix_grid(probe, plan, root_seed(5), InProcessExecutor(), None, 1e-5, 0.95, False)
+    assert received == [("cuda", "cuda")]
