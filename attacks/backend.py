@@ -107,6 +107,24 @@ def device_batch_size(probe, device: str, free: int | None = None) -> int | None
     return 1 << (fits.bit_length() - 1)
 
 
+PILOT_DEVICE_BYTES_PER_TRIAL = 48  # both worlds' pilot scores held, one world sorted (values, indices, scratch)
+
+
+def pilot_device(probe, pilot_trials: int, free: int | None = None) -> str | None:
+    """The CUDA device a torch probe's pilot scores stay on (sorted there, ``attacks.estimators.grid``), or
+    None to bring them to the host: on a cpu (the same memory; NumPy's sort is the faster one there,
+    BENCHMARKS.md), and where they would not fit in the device memory the batches leave free
+    (``1 - DEVICE_MEMORY_SHARE`` of ``free`` bytes, default: measured now)."""
+    if getattr(probe, "array_backend", "numpy") != "torch":
+        return None
+    device = getattr(probe, "device", "cpu")
+    if free is None:
+        free = free_device_memory(device)
+    if free is None or PILOT_DEVICE_BYTES_PER_TRIAL * int(pilot_trials) > (1 - DEVICE_MEMORY_SHARE) * free:
+        return None
+    return device
+
+
 def host_generator(rng) -> np.random.Generator:
     """The NumPy generator a batch would have on the numpy backend (for probes that keep their draws on
     the host so that one seed means the same runs on both backends)."""

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from attacks.backend import pilot_device
 from attacks.estimators.grid import MOMENTS, ThresholdGrid, pilot_grid
 from attacks.executors import get_executor, iter_batches, pilot_batches, root_seed
 
@@ -206,12 +207,13 @@ def collect_scores(
 
 
 def fix_grid(probe, plan, root, runner, checkpoint, delta, confidence, progress) -> ThresholdGrid:
-    """The threshold grid: stored in the checkpoint, else chosen on a fresh pilot batch."""
+    """The threshold grid: stored in the checkpoint, else chosen on a fresh pilot batch (whose scores stay
+    on a CUDA device and are sorted there when the batches run in this process: ``_pilot_buffers``)."""
     if checkpoint is not None:
         stored = checkpoint.load_grid()
         if stored is not None:
             return ThresholdGrid.from_dict(stored)
-    pilot = [np.empty(plan.pilot_trials), np.empty(plan.pilot_trials)]
+    pilot, reduce = _pilot_buffers(probe, plan.pilot_trials, runner)
 
     def store(task, scores):
         start = task.index * plan.batch_size
@@ -222,6 +224,7 @@ def fix_grid(probe, plan, root, runner, checkpoint, delta, confidence, progress)
         pilot_batches(plan.pilot_trials, plan.batch_size, root),
         runner,
         store=store,
+        reduce=reduce,
         progress=progress,
         label=f"{probe.name} pilot",
     )
@@ -229,6 +232,22 @@ def fix_grid(probe, plan, root, runner, checkpoint, delta, confidence, progress)
     if checkpoint is not None:
         checkpoint.save_grid(grid.to_dict())
     return grid
+
+
+def _keep_on_device(scores):
+    return scores
+
+
+def _pilot_buffers(probe, trials: int, runner) -> tuple[list, object]:
+    """Both worlds' pilot buffers and the batches' reduction: tensors on the probe's device (batches kept
+    there, no copy to the host) where ``attacks.backend.pilot_device`` names one and the batches run in
+    this process; else NumPy arrays (each batch copied to the host, as before)."""
+    device = pilot_device(probe, trials) if getattr(runner, "name", None) == "inprocess" else None
+    if device is None:
+        return [np.empty(trials), np.empty(trials)], None
+    import torch
+
+    return [torch.empty(trials, dtype=torch.float64, device=device) for _ in (0, 1)], _keep_on_device
 
 
 def collect_counts(

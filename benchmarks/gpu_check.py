@@ -24,7 +24,12 @@ Prints the device name and torch version, then
     1e-5, seed 1) at ``--gaussian-trials`` (1e10) trials per world on the device, default batch size:
     seconds, trials per second (both worlds), the Clopper-Pearson lower bound; a tenth of the trials runs
     first (its own figure) and the full run is extrapolated, not run, if it would exceed
-    ``--gaussian-seconds``.
+    ``--gaussian-seconds``. ``pilot_on_device``: whether the pilot's scores stayed on the device and
+    were sorted there (``attacks.backend.pilot_device``, decided again after the run);
+(d) the pilot's grid from ``--pilot-scores`` (3.2e7, the pilot at 1e10) Gaussian scores per world, host
+    path (copy to the host, NumPy sort) against the device path (``torch.sort`` and searches on the
+    device), twice each, and whether the two grids are identical (``benchmarks/pilot_grid_compare.py``;
+    about 20 s, most of it the host path).
 
 Results go to ``--out`` as JSON (also each part's error, if one failed: the other parts still run).
 
@@ -164,6 +169,7 @@ def gaussian(device: str, trials: int, time_box: float) -> dict:
 
 def _gaussian_attack(device: str, trials: int) -> dict:
     from attacks.attack import run_attack
+    from attacks.backend import pilot_device
     from attacks.probes import get_probe
 
     probe = get_probe("gaussian", epsilon=2.0, delta=1e-5)
@@ -177,7 +183,16 @@ def _gaussian_attack(device: str, trials: int) -> dict:
         "reduction": result.reduction,
         "batches_total": result.batches_total,
         "pilot_trials_per_world": result.pilot_trials,
+        "pilot_on_device": pilot_device(probe, result.pilot_trials) is not None if result.pilot_trials else False,
     }
+
+
+def pilot_grid_part(device: str, scores: int) -> dict:
+    """Host path against device path of ``pilot_grid`` on the same scores (benchmarks/pilot_grid_compare.py)."""
+    spec = importlib.util.spec_from_file_location("pilot_grid_compare", os.path.join(_HERE, "pilot_grid_compare.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.compare(scores, 10**10, 2, device)
 
 
 def main(argv=None) -> int:
@@ -192,6 +207,7 @@ def main(argv=None) -> int:
     parser.add_argument("--e2e-seconds", type=float, default=150.0, help="time box of part (b)")
     parser.add_argument("--gaussian-trials", type=float, default=1e10)
     parser.add_argument("--gaussian-seconds", type=float, default=90.0, help="time box of part (c)")
+    parser.add_argument("--pilot-scores", type=float, default=3.2e7, help="pilot scores per world of part (d)")
     parser.add_argument("--parts", default=None, help="comma-separated subset of the parts (default: all)")
     parser.add_argument("--site", action="append", default=[], help="folder of extra packages (repeatable)")
     args = parser.parse_args(argv)
@@ -206,6 +222,7 @@ def main(argv=None) -> int:
         args.device = args.device or "cpu"
         args.workers, args.numpy_trials, args.device_runs = min(args.workers, 2), 4, args.device_runs or 8
         args.e2e_trials, args.gaussian_trials = 20, 1.1e6  # > 1e6: the counts reduction and its pilot
+        args.pilot_scores = 1e5
     device = args.device or "cuda"
     results: dict = {"stand_ins": install_stand_ins(), "smoke": bool(args.smoke), "device": device}
     results["missing_modules"] = missing
@@ -223,6 +240,7 @@ def main(argv=None) -> int:
         ("fts_device", lambda: fts_device(device, args.device_runs, 7)),
         ("fts_end_to_end", lambda: fts_end_to_end(device, int(args.e2e_trials), args.e2e_seconds, 5)),
         ("gaussian", lambda: gaussian(device, int(args.gaussian_trials), args.gaussian_seconds)),
+        ("pilot_grid", lambda: pilot_grid_part(device, int(args.pilot_scores))),
     ]
     if args.parts:
         chosen = args.parts.split(",")

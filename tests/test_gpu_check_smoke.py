@@ -16,7 +16,7 @@ def test_gpu_check_smoke_on_cpu(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "check.json"
-    code = module.main(["--smoke", "--out", str(out), "--parts", "fts_device,gaussian"])
+    code = module.main(["--smoke", "--out", str(out), "--parts", "fts_device,gaussian,pilot_grid"])
     results = json.loads(out.read_text())
     assert code == 0, results
     assert results["device"] == "cpu" and results["torch"]
@@ -24,3 +24,6 @@ def test_gpu_check_smoke_on_cpu(tmp_path):
     gaussian = results["gaussian"]
     assert gaussian["trials_per_world"] == 1_100_000 and gaussian["reduction"] == "counts"
     assert gaussian["pilot_trials_per_world"] > 0 and 0 < gaussian["clopper_pearson"] < 2.0 + 1e-9
+    assert gaussian["pilot_on_device"] is False  # a cpu keeps the host path
+    pilot = results["pilot_grid"]  # the device path's code (torch on the cpu) against NumPy's
+    assert pilot["scores_per_world"] == 100_000 and pilot["grids_identical"] is True

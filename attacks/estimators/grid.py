@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attacks.estimators.binomial import threshold_epsilons
+from attacks.estimators.pilot_scores import SortedPilot, pooled_sample
 from attacks.estimators.thresholds import ThresholdTests, rank_grid
 
 #: extra entries after the histogram in a counts vector: n, sum, sum of squares, min, max
@@ -135,27 +136,27 @@ def grid_tests(
 POOLED_QUANTILE_SAMPLE = 1_000_000  # pilot scores per world the pooled quantiles are read from
 
 
-def _candidate_edges(out_sorted: np.ndarray, in_sorted: np.ndarray, points: int) -> np.ndarray:
+def _candidate_edges(out_sorted: SortedPilot, in_sorted: SortedPilot, points: int) -> np.ndarray:
     """Both pilot worlds' order statistics, geometric in both tails, plus evenly spaced quantiles of the
     pooled pilot. Above ``POOLED_QUANTILE_SAMPLE`` scores per world the pooled quantiles are read from an
     evenly strided subsample of each sorted world (the exact ones cost a selection over up to 1e8 scores,
     seconds on a large pilot). Any pilot-determined candidates keep the tests valid: the pilot is
     independent of the test trials; the tails keep their exact order statistics."""
     stride = max(1, -(-max(out_sorted.size, in_sorted.size) // POOLED_QUANTILE_SAMPLE))
-    pooled = np.concatenate([out_sorted[::stride], in_sorted[::stride]])
+    pooled = pooled_sample(out_sorted, in_sorted, stride)
     values = [np.quantile(pooled, np.linspace(0, 1, points // 4))]
     for s in (out_sorted, in_sorted):
         k = rank_grid(s.size, points // 4)
-        values.append(s[np.concatenate([s.size - k, k - 1])])
+        values.append(s.take(np.concatenate([s.size - k, k - 1])))
     return np.unique(np.concatenate(values))
 
 
-def _tail(sorted_scores: np.ndarray, upper: bool) -> tuple[float, float, float] | None:
+def _tail(sorted_scores: SortedPilot, upper: bool) -> tuple[float, float, float] | None:
     """(anchor, scale, anchor rate) of an exponential tail fitted to the most extreme pilot scores."""
     k = min(TAIL_POINTS, sorted_scores.size // 10)
     if k < 2:
         return None
-    extreme = sorted_scores[-k:] if upper else sorted_scores[:k]
+    extreme = sorted_scores.tail(k) if upper else sorted_scores.head(k)
     anchor = float(extreme[0] if upper else extreme[-1])
     scale = float(np.mean(np.abs(extreme - anchor)))
     return (anchor, scale, k / sorted_scores.size) if scale > 0 else None
@@ -171,13 +172,13 @@ def _extensions(tail, upper: bool, budget: int) -> np.ndarray:
     return anchor + steps if upper else anchor - steps
 
 
-def _predicted_rates(sorted_scores, thresholds, tail, upper: bool) -> np.ndarray:
+def _predicted_rates(sorted_scores: SortedPilot, thresholds, tail, upper: bool) -> np.ndarray:
     """Pilot estimate of P(score > t) (upper) or P(score <= t), extrapolated in the unresolved tail."""
     n = sorted_scores.size
     if upper:
-        rate = (n - np.searchsorted(sorted_scores, thresholds, side="right")) / n
+        rate = (n - sorted_scores.at_most(thresholds)) / n
     else:
-        rate = np.searchsorted(sorted_scores, thresholds, side="right") / n
+        rate = sorted_scores.at_most(thresholds) / n
     if tail is not None:
         anchor, scale, anchor_rate = tail
         beyond = thresholds > anchor if upper else thresholds < anchor
@@ -200,8 +201,10 @@ def pilot_grid(
 
     The tests are, per direction, the ``tests_per_direction`` grid thresholds whose Clopper-Pearson
     epsilon at the full budget (``trials_out``, ``trials_in``), predicted from the pilot, is largest.
+    Pilot scores may be NumPy arrays or PyTorch tensors: a tensor is sorted and searched on its device
+    (``attacks.estimators.pilot_scores``), with the same grid as NumPy's from the same scores.
     """
-    out_sorted, in_sorted = np.sort(np.asarray(out_pilot, float)), np.sort(np.asarray(in_pilot, float))
+    out_sorted, in_sorted = SortedPilot(out_pilot), SortedPilot(in_pilot)
     out_tail, in_tail = _tail(out_sorted, upper=True), _tail(in_sorted, upper=False)
     edges = np.unique(
         np.concatenate(
