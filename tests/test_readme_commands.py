@@ -63,6 +63,14 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         1 if FLOWER_INSTALLED else 2,
         "20 canaries, 1 round, no hidden layer; exit 2 where the flower extra is not installed",
     ),
+    "dpaudit flower --nodes 20 --canaries 200 --sampled 44 --rounds 20 --noise-multiplier 1.0 --hidden 64 "
+    "--claim no-amplification,z-unchanged --out flower-sampled.json": (
+        "dpaudit flower --nodes 10 --canaries 20 --sampled 10 --rounds 2 --noise-multiplier 1.0 "
+        "--claim no-amplification,z-unchanged --out flower-sampled.json",
+        1 if FLOWER_INSTALLED else 2,
+        "10 of 30 a round, 2 rounds, no hidden layer (z-unchanged 5.02 below the realised pair's 11.8); exit 2 "
+        "where the flower extra is not installed",
+    ),
     "dpaudit audit configs/audit_flower.toml --out out/flower": (
         None,
         0 if FLOWER_INSTALLED else 3,
