@@ -99,6 +99,7 @@ def measured_shift_scores(settings: AppSettings, result: dict, directions, signs
     """The measured-shift estimate (``dpfed.flower.canaries``): each canary's signed per-round scores, the rounds
     it took part in, the sampling rate and releases the transcript shows, the shift ``a`` with its standard
     error, and the epsilon of the replace-one pair the sampler realises at that shift (an estimate, not a bound)."""
+    from accounting.replace_one_pair import MAX_SHIFT
     from dpfed.flower.canaries import measured_shift, measured_shift_epsilon, round_scores
     from dpfed.flower.records import releases
 
@@ -111,6 +112,7 @@ def measured_shift_scores(settings: AppSettings, result: dict, directions, signs
     return {"scores": scores.tolist(), "took_part": took_part.astype(int).tolist(), "rate": rate,
             "releases": len(payloads), **shift, "configured_shift": 1.0 / settings.noise_multiplier,
             "estimate": {"epsilon": epsilon, "shift": shift["shift"], "stderr": shift["stderr"],
+                         "at_least": shift["shift"] > MAX_SHIFT,  # epsilon taken at the cap: a lower figure
                          "assumptions": "each canary scored only in the rounds it replied in (the transcript); in "
                                         "units of |D_t|/sqrt(d) its signed score has mean a, the per-round shift of "
                                         "one client's full-norm update; epsilon of the replace-one pair the sampler "

@@ -70,7 +70,9 @@ def canary_lines(canaries: dict, accounted: float, realised: float) -> list[str]
     if measured and measured["participations"]:
         e = measured["estimate"]
         stderr = f" +- {e['stderr']:.2g}" if e["stderr"] is not None else ""
-        lines.append(f"  [took part] measured-shift estimate: epsilon {e['epsilon']:.4g} ({share(e['epsilon'])}; "
+        at_least = ">= " if e.get("at_least") else ""
+        lines.append(f"  [took part] measured-shift estimate: epsilon {at_least}{e['epsilon']:.4g} "
+                     f"({share(e['epsilon'])}; "
                      f"shift a {e['shift']:.3g}{stderr} noise stds a round, 1/z {measured['configured_shift']:.3g}; "
                      f"{measured['canaries']} canaries in {measured['participations']} canary-rounds, rate "
                      f"{measured['rate']:.3g}); an estimate, not a bound")

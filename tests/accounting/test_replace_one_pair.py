@@ -100,6 +100,15 @@ def test_monotone_and_zero_without_shift():
     assert rates == sorted(rates)
 
 
+def test_a_huge_shift_is_bounded_below_at_the_cap_without_a_long_computation():
+    from accounting.replace_one_pair import MAX_SHIFT
+
+    at_cap = worst_pair_epsilon(0.2, MAX_SHIFT, 20, 1e-5)
+    assert worst_pair_epsilon(0.2, 1e6, 20, 1e-5) == at_cap > 100  # a noiseless release: capped, still huge
+    with pytest.raises(ConfigurationError):
+        worst_pair_epsilon(0.2, 1e6, 20, 1e-5, bound="upper")
+
+
 @pytest.mark.parametrize("kwargs", [dict(rate=0.0), dict(rate=1.5), dict(shift=-1.0), dict(releases=0),
                                     dict(delta=0.0), dict(bound="middle")])
 def test_bad_input_is_a_configuration_error(kwargs):
