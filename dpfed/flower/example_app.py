@@ -199,6 +199,7 @@ def build_server_app(settings: AppSettings, transcript, result: dict):
         import random
 
         random.seed(settings.seed)  # Flower samples with Python's global generator
+        np.random.seed(settings.seed)  # and its DP wrappers draw the noise from NumPy's global one
         torch.manual_seed(settings.seed)
         strategy = build_strategy(settings, transcript)
         result["strategy"] = strategy
