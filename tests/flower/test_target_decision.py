@@ -58,3 +58,28 @@ def test_a_critical_finding_makes_a_passing_target_a_violation():
     assert with_critical_findings(passing, [medium]) is passing
     changed = with_critical_findings(passing, [medium, critical])
     assert (changed.status, changed.rule) == (Status.VIOLATION, CRITICAL_FINDING_RULE)
+
+
+def test_a_replace_one_claim_reaches_the_configuration_check(monkeypatch):
+    """The target hands a replace-one claim to the configuration check (which refutes one below the pair
+    Flower's sampler realises, tests/flower/test_config_check.py) and no add/remove one (another unit).
+    Needs flwr importable (the target checks for it before running); the Flower run itself is replaced."""
+    import pytest
+
+    pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
+    import dpfed.flower.audit
+    from reports.audit.model import TargetSpec
+    from reports.audit.target_flower import FlowerTarget
+
+    seen = []
+
+    def fake_audit(settings, delta, claims, claimed_epsilon, alpha):
+        seen.append(claimed_epsilon)
+        return {"settings": settings.__dict__, "canaries": None}
+
+    monkeypatch.setattr(dpfed.flower.audit, "audit_example", fake_audit)
+    for relation, expected in (("replace-one", 2.5), ("add-remove", None)):
+        spec = TargetSpec(name="t", algorithm="dp-flower", parameters={"nodes": 10, "sampled": 4, "rounds": 2},
+                          claim=Claim(2.5, 1e-5, relation, "one client"))
+        FlowerTarget(spec).own_probe_sections(0, 0.95, lambda message: None)
+        assert seen[-1] == expected
