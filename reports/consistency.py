@@ -1,5 +1,6 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
-code is that status's, each target's verdict follows the verdict table from its two verdicts, the findings
+code is that status's, each target's verdict follows the verdict table from its two verdicts (or is a
+VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
 tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
 equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
 naming the path."""
@@ -29,9 +30,15 @@ def _target_curves(path: str, target: dict) -> None:
 
 def _target_verdict(path: str, target: dict) -> None:
     from reports.audit.model import Analytic, Empirical, Status
-    from reports.audit.verdicts import FAILED_PROBE_RULE, VERDICT_TABLE
+    from reports.audit.verdicts import CRITICAL_FINDING_RULE, FAILED_PROBE_RULE, VERDICT_TABLE
 
     verdict = target["verdict"]
+    if verdict.get("rule") == CRITICAL_FINDING_RULE:  # the target's own checks found a critical problem
+        if verdict["status"] != Status.VIOLATION.value or not any(
+                f.get("severity") == "critical" for f in target.get("findings", [])):
+            raise ConfigurationError(f"{path}/verdict/rule", f"{CRITICAL_FINDING_RULE!r} needs status VIOLATION and a "
+                                                             "critical finding of the target")
+        return
     expected, _ = VERDICT_TABLE[(Analytic(verdict["analytic"]["status"]), Empirical(verdict["empirical"]["status"]))]
     if verdict["empirical"]["failed"] and expected is not Status.VIOLATION:
         expected = Status.INCONCLUSIVE

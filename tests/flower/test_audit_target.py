@@ -2,7 +2,8 @@
 
 Must-show 3 through the audit: each planted app (noise cut by a constant factor, noise skipped on one
 round, unequal weights) is a VIOLATION with a critical finding; the correct app is not. Four Flower runs
-(the configuration as shipped through the CLI, 2 rounds each; 20-60 s each on 2 cores). The transcript
+(the configuration as shipped and the noise-cut app through the CLI, the other two through the runner;
+2 rounds each; 20-60 s each on 2 cores). The transcript
 check tests at alpha = 1e-3 per check kind, so the correct app fails falsely with probability below ~4e-3,
 and its canary bound exceeds the claim 8 (true epsilon about 7) with probability below 5%, far less in
 practice (the bounds of a 40-canary run stay below 2); seeds are fixed.
@@ -55,8 +56,23 @@ def test_accounting_is_what_flower_runs():
     assert target.releases == 2
 
 
-@pytest.mark.parametrize("bug, code", [("noise-cut", "noise-below-accounted"), ("skip-round", "noise-below-accounted"),
-                                       ("unequal-weights", "unequal-weights")])
+def test_a_planted_app_through_the_cli_is_a_violation_with_a_valid_report(tmp_path):
+    """noise-cut through ``dpaudit audit``: exit 1 and a report that validates (rule critical-finding; the
+    report's consistency check once refused it, so the CLI exited 2 on every planted app)."""
+    text = CONFIG.read_text(encoding="utf-8")
+    text = text.replace('accountants = ["rdp", "pld", "dpa-rdp"]', 'accountants = ["rdp"]')
+    text = text.replace("rounds = 2\n", 'rounds = 2\nbug = "noise-cut"\n', 1)
+    assert 'bug = "noise-cut"' in text
+    config = tmp_path / "planted.toml"
+    config.write_text(text, encoding="utf-8")
+    code = main(["audit", str(config), "--out", str(tmp_path / "out"), "--quiet"])
+    target = load_report(tmp_path / "out" / "report.json")["targets"][0]  # validates
+    assert code == 1 and target["verdict"]["status"] == "VIOLATION" and target["verdict"]["rule"] == "critical-finding"
+    assert any(f["values"].get("code") == "noise-below-accounted" and f["severity"] == "critical"
+               for f in target["findings"])
+
+
+@pytest.mark.parametrize("bug, code", [("skip-round", "noise-below-accounted"), ("unequal-weights", "unequal-weights")])
 def test_planted_apps_are_violations(bug, code):
     import dataclasses
 

@@ -103,3 +103,25 @@ def test_schema_error_is_one_short_line():
 def test_strip_volatile():
     stripped = model.strip_volatile(synthetic_report())
     assert "started" not in stripped["provenance"] and "seed" in stripped["provenance"]
+
+
+def _critical_finding_report(with_critical: bool) -> dict:
+    """Target 1 (the table gives INCONCLUSIVE) made a VIOLATION by rule critical-finding, as the runner does
+    for a Flower app whose transcript shows less noise than accounted."""
+    from reports.findings_tally import findings_tally
+
+    report = synthetic_report()
+    target = report["targets"][1]
+    target["verdict"].update(status="VIOLATION", rule="critical-finding")
+    severity = "critical" if with_critical else "medium"
+    target["findings"].append({"id": "flower-check", "severity": severity, "values": {"code": "noise-below-accounted"}})
+    report["findings"] = findings_tally(report["targets"])
+    report.update(status="VIOLATION", exit_code=1)
+    return report
+
+
+def test_a_critical_finding_violation_is_consistent_only_with_a_critical_finding():
+    model.validate_report(_critical_finding_report(with_critical=True))  # `dpaudit audit` exited 2 here before
+    with pytest.raises(ConfigurationError) as err:
+        model.validate_report(_critical_finding_report(with_critical=False))
+    assert err.value.field == "targets/1/verdict/rule"
