@@ -133,9 +133,8 @@ def build_client_app(settings: AppSettings):
                 direction = canary_signs(settings.canaries, settings.seed)[j] * canary_direction(j, dim, settings.seed)
             else:  # null audit: an update of the same norm in a direction independent of the canary's
                 direction = decoy_direction(j, dim, settings.seed)
-            content = RecordDict({"arrays": canary_reply(arrays, direction, settings.clip),
-                                  "metrics": MetricRecord({"num-examples": 1,
-                                                                            "partition-id": partition})})
+            metrics = MetricRecord({"num-examples": 1, "partition-id": partition})
+            content = RecordDict({"arrays": canary_reply(arrays, direction, settings.clip), "metrics": metrics})
             return Message(content=content, reply_to=msg)
         shard = client_shards(settings.nodes, settings.seed, unequal)[partition]
         state = local_train(model_for(settings), msg.content["arrays"], shard, settings.local_steps,
