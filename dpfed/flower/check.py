@@ -39,6 +39,21 @@ def claim_finding(name: str, claimed: float, lower: float, upper: float) -> Flow
                          f"{upper:.3g} (under replace-one)", values)
 
 
+def user_claim_findings(claimed: float, lower: float, upper: float) -> list:
+    """The user's own epsilon against what Flower's sampler provably spends (``lower``) and our upper bound:
+    critical below the first, medium between the two, nothing above the second."""
+    values = {"claimed_epsilon": claimed, "corrected_epsilon": upper, "realised_epsilon": lower}
+    if claimed < lower:
+        return [FlowerFinding("understated-user-claim", "critical",
+                              f"the claimed epsilon {claimed:.3g} is below what Flower's sampler provably spends "
+                              f"({lower:.3g}; corrected {upper:.3g})", values)]
+    if claimed < upper:
+        return [FlowerFinding("unproven-user-claim", "medium",
+                              f"the claimed epsilon {claimed:.3g} lies between what Flower's sampler provably spends "
+                              f"({lower:.3g}) and our upper bound ({upper:.3g})", values)]
+    return []
+
+
 def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | None, claimed_epsilon,
                      claims=CLAIMS) -> list:
     """Findings for the ``claims`` made (e.g. only Flower's accountant's), the user's epsilon, the sample
@@ -51,16 +66,7 @@ def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | N
     findings = [claim_finding(name, rows[name]["epsilon"], realised, corrected) for name in claims]
     if claimed_epsilon is not None:
         claimed = require_number("claimed_epsilon", claimed_epsilon, low=0, low_open=True)
-        values = {"claimed_epsilon": claimed, "corrected_epsilon": corrected, "realised_epsilon": realised}
-        if claimed < realised:
-            findings.append(FlowerFinding("understated-user-claim", "critical",
-                                          f"the claimed epsilon {claimed:.3g} is below what Flower's sampler provably "
-                                          f"spends ({realised:.3g}; corrected {corrected:.3g})", values))
-        elif claimed < corrected:
-            findings.append(FlowerFinding("unproven-user-claim", "medium",
-                                          f"the claimed epsilon {claimed:.3g} lies between what Flower's sampler "
-                                          f"provably spends ({realised:.3g}) and our upper bound ({corrected:.3g})",
-                                          values))
+        findings += user_claim_findings(claimed, realised, corrected)
     if configured_m is not None and configured_m != config.sampled:
         severity = "critical" if configured_m > config.sampled else "medium"
         findings.append(FlowerFinding("sample-size-mismatch", severity,
