@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from accounting.errors import ConfigurationError
 from dpfed.opacus_setup import epsilons as eps
 from dpfed.opacus_setup.findings import OpacusFinding, worst
 from dpfed.opacus_setup.load import OpacusSetup
@@ -34,7 +35,11 @@ def accounted_steps(setup: OpacusSetup, told_rate: float, run_steps: int) -> int
     if setup.accounted_steps is not None:
         return int(setup.accounted_steps)
     if setup.accounted_epochs is not None:
-        return int(setup.accounted_epochs / told_rate)
+        steps = int(setup.accounted_epochs / told_rate)
+        if steps < 1:
+            raise ConfigurationError("accounted_epochs", f"{setup.accounted_epochs:g} epochs at sample rate "
+                                     f"{told_rate:.4g} are {steps} steps; the claim must be for at least one step")
+        return steps
     return run_steps
 
 
@@ -97,6 +102,9 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
         *_noise_findings(told, noise),
         *_claim_findings(setup.claimed_epsilon, opacus_eps),
     ]
+    if not any(f.code == "claim-below-opacus" for f in findings):
+        findings += _told_findings(told, f"opacus's {mechanism} accountant" if setup.claimed_epsilon is None
+                                   else "the user's claim")
     z_runs = noise.effective_upper if noise.noise_flagged else z_told
     runs, runs_how = runs_epsilon(facts, z_runs, run_steps, delta, noise.realised_normalisation)
     rows = {
@@ -205,6 +213,20 @@ def _noise_findings(told: _Told, noise: NoiseFacts) -> list[OpacusFinding]:
     how += f" at the measured multiplier's upper confidence limit {noise.effective_upper:.4g}"
     return [_finding("noise-below-accounted", told.reported, corrected, how, message,
                      measured=noise.effective_noise_multiplier, told=z_told)]
+
+
+def _told_findings(told: _Told, reported_by: str) -> list[OpacusFinding]:
+    """(6) The reported epsilon against our tight epsilon of exactly what the accountant was told (opacus's
+    ``gdp`` accountant, a central-limit approximation, reports less for few steps)."""
+    try:
+        corrected, how = eps.poisson_epsilon(told.rate, told.noise_multiplier, told.accounted_steps, told.delta)
+    except ConfigurationError:  # more steps than our PLD accountant composes: no tight figure to compare
+        return []
+    if _severity(told.reported, corrected) != "critical":
+        return []
+    return [_finding("understated-for-what-was-told", told.reported, corrected, how,
+                     f"{reported_by} gives less than what the accountant was told accounts to (Poisson at rate "
+                     f"{told.rate:.4g}, noise multiplier {told.noise_multiplier:.4g}, {told.accounted_steps} steps)")]
 
 
 def _claim_findings(claimed: float | None, opacus_eps: float) -> list[OpacusFinding]:

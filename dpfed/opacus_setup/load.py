@@ -70,7 +70,7 @@ def load_function(spec: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             spec_obj.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's module: any failure is a bad input
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module (sys.exit too): a bad input
         sys.modules.pop(module_name, None)
         raise ConfigurationError("setup", f"importing {path} failed: {type(exc).__name__}: {exc}") from None
     function = getattr(module, name, None)
@@ -88,7 +88,7 @@ def build_setup(spec: str) -> OpacusSetup:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # opacus's secure-RNG notice and the like
             value = function()
-    except Exception as exc:  # noqa: BLE001 - the user's code: any failure is a bad input
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (sys.exit too): a bad input
         raise ConfigurationError("setup", f"{spec} raised {type(exc).__name__}: {exc}") from None
     return validate(value, spec)
 

@@ -55,8 +55,11 @@ def summary_lines(result: dict) -> list[str]:
 
 def run(args) -> int:
     from dpfed.opacus_setup.check import check_opacus_setup
+    from reports.commands.common import check_output_file
     from reports.exit_codes import ExitCode
 
+    if args.out:
+        check_output_file("out", args.out)  # before the user's code runs, not after the check
     result = check_opacus_setup(args.setup, delta=args.delta, repetitions=args.repetitions,
                                 false_alarm=args.false_alarm)
     print("\n".join(summary_lines(result)))

@@ -99,6 +99,8 @@ def test_cli_exit_codes_for_correct_and_planted(capsys):
     (f"{SETUPS}:not_opacus", "not an opacus set-up"),
     (f"{SETUPS}:unknown_key", "unknown key 'batchsize'"),
     (f"{SETUPS}:DELTA", "is not a function"),
+    (f"{SETUPS}:exits", "raised SystemExit: 0"),
+    (f"{SETUPS}:accounted_epochs_below_one_step", "accounted_epochs: 1e-09 epochs at sample rate 0.1 are 0 steps"),
 ])
 def test_bad_inputs_exit_2_with_one_line(capsys, spec, words):
     assert main(["opacus-check", "--setup", spec]) == 2
@@ -124,3 +126,29 @@ def test_a_claim_below_opacus_own_accountant_is_critical():
     assert finding["severity"] == "critical" and out["verdict"] == "VIOLATION"
     assert finding["values"]["opacus_epsilon"] == pytest.approx(out["rows"]["opacus"]["epsilon"])
     assert finding["values"]["opacus_epsilon"] > 1.0
+
+
+def test_a_module_calling_sys_exit_on_import_is_a_bad_input(tmp_path, capsys):
+    setup = tmp_path / "exits.py"
+    setup.write_text("import sys\nsys.exit(3)\n", encoding="utf-8")
+    assert main(["opacus-check", "--setup", f"{setup}:make_setup"]) == 2
+    err = capsys.readouterr().err
+    assert "failed: SystemExit: 3" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_out_path_that_is_a_directory_is_refused_before_the_check(tmp_path, capsys):
+    assert main(["opacus-check", "--setup", f"{SETUPS}:correct", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "out: " in captured.err and len(captured.err.strip().splitlines()) == 1 and not captured.out
+
+
+def test_an_accountant_reporting_less_than_what_it_was_told_is_critical():
+    """opacus's gdp accountant on the correct set-up (Poisson 0.1, z = 1, 20 steps) reports about 2.4; what it
+    was told accounts to about 3.6 (dp-accounting's PLD): critical, though loader, noise and steps are right."""
+    out = check_opacus_setup(f"{SETUPS}:gdp_accountant")
+    assert out["reported_by"] == "opacus gdp accountant" and out["verdict"] == "VIOLATION"
+    finding = {f["code"]: f for f in out["findings"]}["understated-for-what-was-told"]
+    rate, steps = out["noise"]["told_sample_rate"], out["steps"]["accounted"]
+    assert finding["severity"] == "critical" and finding["values"]["reported_epsilon"] == out["reported_epsilon"]
+    assert finding["values"]["corrected_epsilon"] == pytest.approx(_pld_poisson(rate, 1.0, steps), rel=2e-3)
+    assert out["reported_epsilon"] < 0.8 * finding["values"]["corrected_epsilon"]
