@@ -684,7 +684,13 @@ FLOWER_CASES = (
                              "claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
                              "claimed-epsilon-zero": ["--claimed-epsilon", "0"],
                              "sampled-text": ["--sampled", "most"], "hidden-negative": ["--hidden", "-1"],
-                             "canaries-negative": ["--canaries", "-3"]})
+                             "canaries-negative": ["--canaries", "-3"],
+                             "claim-repeated": ["--claim", "poisson,z-unchanged,poisson"],
+                             "claim-empty-item": ["--claim", "poisson,"],
+                             "seed-beyond-numpy": ["--seed", str(2**32)],
+                             "skip-round-one-round": ["--bug", "skip-round", "--rounds", "1"],
+                             "confidence-without-canaries": ["--confidence", "0.9"],
+                             "out-directory": ["--out", "."]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs

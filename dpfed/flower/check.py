@@ -10,8 +10,8 @@ neighbouring relation (low).
 from __future__ import annotations
 
 from accounting.calibration import check_classic_calibration
-from accounting.errors import ConfigurationError, require_number
-from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows
+from accounting.errors import require_number
+from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows, parse_claims
 from dpfed.flower.findings import FlowerFinding
 
 CLAIM_WORDS = {
@@ -60,9 +60,7 @@ def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | N
     size the noise is calibrated for, and the weighting."""
     rows = accounted_rows(config, delta)
     corrected, realised = rows["runs"]["epsilon"], rows["worst-pair"]["epsilon"]
-    for name in claims:
-        if name not in CLAIMS:
-            raise ConfigurationError("claim", f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
+    claims = parse_claims(claims)
     findings = [claim_finding(name, rows[name]["epsilon"], realised, corrected) for name in claims]
     if claimed_epsilon is not None:
         claimed = require_number("claimed_epsilon", claimed_epsilon, low=0, low_open=True)

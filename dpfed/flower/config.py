@@ -32,6 +32,17 @@ WEIGHTINGS = ("examples", "equal")
 CLAIMS = ("no-amplification", "poisson", "z-unchanged")
 
 
+def parse_claims(names, field: str = "claim") -> tuple[str, ...]:
+    """The claims named, each of ``CLAIMS`` and each once (a repeated one would repeat its finding)."""
+    names = tuple(names)
+    for k, name in enumerate(names):
+        if name not in CLAIMS:
+            raise ConfigurationError(field, f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
+        if name in names[:k]:
+            raise ConfigurationError(field, f"claim {name!r} is named twice")
+    return names
+
+
 @dataclass(frozen=True)
 class FlowerDpConfig:
     """One Flower DP setting.

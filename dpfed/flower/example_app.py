@@ -50,7 +50,7 @@ class AppSettings:
         require_number("rounds", self.rounds, low=1, integer=True)
         require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
         require_number("clip", self.clip, low=0, low_open=True)
-        require_number("seed", self.seed, low=0, integer=True)
+        require_number("seed", self.seed, low=0, high=2**32 - 1, integer=True)  # NumPy's legacy seed range
         require_number("canaries", self.canaries, low=0, integer=True)
         require_number("sampled", self.sampled, low=1, high=self.nodes + self.canaries, integer=True)
         require_number("hidden", self.hidden, low=0, integer=True)
@@ -58,6 +58,9 @@ class AppSettings:
             raise ConfigurationError("insert_canaries", f"expected true or false, got {self.insert_canaries!r}")
         if self.bug not in BUGS:
             raise ConfigurationError("bug", f"unknown bug {self.bug!r}; choose from {', '.join(BUGS)}")
+        if self.bug == "skip-round" and self.rounds < BUG_ROUND:  # else the planted app is the correct one
+            raise ConfigurationError("rounds", f"the skip-round bug skips the noise of round {BUG_ROUND}; it needs "
+                                     f"at least {BUG_ROUND} rounds, got {self.rounds}")
 
 
 def supernodes(settings: AppSettings) -> int:

@@ -64,16 +64,12 @@ class FlowerTarget(BaseTarget):
 
     def __init__(self, spec: TargetSpec):
         super().__init__(spec)
-        from dpfed.flower.config import CLAIMS
+        from dpfed.flower.config import parse_claims
         from dpfed.flower.example_app import supernodes
 
         p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
         self.settings = settings_from(p)
-        self.claims = tuple(p.get("claims", ()))
-        unknown = [c for c in self.claims if c not in CLAIMS]
-        if unknown:
-            raise ConfigurationError("parameters.claims",
-                                     f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
+        self.claims = parse_claims(p.get("claims", ()), "parameters.claims")
         self.alpha = float(p.get("transcript_alpha", 1e-3))
         if not 0 < self.alpha < 1:
             raise ConfigurationError("parameters.transcript_alpha", "must lie in (0, 1)")

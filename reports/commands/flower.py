@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                    "audit, replace-one)")
     p.add_argument("--hidden", type=int, default=0,
                    help="hidden units of the example model (default 0: logistic regression, 650 parameters)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the canary lower bounds")
+    p.add_argument("--confidence", type=float, default=None,
+                   help="confidence of the canary lower bounds (default 0.95; needs --canaries)")
     p.add_argument("--out", default=None, help="write the full audit (with the transcript) as JSON here")
     p.set_defaults(func=run)
 
@@ -91,22 +92,36 @@ def parse_sampled(text: str, nodes: int, canaries: int) -> int:
         raise ConfigurationError("sampled", f"expected a whole number or 'all', got {text!r}") from None
 
 
+def parse_claim_list(text: str) -> tuple[str, ...]:
+    """``--claim a,b``: each claim once; an empty item (``--claim ,``) is refused, not skipped."""
+    from dpfed.flower.config import parse_claims
+
+    if not text.strip():
+        return ()
+    items = [c.strip() for c in text.split(",")]
+    if not all(items):
+        raise ConfigurationError("claim", f"empty item in {text!r}; name claims separated by commas")
+    return parse_claims(items)
+
+
 def run(args) -> int:
     from accounting.errors import require_number
-    from dpfed.flower.config import CLAIMS
     from dpfed.flower.example_app import AppSettings
+    from reports.commands.common import check_output_file
 
     settings = AppSettings(nodes=args.nodes, sampled=parse_sampled(args.sampled, args.nodes, args.canaries),
                            rounds=args.rounds, noise_multiplier=args.noise_multiplier, clip=args.clip,
                            seed=args.seed, bug=args.bug, canaries=args.canaries, hidden=args.hidden)
-    require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
+    confidence = 0.95 if args.confidence is None else args.confidence
+    require_number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
+    if args.confidence is not None and not settings.canaries:
+        raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
-    claims = tuple(c.strip() for c in args.claim.split(",") if c.strip())
-    unknown = [c for c in claims if c not in CLAIMS]
-    if unknown:
-        raise ConfigurationError("claim", f"unknown claim {unknown[0]!r}; choose from {', '.join(CLAIMS)}")
+    claims = parse_claim_list(args.claim)
+    if args.out:
+        check_output_file("out", args.out)  # before the run, not after it
     try:
         import flwr  # noqa: F401
     except ModuleNotFoundError as exc:
@@ -117,7 +132,7 @@ def run(args) -> int:
 
     audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)
     if audit["canaries"]:
-        audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, args.confidence)
+        audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, confidence)
     print("\n".join(summary_lines(audit)))
     if args.out:
         from attacks.files import atomic_write_text

@@ -93,6 +93,8 @@ def test_planted_apps_are_violations(bug, code):
 @pytest.mark.parametrize("parameters, field", [({"sampled": "most"}, "parameters.sampled"),
                                                ({"bug": "typo"}, "parameters.bug"),
                                                ({"claims": ["nope"]}, "parameters.claims"),
+                                               ({"claims": ["poisson", "poisson"]}, "parameters.claims"),
+                                               ({"bug": "skip-round", "rounds": 1}, "parameters.rounds"),
                                                ({"colour": 1}, "parameters.colour")])
 def test_bad_parameters_name_their_field(parameters, field):
     import dataclasses
