@@ -3,8 +3,6 @@ engine with every release recorded, transcript check). Needs the ``flower`` extr
 
 from __future__ import annotations
 
-import json
-
 from accounting.errors import ConfigurationError
 from reports.exit_codes import ExitCode
 
@@ -135,7 +133,7 @@ def run(args) -> int:
         audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, confidence)
     print("\n".join(summary_lines(audit)))
     if args.out:
-        from attacks.files import atomic_write_text
+        from attacks.files import atomic_write_text, dumps_json
 
-        atomic_write_text(args.out, json.dumps(audit, indent=1))  # a killed run leaves no half-written file
+        atomic_write_text(args.out, dumps_json(audit, indent=1))  # "inf", never Infinity; no half-written file
     return int(ExitCode.VIOLATION if audit["verdict"] == "VIOLATION" else ExitCode.PASS)

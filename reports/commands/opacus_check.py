@@ -10,8 +10,6 @@ finding: the reported epsilon is below the corrected one), 2 bad input.
 
 from __future__ import annotations
 
-import json
-
 
 def add_parser(sub) -> None:
     from reports.commands.common import number_arg
@@ -64,7 +62,7 @@ def run(args) -> int:
                                 false_alarm=args.false_alarm)
     print("\n".join(summary_lines(result)))
     if args.out:
-        from attacks.files import atomic_write_text
+        from attacks.files import atomic_write_text, dumps_json
 
-        atomic_write_text(args.out, json.dumps(result, indent=1))  # a killed run leaves no half-written file
+        atomic_write_text(args.out, dumps_json(result, indent=1))  # "inf", never Infinity; no half-written file
     return int(ExitCode.VIOLATION if result["verdict"] == "VIOLATION" else ExitCode.PASS)

@@ -152,3 +152,18 @@ def test_an_accountant_reporting_less_than_what_it_was_told_is_critical():
     assert finding["severity"] == "critical" and finding["values"]["reported_epsilon"] == out["reported_epsilon"]
     assert finding["values"]["corrected_epsilon"] == pytest.approx(_pld_poisson(rate, 1.0, steps), rel=2e-3)
     assert out["reported_epsilon"] < 0.8 * finding["values"]["corrected_epsilon"]
+
+
+def test_out_json_is_strict_when_an_epsilon_is_infinite(tmp_path):
+    """An unknown scheme has no analysis (corrected epsilon infinite): --out writes it as "inf", never the
+    non-JSON token Infinity."""
+    import json
+
+    out = tmp_path / "check.json"
+    assert main(["opacus-check", "--setup", f"{SETUPS}:subset_sampler", "--out", str(out)]) == 1
+
+    def refuse(token):
+        raise ValueError(f"non-JSON token {token}")
+
+    data = json.loads(out.read_text(encoding="utf-8"), parse_constant=refuse)
+    assert data["sampler"]["scheme"] == "unknown" and data["rows"]["runs"]["epsilon"] == "inf"

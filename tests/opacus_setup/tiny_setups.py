@@ -136,3 +136,13 @@ def accounted_epochs_below_one_step():
 
 def exits():
     raise SystemExit(0)
+
+
+def subset_sampler():
+    """Batches of a SubsetRandomSampler (a train split) kept with poisson_sampling=False: a scheme no analysis
+    of ours covers (corrected epsilon infinite)."""
+    from torch.utils.data import SubsetRandomSampler
+
+    torch.manual_seed(3)
+    return _private(DataLoader(_dataset(), batch_size=20, sampler=SubsetRandomSampler(range(150))),
+                    poisson_sampling=False)
