@@ -690,7 +690,8 @@ FLOWER_CASES = (
                              "seed-beyond-numpy": ["--seed", str(2**32)],
                              "skip-round-one-round": ["--bug", "skip-round", "--rounds", "1"],
                              "confidence-without-canaries": ["--confidence", "0.9"],
-                             "out-directory": ["--out", "."]})
+                             "out-directory": ["--out", "."], "clip-overflows-float32": ["--clip", "1e40"],
+                             "noise-overflows-float32": ["--noise-multiplier", "1e20", "--clip", "1e20"]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs

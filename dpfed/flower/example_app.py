@@ -22,6 +22,7 @@ from accounting.errors import ConfigurationError, require_number
 BUGS = ("none", "noise-cut", "skip-round", "unequal-weights")
 BUG_NOISE_FACTOR = 0.5
 BUG_ROUND = 2
+MAX_SCALE = 1e30  # the model is float32 (max 3.4e38): updates C and noise z C / m stay far below it
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,10 @@ class AppSettings:
         require_number("nodes", self.nodes, low=2, integer=True)
         require_number("rounds", self.rounds, low=1, integer=True)
         require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
-        require_number("clip", self.clip, low=0, low_open=True)
+        require_number("clip", self.clip, low=0, low_open=True, high=MAX_SCALE)
+        if self.noise_multiplier * self.clip > MAX_SCALE:
+            raise ConfigurationError("noise_multiplier", f"z * C = {self.noise_multiplier * self.clip:.3g} overflows "
+                                     f"the float32 example model (at most {MAX_SCALE:g})")
         require_number("seed", self.seed, low=0, high=2**32 - 1, integer=True)  # NumPy's legacy seed range
         require_number("canaries", self.canaries, low=0, integer=True)
         require_number("sampled", self.sampled, low=1, high=self.nodes + self.canaries, integer=True)

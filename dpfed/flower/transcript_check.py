@@ -118,6 +118,12 @@ def check_noise(records, a: Assumptions, alpha: float) -> list:
     findings = []
     for round_, p in records:
         noise = np.asarray(p["noise"], dtype=float)
+        if not np.all(np.isfinite(noise)):  # nan compares false: the test below would pass it
+            findings.append(FlowerFinding("noise-not-finite", "critical", f"round {round_}: "
+                                          f"{int(np.sum(~np.isfinite(noise)))} of {noise.size} noise coordinates are "
+                                          "not finite (an overflow?): the release is not the accounted Gaussian",
+                                          {"round": round_}))
+            continue
         statistic = float(np.sum(noise ** 2) / a.noise_std ** 2)
         p_value = float(stats.chi2.cdf(statistic, df=noise.size))
         if p_value < alpha / len(records):

@@ -79,5 +79,17 @@ def test_poisson_assumption_rejects_fixed_size_transcript():
     assert "sampling-scheme" not in codes(check_transcript(our_run(seed=5, sampling="poisson"), poisson))
 
 
+def test_non_finite_noise_is_a_critical_finding():
+    """A release that overflowed (noise inf or nan) is not the Gaussian the accountant assumed; nan compares false,
+    so the chi-square test alone passed it."""
+    transcript = our_run()
+    noise = np.r_[np.full(3, np.nan), np.inf, np.zeros(DIM - 4)]
+    add_release(transcript, ROUNDS + 1, range(M), N, range(M), np.full(M, 1 / M), C, noise)
+    found = [f for f in check_transcript(transcript, Assumptions("fixed-size", N, M, ROUNDS + 1, Z, C))
+             if f.code == "noise-not-finite"]
+    assert [(f.severity, f.values["round"]) for f in found] == [("critical", ROUNDS + 1)]
+    assert "4 of 200" in found[0].message
+
+
 def test_empty_transcript_is_a_finding():
     assert codes(check_transcript(Transcript(), ASSUMED)) == {"no-releases"}
