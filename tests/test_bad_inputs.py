@@ -691,7 +691,9 @@ FLOWER_CASES = (
                              "skip-round-one-round": ["--bug", "skip-round", "--rounds", "1"],
                              "confidence-without-canaries": ["--confidence", "0.9"],
                              "out-directory": ["--out", "."], "clip-overflows-float32": ["--clip", "1e40"],
-                             "noise-overflows-float32": ["--noise-multiplier", "1e20", "--clip", "1e20"]})
+                             "noise-overflows-float32": ["--noise-multiplier", "1e20", "--clip", "1e20"],
+                             "hidden-beyond-memory": ["--hidden", "1000000000"],
+                             "rounds-beyond-memory": ["--rounds", "10000000000000"]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs

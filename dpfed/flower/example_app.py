@@ -72,6 +72,11 @@ def supernodes(settings: AppSettings) -> int:
     return settings.nodes + settings.canaries
 
 
+def parameter_count(settings: AppSettings) -> int:
+    """Parameters d of the example model: 64 x 10 + 10, or 64 h + h + 10 h + 10 with a hidden layer."""
+    return 75 * settings.hidden + 10 if settings.hidden else 650
+
+
 def model_for(settings: AppSettings):
     """The example's PyTorch model: logistic regression, or an MLP with ``settings.hidden`` units."""
     import torch

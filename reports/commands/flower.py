@@ -102,6 +102,20 @@ def parse_claim_list(text: str) -> tuple[str, ...]:
     return parse_claims(items)
 
 
+def check_run_memory(settings) -> None:
+    """Refuse a model or a run too large for memory before Flower starts. Per parameter, about: the transcript's
+    noise of every round as Python floats (32 bytes) and the recorder's round deltas (8), its float64 updates of
+    the sampled clients and working copies (8 bytes each); the model is checked at one round, then the rounds."""
+    from dpfed.flower.example_app import parameter_count
+    from reports.commands.common import check_memory
+
+    per_round, fixed = 40, 8 * (settings.sampled + 8)
+    if settings.hidden:
+        check_memory("hidden", settings.hidden, 75 * (per_round + fixed), 10 * (per_round + fixed), " hidden units")
+    d = parameter_count(settings)
+    check_memory("rounds", settings.rounds, per_round * d, fixed * d, " rounds")
+
+
 def run(args) -> int:
     from accounting.errors import require_number
     from dpfed.flower.example_app import AppSettings
@@ -120,6 +134,7 @@ def run(args) -> int:
     claims = parse_claim_list(args.claim)
     if args.out:
         check_output_file("out", args.out)  # before the run, not after it
+    check_run_memory(settings)
     try:
         import flwr  # noqa: F401
     except ModuleNotFoundError as exc:
