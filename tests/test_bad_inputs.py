@@ -141,6 +141,15 @@ CALIBRATE_CASES = (
             CALIBRATE + ["--check-classic", "--rate", "0.1", "--steps", "10"],
             BAD,
         ),
+        # an option of the noise search is refused even when it names its default (was silently ignored)
+        case(
+            "calibrate-check-classic-ignores-default-accountant",
+            CALIBRATE + ["--check-classic", "--accountant", "pld"],
+        ),
+        case(
+            "calibrate-check-classic-ignores-default-neighbouring",
+            CALIBRATE + ["--check-classic", "--neighbouring", "add-remove"],
+        ),
         case(
             "calibrate-check-classic-violation-exits-1",
             ["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"],

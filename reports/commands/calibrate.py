@@ -31,13 +31,13 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--accountant",
-        default="pld",
+        default=None,
         choices=["pld", "rdp", "moments", "prv"],
         help="accountant that must certify the target; default pld",
     )
     p.add_argument(
         "--neighbouring",
-        default="add-remove",
+        default=None,
         choices=["add-remove", "replace-one"],
         help="neighbouring relation (replace-one doubles the sensitivity); default add-remove",
     )
@@ -51,17 +51,22 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+# Options of the noise search, with their defaults; each defaults to None in the parser so that one given
+# with --check-classic is refused even when it names the default.
 CALIBRATION_ONLY = {"rate": None, "steps": None, "accountant": "pld", "neighbouring": "add-remove"}
 
 
 def run(args) -> int:
     if args.check_classic:
-        given = [f"--{name}" for name, default in CALIBRATION_ONLY.items() if getattr(args, name) != default]
+        given = [f"--{name}" for name in CALIBRATION_ONLY if getattr(args, name) is not None]
         if given:
             raise ConfigurationError(
                 "check-classic", f"checks one un-subsampled release and would ignore {', '.join(given)}; drop them"
             )
         return _check_classic(args)
+    for name, default in CALIBRATION_ONLY.items():
+        if getattr(args, name) is None and default is not None:
+            setattr(args, name, default)
     for field in ("rate", "steps"):
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
