@@ -495,6 +495,10 @@ PLAN_CASES = (
     + number_flag_cases("plan", PLAN + ["--trials", "1000"], "--confidence", {"zero": ["0"], "one": ["1"]})
     + bad("plan", PLAN, {"nothing": [], "format": ["--trials", "10", "--format", "xml"]})
     + bad("plan", ["plan"], {"no-delta": ["--trials", "100"]})
+    # --workers was type=int: 0 and -1 were planned as 1 worker, and without --probe it was ignored
+    + number_flag_cases("plan", PLAN + ["--trials", "1000", "--probe", "gaussian"], "--workers",
+                        {**NUMBER_MISTAKES, "fraction": ["1.5"]})
+    + bad("plan", PLAN + ["--trials", "1000"], {"workers-without-probe": ["--workers", "2"]})
 )
 
 # ----- audit -----------------------------------------------------------------------------------------
