@@ -296,4 +296,17 @@ def estimate_files() -> dict[str, str | bytes]:
         "est_3col.npy": _npy(np.zeros((40, 3))),
         "est_fields.npy": _npy(fields),
         "est_nan.npy": _npy(np.where(np.arange(80).reshape(40, 2) == 2, np.nan, plain)),
+        # a cast to float dropped the imaginary part; a per-row array of scores was an IndexError (exit 4)
+        "est_complex.npy": _npy(plain + 1j),
+        "est_dates.npy": _npy(_fields(("score", "datetime64[D]"), plain)),
+        "est_nested.npy": _npy(_fields(("score", float, (3,)), plain)),
     }
+
+
+def _fields(score_field: tuple, plain):
+    """A structured array of ``plain``'s labels as 'world' and a 'score' field of the given type."""
+    import numpy as np
+
+    array = np.zeros(len(plain), dtype=[score_field, ("world", float)])
+    array["world"] = plain[:, 1]
+    return array

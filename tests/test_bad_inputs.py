@@ -634,7 +634,8 @@ ESTIMATE_CASES = (
         "est_nonbinary.csv", "est_label_half.csv", "est_nan.csv", "est_inf.csv", "est_text.csv",
         "est_few.csv", "est_ragged.csv", "est_header_only.csv", "est_binary.csv", "est_one_all_in.csv",
         "est_notnpy.npy", "est_3col.npy", "est_fields.npy", "missing.csv", ".", "afile"]]
-    + [case("estimate-npy-nan", ["estimate", "est_nan.npy", "--kind", "multi-run"])]
+    + [case(f"estimate-npy-{f[4:-4]}", ["estimate", f, "--kind", "multi-run"])
+       for f in ["est_nan.npy", "est_complex.npy", "est_dates.npy", "est_nested.npy"]]
     + bad("estimate", ["estimate"], {
         "no-file": [],
         "plain-npy-no-kind": ["est_plain.npy"],

@@ -98,6 +98,10 @@ def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray
         if names - {"score", *LABEL_COLUMNS} or "score" not in names or len(labels) != 1:
             raise ConfigurationError("scores", f"{path}: fields must be 'score' and one of 'world' or 'included', "
                                      f"got {sorted(names)}")
+        nested = [n for n in ("score", labels[0]) if array.dtype[n].shape]
+        if nested:
+            raise ConfigurationError("scores", f"{path}: field {nested[0]!r} holds an array of shape "
+                                     f"{array.dtype[nested[0]].shape} per row; give one number per row")
         found = LABEL_COLUMNS[labels[0]]
         return found, _as_float(array["score"], path), _as_float(array[labels[0]], path)
     if array.ndim != 2 or array.shape[1] != 2:
@@ -108,6 +112,10 @@ def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray
 
 
 def _as_float(values, path: Path) -> np.ndarray:
+    """Real numbers as floats: booleans, integers, floats, or text that parses; complex numbers (whose
+    imaginary part a cast would drop), dates and times are refused."""
+    if values.dtype.kind not in "biufUS":
+        raise ConfigurationError("scores", f"{path}: values must be real numbers, got dtype {values.dtype}")
     try:
         return np.asarray(values, dtype=float).ravel()
     except (TypeError, ValueError):
