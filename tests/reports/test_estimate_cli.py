@@ -55,6 +55,14 @@ def test_report_set(tmp_path):
     assert "Mahloujifar" in markdown and (tmp_path / "rep" / "report.html").stat().st_size > 1000
 
 
+def test_json_with_a_report_set_is_one_json_document(tmp_path, capsys):
+    # "wrote report.json, ..." followed the JSON on stdout, so stdout did not parse
+    assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", str(tmp_path / "rep"), "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["verdict"]["status"] == "VIOLATION"
+    assert "wrote" in captured.err and (tmp_path / "rep" / "report.json").is_file()
+
+
 def test_multi_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
     # Both worlds N(0, 1): every bound > 0 is a false positive.
     rng = np.random.default_rng(2025)
