@@ -179,6 +179,8 @@ def pne_files() -> dict[str, str]:
         "pne_huge.toml": _replace(g, "horizon = 50", "horizon = 1000000000000"),
         "pne_rho_range.toml": g + "rho = 2.0\n",
         "pne_k_one.toml": g + "k = 1\n",
+        "pne_k_huge.toml": g + "k = 1000000\n",  # a first phase of 10^12 nodes: a 7 TiB array (exit 4)
+        "pne_nu1_huge.toml": g + "nu1 = 1e300\n",  # tau = 1 down to depth ~1000: 2^1000 nodes
         "pne_dash_key.toml": g + "noise-width = 0.2\n",
     }
 

@@ -269,6 +269,8 @@ for _name in ["fed-pne", "dp-fed-pne"]:
             "config-clients-bool": ["--config", "pne_clients_bool.toml"],
             "config-horizon-float": ["--config", "pne_horizon_float.toml"],
             "config-k-one": ["--config", "pne_k_one.toml"],
+            "config-k-huge": ["--config", "pne_k_huge.toml"],
+            "config-nu1-huge": ["--config", "pne_nu1_huge.toml"],
             "config-final-upload": ["--config", "pne_final_upload_string.toml"],
             "clients-huge": ["--clients", "1e9", "--horizon", "1e6"],
         },

@@ -34,6 +34,9 @@ from dpfed.pne.results import BanditRun
 __all__ = ["PNEConfig", "RewardOverride", "resolve_objective", "run_fed_pne", "run_fed_pne_batch"]
 
 
+TAU_CAP = 2**62  # samples per node beyond any horizon (and within 64-bit integers)
+
+
 @dataclass(frozen=True)
 class PNEConfig:
     """Fed-PNE constants; defaults are the seed's experimental ones (k=2, nu1=1, rho=0.5, c=0.1, c1=1).
@@ -74,8 +77,22 @@ class PNEConfig:
         return math.log(self.c1 * self.horizon / self.conf_delta)
 
     def tau(self, depth: int) -> int:
-        """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h))."""
-        return max(1, math.ceil(self.c**2 * self.log_term / self.nu1**2 * self.rho ** (-2 * depth) - 1e-12))
+        """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h)), at most
+        ``TAU_CAP`` (more than any run can pull: a node needing it is never completed either way)."""
+        try:
+            x = self.c**2 * self.log_term / self.nu1**2 * self.rho ** (-2 * depth)
+        except (OverflowError, ZeroDivisionError):  # extreme constants: the same number through logs
+            log_x = 2 * (math.log(self.c) - math.log(self.nu1) - depth * math.log(self.rho)) + math.log(self.log_term)
+            x = math.exp(min(log_x, 700.0))
+        return max(1, math.ceil(x - 1e-12)) if x < TAU_CAP else TAU_CAP
+
+    def first_phase_nodes(self) -> int:
+        """Nodes the first phase plays: the root expanded while ``needs_expansion`` holds, before any pull
+        (k^depth; later phases expand at most the surviving nodes). Counting stops above ``TAU_CAP``."""
+        nodes, depth = 1, 0
+        while nodes <= TAU_CAP and self.needs_expansion(nodes, depth):
+            nodes, depth = nodes * self.k, depth + 1
+        return nodes
 
     def radius(self, total_pulls: int) -> float:
         """Confidence radius b = c sqrt(log(c1 T/conf_delta) / T_{h,i})."""
