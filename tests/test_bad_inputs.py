@@ -332,6 +332,24 @@ RUN_CASES.append(
     case("run-dp-fkm-records-huge", ["run", "dp-fkm", "--unit", "dataset", "--records", "1e12"], words="records: ")
 )
 RUN_CASES += bad("run", ["run"], {"no-algorithm": [], "unknown-algorithm": ["quantum"]})
+
+
+def nothing_ran(out: str) -> None:
+    """A refused command prints nothing on stdout: no run started."""
+    assert out == "", out
+
+
+# --accountants was checked after the whole run (dp-fts printed its regret, then exit 2); "" and a --config
+# or --rounds of "" were ignored by dp-duets, fts and fed-pne
+for _base in (["run", "dp-fts", "--preset", "synthetic", "--rounds", "2"], ["run", "dp-fed-pne", "--horizon", "20"],
+              ["run", "dp-fedzero", "--rounds", "10"], ["run", "dp-duets"], ["run", "dp-fkm", "--horizon", "3000"]):
+    RUN_CASES += [case(f"run-{_base[1]}-accountants-{name}", _base + ["--accountants", value], BAD, check=nothing_ran)
+                  for name, value in {"unknown": "nope", "empty": ""}.items()]
+RUN_CASES += [
+    case(f"run-{name}-empty-{flag}", ["run", name, f"--{flag}", ""], BAD, check=nothing_ran)
+    for name, flag in [("fts", "config"), ("fts", "preset"), ("fts", "rounds"), ("fed-pne", "config"),
+                       ("duets", "config")]
+]
 RUN_CASES.append(
     case(
         "run-dp-fed-pne-classic-violation-exits-1",

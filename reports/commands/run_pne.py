@@ -17,6 +17,7 @@ from accounting.errors import ConfigurationError, require_number
 from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
+    accountant_names,
     available_memory,
     dumps,
     format_number,
@@ -95,7 +96,10 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
             p.add_argument("--delta", default=None, help="privacy delta (default 1e-5)")
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+            p.add_argument(
+                "--accountants", default=None, type=accountant_names,
+                help="comma-separated accountant names (default all)",
+            )
         if name != "hct":
             p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
         p.add_argument(
@@ -115,7 +119,7 @@ def add_algorithms(subparsers) -> None:
 
 def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     """Options (command line over config file over defaults), validated; and the PNE constants."""
-    config = read_strict_toml(args.config, config_schema(algorithm)) if args.config else {}
+    config = read_strict_toml(args.config, config_schema(algorithm)) if args.config is not None else {}
     opts = {key: getattr(args, key, None) for key in DEFAULTS}
     opts = {key: (value if value is not None else config.get(key, DEFAULTS[key])) for key, value in opts.items()}
     opts["clients"] = 1 if algorithm == "hct" else int(require_number("clients", opts["clients"], low=1, integer=True))
