@@ -84,7 +84,7 @@ def run(args) -> int:
     else:
         print(
             f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
-            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
+            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta!r} "
             f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
         )
     return 0
@@ -120,10 +120,10 @@ def _check_classic(args) -> int:
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return code
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
-    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta:.4g})")
+    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta!r})")
     if check.violated:
         print(
-            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
+            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta!r})-DP; "
             f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}"
         )
     else:
@@ -132,5 +132,5 @@ def _check_classic(args) -> int:
             f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})"
         )
     if threshold is not None:
-        print(f"for delta = {args.delta:.4g} the classic calibration fails from epsilon = {threshold:.2f}")
+        print(f"for delta = {args.delta!r} the classic calibration fails from epsilon = {threshold:.2f}")
     return code

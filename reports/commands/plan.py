@@ -95,7 +95,7 @@ def run(args) -> int:
     if args.format == "json":
         print(json.dumps(result, indent=2))
         return 0
-    level = f"{args.confidence:.0%} confidence, delta = {args.delta:g}"
+    level = f"{100 * args.confidence:.12g}% confidence, delta = {args.delta!r}"  # as given, unrounded
     if "max_certifiable_epsilon" in result:
         print(
             f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "
