@@ -272,9 +272,9 @@ for _name in ["fed-pne", "dp-fed-pne"]:
             "config-k-huge": ["--config", "pne_k_huge.toml"],
             "config-nu1-huge": ["--config", "pne_nu1_huge.toml"],
             "config-final-upload": ["--config", "pne_final_upload_string.toml"],
-            "clients-huge": ["--clients", "1e9", "--horizon", "1e6"],
         },
     )
+    RUN_CASES.append(case(f"run-{_name}-clients-huge", ["run", _name, "--clients", "1e9", "--horizon", "1e6"]))
 RUN_CASES += bad(
     "run-dp-fed-pne",
     ["run", "dp-fed-pne", "--horizon", "50"],
@@ -678,6 +678,18 @@ GLOBAL_CASES = bad(
     "cli",
     [],
     {"no-command": [], "unknown-command": ["quantum"], "unknown-flag": ["--colour"], "debug-only": ["--debug"]},
+) + bad(  # an option given twice kept its last value and silently dropped the first
+    "cli-twice",
+    [],
+    {
+        "calibrate-accountant": CALIBRATE + ["--rate", "0.1", "--steps", "10", "--accountant", "rdp",
+                                             "--accountant", "pld"],
+        "account-delta": ACCOUNT + ["--delta", "1e-6"],
+        "plan-trials": PLAN + ["--trials", "1e3", "--trials=1e4"],
+        "estimate-delta": EST + ["--delta", "1e-5", "--delta", "1e-6"],
+        "run-seed": ["run", "fts", "--preset", "synthetic", "--seed", "1", "--seed", "2"],
+        "attack-param": ["attack", "gaussian", "--trials", "200", "--param", "epsilon=1", "--param", "epsilon=3"],
+    },
 )
 
 # ----- values found by an exploratory sweep (each was an internal error before) ----------------------
