@@ -88,13 +88,12 @@ class UniformFallbackSubsampledGaussian(SubsampledGaussian):
 
 def with_bug(mechanism, bug: str | None, noise_reduction: float = 10.0):
     """The implementation a probe runs: ``mechanism`` itself, or its planted-bug twin."""
-    from accounting.errors import ConfigurationError, require_number
+    from accounting.errors import ConfigurationError
 
     if bug is None or bug == "none":
         return mechanism
     fields = {k: getattr(mechanism, k) for k in mechanism.__dataclass_fields__}
-    if bug == "weak-noise":  # the noise divided by noise_reduction: a positive factor
-        noise_reduction = require_number("noise_reduction", noise_reduction, low=0, low_open=True)
+    if bug == "weak-noise":
         cls = {Gaussian: WeakNoiseGaussian, Laplace: WeakNoiseLaplace, SubsampledGaussian: WeakNoiseSubsampledGaussian}[
             type(mechanism)
         ]
