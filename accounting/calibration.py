@@ -23,7 +23,7 @@ def classic_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
     """The classic calibration sigma/sensitivity = sqrt(2 ln(1.25/delta)) / epsilon (Dwork and Roth,
     Thm A.1; proven only for epsilon < 1)."""
     epsilon, delta = validate_target(epsilon, delta)
-    return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return math.sqrt(2.0 * (math.log(1.25) - math.log(delta))) / epsilon  # 1.25/delta overflows below 7e-309
 
 
 def analytic_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:

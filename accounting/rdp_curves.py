@@ -124,8 +124,9 @@ def replace_one_gaussian_rdp(q: float, sigma: float, orders=DEFAULT_ORDERS) -> n
 
 
 def classic_conversion(rdp_total: np.ndarray, orders: np.ndarray, delta: float) -> np.ndarray:
-    """(eps, delta) from RDP by eps = RDP(a) + log(1/delta)/(a-1) (Mironov 2017), per order."""
-    return rdp_total + np.log(1.0 / delta) / (orders - 1.0)
+    """(eps, delta) from RDP by eps = RDP(a) + log(1/delta)/(a-1) (Mironov 2017), per order. The log is
+    taken as -log(delta): 1/delta overflows to inf for a subnormal delta (below about 5.6e-309)."""
+    return rdp_total - np.log(delta) / (orders - 1.0)
 
 
 def improved_conversion(rdp_total: np.ndarray, orders: np.ndarray, delta: float) -> np.ndarray:

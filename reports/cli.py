@@ -27,8 +27,34 @@ EXIT_BAD_INPUT = int(ExitCode.BAD_INPUT)
 LOG_NAME = "dpaudit-error.log"
 
 
+GIVEN = "_dpaudit_options_given"  # the options an argument list set, while it is parsed
+
+
+class StoreOnce(argparse._StoreAction):
+    """``store`` refusing a second value for the same option (``--accountant rdp --accountant pld`` kept the
+    last and silently dropped the first)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault(GIVEN, set())
+        if option_string is not None and self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given more than once; give it once")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2, and whose options take one value
+    each (a repeated option is an error, except the ``append`` ones such as ``--param``)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, StoreOnce)
+        self.register("action", "store", StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        namespace.__dict__.pop(GIVEN, None)
+        return namespace, extras
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")

@@ -179,6 +179,8 @@ def pne_files() -> dict[str, str]:
         "pne_huge.toml": _replace(g, "horizon = 50", "horizon = 1000000000000"),
         "pne_rho_range.toml": g + "rho = 2.0\n",
         "pne_k_one.toml": g + "k = 1\n",
+        "pne_k_huge.toml": g + "k = 1000000\n",  # a first phase of 10^12 nodes: a 7 TiB array (exit 4)
+        "pne_nu1_huge.toml": g + "nu1 = 1e300\n",  # tau = 1 down to depth ~1000: 2^1000 nodes
         "pne_dash_key.toml": g + "noise-width = 0.2\n",
     }
 
@@ -296,4 +298,17 @@ def estimate_files() -> dict[str, str | bytes]:
         "est_3col.npy": _npy(np.zeros((40, 3))),
         "est_fields.npy": _npy(fields),
         "est_nan.npy": _npy(np.where(np.arange(80).reshape(40, 2) == 2, np.nan, plain)),
+        # a cast to float dropped the imaginary part; a per-row array of scores was an IndexError (exit 4)
+        "est_complex.npy": _npy(plain + 1j),
+        "est_dates.npy": _npy(_fields(("score", "datetime64[D]"), plain)),
+        "est_nested.npy": _npy(_fields(("score", float, (3,)), plain)),
     }
+
+
+def _fields(score_field: tuple, plain):
+    """A structured array of ``plain``'s labels as 'world' and a 'score' field of the given type."""
+    import numpy as np
+
+    array = np.zeros(len(plain), dtype=[score_field, ("world", float)])
+    array["world"] = plain[:, 1]
+    return array

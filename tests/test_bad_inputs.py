@@ -141,6 +141,15 @@ CALIBRATE_CASES = (
             CALIBRATE + ["--check-classic", "--rate", "0.1", "--steps", "10"],
             BAD,
         ),
+        # an option of the noise search is refused even when it names its default (was silently ignored)
+        case(
+            "calibrate-check-classic-ignores-default-accountant",
+            CALIBRATE + ["--check-classic", "--accountant", "pld"],
+        ),
+        case(
+            "calibrate-check-classic-ignores-default-neighbouring",
+            CALIBRATE + ["--check-classic", "--neighbouring", "add-remove"],
+        ),
         case(
             "calibrate-check-classic-violation-exits-1",
             ["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"],
@@ -260,10 +269,12 @@ for _name in ["fed-pne", "dp-fed-pne"]:
             "config-clients-bool": ["--config", "pne_clients_bool.toml"],
             "config-horizon-float": ["--config", "pne_horizon_float.toml"],
             "config-k-one": ["--config", "pne_k_one.toml"],
+            "config-k-huge": ["--config", "pne_k_huge.toml"],
+            "config-nu1-huge": ["--config", "pne_nu1_huge.toml"],
             "config-final-upload": ["--config", "pne_final_upload_string.toml"],
-            "clients-huge": ["--clients", "1e9", "--horizon", "1e6"],
         },
     )
+    RUN_CASES.append(case(f"run-{_name}-clients-huge", ["run", _name, "--clients", "1e9", "--horizon", "1e6"]))
 RUN_CASES += bad(
     "run-dp-fed-pne",
     ["run", "dp-fed-pne", "--horizon", "50"],
@@ -321,6 +332,24 @@ RUN_CASES.append(
     case("run-dp-fkm-records-huge", ["run", "dp-fkm", "--unit", "dataset", "--records", "1e12"], words="records: ")
 )
 RUN_CASES += bad("run", ["run"], {"no-algorithm": [], "unknown-algorithm": ["quantum"]})
+
+
+def nothing_ran(out: str) -> None:
+    """A refused command prints nothing on stdout: no run started."""
+    assert out == "", out
+
+
+# --accountants was checked after the whole run (dp-fts printed its regret, then exit 2); "" and a --config
+# or --rounds of "" were ignored by dp-duets, fts and fed-pne
+for _base in (["run", "dp-fts", "--preset", "synthetic", "--rounds", "2"], ["run", "dp-fed-pne", "--horizon", "20"],
+              ["run", "dp-fedzero", "--rounds", "10"], ["run", "dp-duets"], ["run", "dp-fkm", "--horizon", "3000"]):
+    RUN_CASES += [case(f"run-{_base[1]}-accountants-{name}", _base + ["--accountants", value], BAD, check=nothing_ran)
+                  for name, value in {"unknown": "nope", "empty": ""}.items()]
+RUN_CASES += [
+    case(f"run-{name}-empty-{flag}", ["run", name, f"--{flag}", ""], BAD, check=nothing_ran)
+    for name, flag in [("fts", "config"), ("fts", "preset"), ("fts", "rounds"), ("fed-pne", "config"),
+                       ("duets", "config")]
+]
 RUN_CASES.append(
     case(
         "run-dp-fed-pne-classic-violation-exits-1",
@@ -486,6 +515,10 @@ PLAN_CASES = (
     + number_flag_cases("plan", PLAN + ["--trials", "1000"], "--confidence", {"zero": ["0"], "one": ["1"]})
     + bad("plan", PLAN, {"nothing": [], "format": ["--trials", "10", "--format", "xml"]})
     + bad("plan", ["plan"], {"no-delta": ["--trials", "100"]})
+    # --workers was type=int: 0 and -1 were planned as 1 worker, and without --probe it was ignored
+    + number_flag_cases("plan", PLAN + ["--trials", "1000", "--probe", "gaussian"], "--workers",
+                        {**NUMBER_MISTAKES, "fraction": ["1.5"]})
+    + bad("plan", PLAN + ["--trials", "1000"], {"workers-without-probe": ["--workers", "2"]})
 )
 
 # ----- audit -----------------------------------------------------------------------------------------
@@ -621,7 +654,8 @@ ESTIMATE_CASES = (
         "est_nonbinary.csv", "est_label_half.csv", "est_nan.csv", "est_inf.csv", "est_text.csv",
         "est_few.csv", "est_ragged.csv", "est_header_only.csv", "est_binary.csv", "est_one_all_in.csv",
         "est_notnpy.npy", "est_3col.npy", "est_fields.npy", "missing.csv", ".", "afile"]]
-    + [case("estimate-npy-nan", ["estimate", "est_nan.npy", "--kind", "multi-run"])]
+    + [case(f"estimate-npy-{f[4:-4]}", ["estimate", f, "--kind", "multi-run"])
+       for f in ["est_nan.npy", "est_complex.npy", "est_dates.npy", "est_nested.npy"]]
     + bad("estimate", ["estimate"], {
         "no-file": [],
         "plain-npy-no-kind": ["est_plain.npy"],
@@ -644,6 +678,18 @@ GLOBAL_CASES = bad(
     "cli",
     [],
     {"no-command": [], "unknown-command": ["quantum"], "unknown-flag": ["--colour"], "debug-only": ["--debug"]},
+) + bad(  # an option given twice kept its last value and silently dropped the first
+    "cli-twice",
+    [],
+    {
+        "calibrate-accountant": CALIBRATE + ["--rate", "0.1", "--steps", "10", "--accountant", "rdp",
+                                             "--accountant", "pld"],
+        "account-delta": ACCOUNT + ["--delta", "1e-6"],
+        "plan-trials": PLAN + ["--trials", "1e3", "--trials=1e4"],
+        "estimate-delta": EST + ["--delta", "1e-5", "--delta", "1e-6"],
+        "run-seed": ["run", "fts", "--preset", "synthetic", "--seed", "1", "--seed", "2"],
+        "attack-param": ["attack", "gaussian", "--trials", "200", "--param", "epsilon=1", "--param", "epsilon=3"],
+    },
 )
 
 # ----- values found by an exploratory sweep (each was an internal error before) ----------------------

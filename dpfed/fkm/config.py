@@ -21,7 +21,10 @@ def regret_bound(
     dim: int, horizon: int, diameter: float, lipschitz: float, feedback_bound: float, exploration: float, step: float
 ) -> float:
     """The seed's expected-regret bound ``D^2/eta + eta T n^2 B^2/delta^2 + 3 delta T G`` (notes C.3)."""
-    variance = step * horizon * dim**2 * feedback_bound**2 / exploration**2
+    try:
+        variance = step * horizon * dim**2 * feedback_bound**2 / exploration**2
+    except OverflowError:  # a feedback bound like 1e300 (dataset level at a rate of 1e-300): the bound is inf
+        variance = math.inf
     return diameter**2 / step + variance + 3 * exploration * horizon * lipschitz
 
 
@@ -66,11 +69,13 @@ class FKMConfig:
         delta, eta = corrected_parameters(self.dim, self.horizon, diameter, lipschitz, feedback_bound)
         delta = self.exploration if self.exploration is not None else delta
         if self.exploration is None and delta >= self.radius:
-            need = (2 * self.dim * feedback_bound * diameter / (3 * lipschitz)) ** 2 / self.radius**4
+            ratio = 2 * self.dim * feedback_bound * diameter / (3 * lipschitz) / self.radius**2
+            need = ratio * ratio  # inf where it overflows (a feedback bound of 1e300 at a rate of 1e-300)
+            least = math.ceil(need) if need < 1e18 else f"{need:.3g}"
             raise ConfigurationError(
                 "horizon",
                 f"the corrected exploration radius {delta:.3g} is not below "
-                f"the radius {self.radius:g}; use T >= {math.ceil(need)} or "
+                f"the radius {self.radius:g}; use T >= {least} or "
                 f"set exploration",
             )
         if self.step is None:

@@ -66,8 +66,11 @@ class DatasetFeedback:
     @property
     def feedback_bound(self) -> float:
         """sqrt(E observed^2) <= B sqrt(1 + 1/(qN) + sigma^2/(qN)^2)."""
-        qn = self.mechanism.rate * self.losses.count
-        return self.losses.bound * math.sqrt(1.0 + 1.0 / qn + self.mechanism.noise_multiplier**2 / qn**2)
+        qn, sigma = self.mechanism.rate * self.losses.count, self.mechanism.noise_multiplier
+        try:
+            return self.losses.bound * math.sqrt(1.0 + 1.0 / qn + sigma**2 / qn**2)
+        except (OverflowError, ZeroDivisionError):  # (qn)^2 underflows for a rate like 1e-300
+            return self.losses.bound * math.hypot(1.0, math.sqrt(1.0 / qn), sigma / qn)
 
     def observe(self, t, points, rng):
         values = self.losses.values_all(points)  # (runs, N)

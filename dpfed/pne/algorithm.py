@@ -34,6 +34,22 @@ from dpfed.pne.results import BanditRun
 __all__ = ["PNEConfig", "RewardOverride", "resolve_objective", "run_fed_pne", "run_fed_pne_batch"]
 
 
+TAU_CAP = 2**62  # samples per node beyond any horizon (and within 64-bit integers)
+
+
+def samples_needed(c2: float, log_term: float, nu1: float, rho: float, depth: int, slack: float = 0.0) -> int:
+    """``ceil(c2 log_term / nu1^2 rho^(-2 depth) - slack)``, at least 1 and at most ``TAU_CAP``; through logs
+    where the product over- or underflows (nu1 = 1e-300, rho = 1e-300, ...)."""
+    try:
+        x = c2 * log_term / nu1**2 * rho ** (-2 * depth)
+    except (OverflowError, ZeroDivisionError):
+        if c2 == 0 or log_term <= 0:
+            x = 0.0
+        else:
+            x = math.exp(min(700.0, math.log(c2) + math.log(log_term) - 2 * (math.log(nu1) + depth * math.log(rho))))
+    return max(1, math.ceil(x - slack)) if x < TAU_CAP else TAU_CAP
+
+
 @dataclass(frozen=True)
 class PNEConfig:
     """Fed-PNE constants; defaults are the seed's experimental ones (k=2, nu1=1, rho=0.5, c=0.1, c1=1).
@@ -74,8 +90,17 @@ class PNEConfig:
         return math.log(self.c1 * self.horizon / self.conf_delta)
 
     def tau(self, depth: int) -> int:
-        """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h))."""
-        return max(1, math.ceil(self.c**2 * self.log_term / self.nu1**2 * self.rho ** (-2 * depth) - 1e-12))
+        """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h)), at most
+        ``TAU_CAP`` (more than any run can pull: a node needing it is never completed either way)."""
+        return samples_needed(self.c * self.c, self.log_term, self.nu1, self.rho, depth, slack=1e-12)
+
+    def first_phase_nodes(self) -> int:
+        """Nodes the first phase plays: the root expanded while ``needs_expansion`` holds, before any pull
+        (k^depth; later phases expand at most the surviving nodes). Counting stops above ``TAU_CAP``."""
+        nodes, depth = 1, 0
+        while nodes <= TAU_CAP and self.needs_expansion(nodes, depth):
+            nodes, depth = nodes * self.k, depth + 1
+        return nodes
 
     def radius(self, total_pulls: int) -> float:
         """Confidence radius b = c sqrt(log(c1 T/conf_delta) / T_{h,i})."""

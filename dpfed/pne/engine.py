@@ -97,8 +97,9 @@ class _RunState:
         self.done = min(length, config.horizon - self.used)
         self.completed = self.done == length
         played = slice(self.used, self.used + self.done)
-        self.instant[played] = np.repeat(objective.regret(self.centres), self.pulls)[: self.done]
-        self.points[played] = np.repeat(self.centres, self.pulls, axis=0)[: self.done]
+        node = np.arange(self.done) // self.pulls  # the node of each pull played (np.repeat, cut at done)
+        self.instant[played] = objective.regret(self.centres)[node]
+        self.points[played] = self.centres[node]
 
     def log(self, **extra) -> PhaseLog:
         return PhaseLog(

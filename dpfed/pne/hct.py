@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from accounting.errors import require_number
-from dpfed.pne.algorithm import resolve_objective
+from dpfed.pne.algorithm import resolve_objective, samples_needed
 from dpfed.pne.objectives import Objective, ObservationNoise
 from dpfed.pne.partition import Partition
 from dpfed.pne.results import BanditRun
@@ -200,4 +200,4 @@ class _HCTSearch:
 
 
 def _tau(c2: float, lt: float, nu1: float, rho: float, h: int) -> int:
-    return max(1, math.ceil(c2 * lt / nu1**2 * rho ** (-2 * h)))
+    return samples_needed(c2, lt, nu1, rho, h)

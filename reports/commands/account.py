@@ -121,7 +121,7 @@ def run(args) -> int:
         return code
     print(
         f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise:g}, {args.sampling} sampling, "
-        f"{args.neighbouring} neighbours, delta = {args.delta:.4g}"
+        f"{args.neighbouring} neighbours, delta = {args.delta!r}"
     )
     rows = [
         [r.name, "inf" if r.ok and math.isinf(r.epsilon) else format_number(r.epsilon), r.status, r.reason]

@@ -59,7 +59,10 @@ def parse_params(items) -> dict:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigurationError("param", f"expected KEY=VALUE, got {item!r}")
-        params[key.strip().replace("-", "_")] = parse_value(value.strip())
+        name = key.strip().replace("-", "_")
+        if name in params:  # the first value was silently replaced
+            raise ConfigurationError("param", f"{name} given more than once")
+        params[name] = parse_value(value.strip())
     return params
 
 

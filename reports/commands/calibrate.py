@@ -31,13 +31,13 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument(
         "--accountant",
-        default="pld",
+        default=None,
         choices=["pld", "rdp", "moments", "prv"],
         help="accountant that must certify the target; default pld",
     )
     p.add_argument(
         "--neighbouring",
-        default="add-remove",
+        default=None,
         choices=["add-remove", "replace-one"],
         help="neighbouring relation (replace-one doubles the sensitivity); default add-remove",
     )
@@ -51,17 +51,22 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+# Options of the noise search, with their defaults; each defaults to None in the parser so that one given
+# with --check-classic is refused even when it names the default.
 CALIBRATION_ONLY = {"rate": None, "steps": None, "accountant": "pld", "neighbouring": "add-remove"}
 
 
 def run(args) -> int:
     if args.check_classic:
-        given = [f"--{name}" for name, default in CALIBRATION_ONLY.items() if getattr(args, name) != default]
+        given = [f"--{name}" for name in CALIBRATION_ONLY if getattr(args, name) is not None]
         if given:
             raise ConfigurationError(
                 "check-classic", f"checks one un-subsampled release and would ignore {', '.join(given)}; drop them"
             )
         return _check_classic(args)
+    for name, default in CALIBRATION_ONLY.items():
+        if getattr(args, name) is None and default is not None:
+            setattr(args, name, default)
     for field in ("rate", "steps"):
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
@@ -79,7 +84,7 @@ def run(args) -> int:
     else:
         print(
             f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
-            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta:.4g} "
+            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta!r} "
             f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
         )
     return 0
@@ -115,10 +120,10 @@ def _check_classic(args) -> int:
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return code
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
-    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta:.4g})")
+    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta!r})")
     if check.violated:
         print(
-            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta:.4g})-DP; "
+            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta!r})-DP; "
             f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}"
         )
     else:
@@ -127,5 +132,5 @@ def _check_classic(args) -> int:
             f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})"
         )
     if threshold is not None:
-        print(f"for delta = {args.delta:.4g} the classic calibration fails from epsilon = {threshold:.2f}")
+        print(f"for delta = {args.delta!r} the classic calibration fails from epsilon = {threshold:.2f}")
     return code

@@ -26,6 +26,20 @@ def number_arg(field: str, **bounds):
     return parse
 
 
+def accountant_names(text: str) -> str:
+    """An argparse ``type`` for ``--accountants``: the names are checked when the command line is read, so an
+    unknown one is refused before a run starts (it was found after the whole run); returns ``text``."""
+    import argparse
+
+    from accounting.registry import parse_accountant_names
+
+    try:
+        parse_accountant_names(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+    return text
+
+
 def _nearest_existing(path: Path) -> Path:
     while not path.exists() and path != path.parent:
         path = path.parent

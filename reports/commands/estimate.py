@@ -158,5 +158,6 @@ def run(args) -> int:
         from reports.commands.estimate_report import write_report
 
         paths = write_report(args, data, bounds, verdict, (fpr, tpr, auc))
-        print(f"wrote {', '.join(str(p) for p in paths)}")
+        # with --format json stdout holds the JSON document alone
+        print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr if args.format == "json" else sys.stdout)
     return 0 if verdict is None else EXIT_CODES[verdict.status]

@@ -48,34 +48,39 @@ SELECTION = {
 }
 
 
-def _csv_columns(path: Path) -> tuple[str, list[str], list[str]]:
+def _csv_columns(path: Path) -> tuple[str, list[str], list[str], list[int]]:
+    """(kind, score cells, label cells, line number of each row); blank lines are skipped, and a UTF-8
+    byte-order mark (as spreadsheet programs write) is not part of the header."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            numbered = [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ConfigurationError("scores", f"cannot read {path} as CSV ({exc})") from None
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if not rows:
+    if not numbered:
         raise ConfigurationError("scores", f"{path} is empty")
+    lines, rows = [line for line, _ in numbered], [row for _, row in numbered]
     header = [cell.strip() for cell in rows[0]]
     labels = [c for c in header if c in LABEL_COLUMNS]
     unknown = [c for c in header if c != "score" and c not in LABEL_COLUMNS]
     if unknown or "score" not in header or len(labels) != 1 or len(header) != 2:
         raise ConfigurationError("scores", f"{path}: the header must be 'score' and one of 'world' (multi-run) "
                                  f"or 'included' (one-run), got {','.join(header)!r}")
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in zip(lines[1:], rows[1:], strict=True):
         if len(row) != 2:
             raise ConfigurationError("scores", f"{path} line {line}: expected 2 fields, got {len(row)}")
     i, j = header.index("score"), header.index(labels[0])
-    return LABEL_COLUMNS[labels[0]], [r[i].strip() for r in rows[1:]], [r[j].strip() for r in rows[1:]]
+    return (LABEL_COLUMNS[labels[0]], [r[i].strip() for r in rows[1:]], [r[j].strip() for r in rows[1:]],
+            lines[1:])
 
 
-def _numbers(name: str, cells: list[str], path: Path) -> np.ndarray:
+def _numbers(name: str, cells: list[str], path: Path, lines: list[int]) -> np.ndarray:
     try:
         return np.array([float(c) for c in cells], dtype=float)
     except ValueError:
         bad = next(k for k, c in enumerate(cells) if not _is_float(c))
-        raise ConfigurationError("scores", f"{path} line {bad + 2}: {name} {cells[bad]!r} is not a number") from None
+        line = lines[bad]
+        raise ConfigurationError("scores", f"{path} line {line}: {name} {cells[bad]!r} is not a number") from None
 
 
 def _is_float(text: str) -> bool:
@@ -98,6 +103,10 @@ def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray
         if names - {"score", *LABEL_COLUMNS} or "score" not in names or len(labels) != 1:
             raise ConfigurationError("scores", f"{path}: fields must be 'score' and one of 'world' or 'included', "
                                      f"got {sorted(names)}")
+        nested = [n for n in ("score", labels[0]) if array.dtype[n].shape]
+        if nested:
+            raise ConfigurationError("scores", f"{path}: field {nested[0]!r} holds an array of shape "
+                                     f"{array.dtype[nested[0]].shape} per row; give one number per row")
         found = LABEL_COLUMNS[labels[0]]
         return found, _as_float(array["score"], path), _as_float(array[labels[0]], path)
     if array.ndim != 2 or array.shape[1] != 2:
@@ -108,6 +117,10 @@ def _read_npy(path: Path, kind: str | None) -> tuple[str, np.ndarray, np.ndarray
 
 
 def _as_float(values, path: Path) -> np.ndarray:
+    """Real numbers as floats: booleans, integers, floats, or text that parses; complex numbers (whose
+    imaginary part a cast would drop), dates and times are refused."""
+    if values.dtype.kind not in "biufUS":
+        raise ConfigurationError("scores", f"{path}: values must be real numbers, got dtype {values.dtype}")
     try:
         return np.asarray(values, dtype=float).ravel()
     except (TypeError, ValueError):
@@ -144,9 +157,9 @@ def read_scores(path, kind: str | None = None) -> Scores:
     if path.suffix.lower() == ".npy":
         found, scores, labels = _read_npy(path, kind)
     else:
-        found, score_cells, label_cells = _csv_columns(path)
-        scores, labels = _numbers("score", score_cells, path), _numbers(
-            "world" if found == "multi-run" else "included", label_cells, path)
+        found, score_cells, label_cells, lines = _csv_columns(path)
+        scores, labels = _numbers("score", score_cells, path, lines), _numbers(
+            "world" if found == "multi-run" else "included", label_cells, path, lines)
     if kind is not None and kind != found:
         raise ConfigurationError("kind", f"--kind {kind} but {path} holds {found} data")
     return Scores(found, scores, _check(found, scores, labels, path), str(path))

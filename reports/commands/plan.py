@@ -11,6 +11,7 @@ from attacks.planner import (
     single_threshold_trials_needed,
     trials_needed,
 )
+from reports.commands.common import number_arg
 
 MAX_TRIALS = 1e18
 
@@ -32,7 +33,8 @@ def add_parser(subparsers) -> None:
         help="also print how `dpaudit attack PROBE --trials N` would run (reduction, "
         "batches, pilot, memory), or why it cannot",
     )
-    parser.add_argument("--workers", type=int, default=1, help="parallel batches for --probe (default 1)")
+    parser.add_argument("--workers", type=number_arg("workers", low=1, integer=True),
+                        help="parallel batches for --probe (default 1)")
     parser.add_argument(
         "--claim-epsilon",
         type=float,
@@ -71,6 +73,8 @@ def run(args) -> int:
         require_number("trials", args.trials, low=1, high=MAX_TRIALS, integer=True)
     if args.claim_epsilon is not None and args.probe is None:
         args._parser.error("--claim-epsilon needs --probe and --trials")
+    if args.workers is not None and args.probe is None:
+        args._parser.error("--workers needs --probe and --trials")
     result = {"delta": args.delta, "confidence": args.confidence}
     if args.trials is not None:
         result["trials"] = args.trials
@@ -79,7 +83,7 @@ def run(args) -> int:
     if args.probe is not None:
         if args.trials is None:
             args._parser.error("--probe needs --trials")
-        result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers)
+        result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers or 1)
         if args.claim_epsilon is not None:
             result["power"] = budget_power(args.probe, args.trials, args.claim_epsilon, args.delta, args.confidence)
     if args.target_epsilon is not None:
@@ -91,7 +95,7 @@ def run(args) -> int:
     if args.format == "json":
         print(json.dumps(result, indent=2))
         return 0
-    level = f"{args.confidence:.0%} confidence, delta = {args.delta:g}"
+    level = f"{100 * args.confidence:.12g}% confidence, delta = {args.delta!r}"  # as given, unrounded
     if "max_certifiable_epsilon" in result:
         print(
             f"With {int(args.trials)} trials per world ({level}) no attack can certify more than "

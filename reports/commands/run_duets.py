@@ -18,7 +18,14 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, read_toml, require_number
 from attacks.files import atomic_write_bytes
-from reports.commands.common import dumps, format_number, mean_and_standard_error, print_table, write_curve_png
+from reports.commands.common import (
+    accountant_names,
+    dumps,
+    format_number,
+    mean_and_standard_error,
+    print_table,
+    write_curve_png,
+)
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
 
 ALGORITHM_HELP = {
@@ -52,7 +59,10 @@ def add_algorithms(subparsers) -> None:
         for key, text in flags.items():
             p.add_argument("--" + key.replace("_", "-"), dest=key, default=None, help=text)
         if name == "dp-duets":
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+            p.add_argument(
+                "--accountants", default=None, type=accountant_names,
+                help="comma-separated accountant names (default all)",
+            )
         if name == "diskernelucb":
             p.add_argument("--threshold", default=None, help="event-trigger threshold D (default 10; inf: none)")
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
@@ -77,7 +87,7 @@ def resolve(algorithm: str, args):
     from dpfed.duets import DuetsConfig
     from dpfed.duets.config import FIELD_NAMES
 
-    data = dict(read_toml(args.config, "config")) if args.config else {}
+    data = dict(read_toml(args.config, "config")) if args.config is not None else {}
     data = dict(data.get("duets", data))
     if algorithm != "diskernelucb" and "threshold" in data:
         raise ConfigurationError("threshold", f"only diskernelucb has an event-trigger threshold, not {algorithm}")
@@ -171,7 +181,7 @@ def run_command(algorithm: str, args) -> int:
         "privacy": None,
     }
     if algorithm == "dp-duets":
-        accountants = args.accountants.split(",") if args.accountants else None
+        accountants = args.accountants.split(",") if args.accountants is not None else None
         payload["privacy"] = privacy_report(results[0], config, accountants)
     else:
         print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")

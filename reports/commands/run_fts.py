@@ -14,6 +14,7 @@ import numpy as np
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
+    accountant_names,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -50,7 +51,10 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
         if name.startswith("dp-"):  # non-private runs release nothing to account for
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+            p.add_argument(
+                "--accountants", default=None, type=accountant_names,
+                help="comma-separated accountant names (default all)",
+            )
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 
@@ -61,9 +65,9 @@ def load_config(algorithm: str, args):
     overrides = {
         "algorithm": algorithm,
         "landmine_path": args.landmine_path,
-        "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds else None,
+        "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds is not None else None,
     }
-    if args.config:
+    if args.config is not None:  # an empty --config "" is an error, never ignored
         stated = FTSConfig.toml_keys(args.config).get("algorithm", algorithm)
         if stated != algorithm:
             raise ConfigurationError(
@@ -72,7 +76,7 @@ def load_config(algorithm: str, args):
                 f"use `dpaudit run {stated}` or remove the key",
             )
         return FTSConfig.from_toml(args.config, **overrides)
-    return FTSConfig.from_preset(args.preset or "svm-breast-cancer", **overrides)
+    return FTSConfig.from_preset("svm-breast-cancer" if args.preset is None else args.preset, **overrides)
 
 
 def check_fts_memory(config, runs: int) -> None:

@@ -17,6 +17,8 @@ from accounting.errors import ConfigurationError, require_number
 from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
+    accountant_names,
+    available_memory,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -94,7 +96,10 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
             p.add_argument("--delta", default=None, help="privacy delta (default 1e-5)")
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
-            p.add_argument("--accountants", default=None, help="comma-separated accountant names (default all)")
+            p.add_argument(
+                "--accountants", default=None, type=accountant_names,
+                help="comma-separated accountant names (default all)",
+            )
         if name != "hct":
             p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
         p.add_argument(
@@ -114,7 +119,7 @@ def add_algorithms(subparsers) -> None:
 
 def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     """Options (command line over config file over defaults), validated; and the PNE constants."""
-    config = read_strict_toml(args.config, config_schema(algorithm)) if args.config else {}
+    config = read_strict_toml(args.config, config_schema(algorithm)) if args.config is not None else {}
     opts = {key: getattr(args, key, None) for key in DEFAULTS}
     opts = {key: (value if value is not None else config.get(key, DEFAULTS[key])) for key, value in opts.items()}
     opts["clients"] = 1 if algorithm == "hct" else int(require_number("clients", opts["clients"], low=1, integer=True))
@@ -145,7 +150,30 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
         },
         usual={"horizon": 1000, "runs": 1, "clients": 10},
     )
-    return opts, {key: config[key] for key in CONSTANTS if key in config}
+    constants = {key: config[key] for key in CONSTANTS if key in config}
+    if algorithm != "hct":  # HCT expands one node at a time
+        check_first_phase(opts, constants)
+    return opts, constants
+
+
+NODE_BYTES = 200  # measured peak: about 140-170 bytes per node of the first phase (k = 1000 and 3000)
+
+
+def check_first_phase(opts: dict, constants: dict) -> None:
+    """Refuse constants whose first phase cannot fit: it expands the root to k^depth nodes before any
+    pull (``PNEConfig.first_phase_nodes``; k = 10^6 asked for a 7 TiB array), naming the largest k that fits."""
+    from dpfed.pne.algorithm import PNEConfig
+
+    def need(k):
+        settings = {**constants, "k": max(2, int(k))}
+        return NODE_BYTES * float(PNEConfig(opts["horizon"], opts["clients"], **settings).first_phase_nodes())
+
+    if need(2) > available_memory():
+        raise ConfigurationError("nu1", f"these constants (nu1, rho, c, c1, conf_delta) ask for at most one sample "
+                                 f"per node down to a depth where even k = 2 gives {need(2) / NODE_BYTES:.3g} nodes in "
+                                 "the first phase, more than memory holds; raise c or lower nu1")
+    what = " children per node: the first phase expands the root to k^depth nodes before any pull"
+    refuse_unless_fits({"k": constants.get("k", 2)}, need, {"k": what})
 
 
 def execute(algorithm: str, opts: dict, constants: dict) -> list:

@@ -50,3 +50,16 @@ def test_noise_calibration_matches_moments_reference():
     # The published z = 1 gives 15.17 under the moments accountant; calibrating for 15.17 returns ~1.
     result = calibrate_noise_multiplier(15.17, 29**-1.1, 0.35, 60, "moments")
     assert result.noise_multiplier == pytest.approx(1.0, rel=2e-3) and result.achieved_epsilon <= 15.17
+
+
+def test_classic_formula_at_a_subnormal_delta():
+    # 1.25 / 1e-320 overflows a float; the classic sigma sqrt(2 ln(1.25/delta))/epsilon is finite
+    # (reference: mpmath at 50 digits). It was printed as inf.
+    import mpmath
+
+    delta = 1e-320
+    with mpmath.workdps(50):
+        reference = float(mpmath.sqrt(2 * mpmath.log(mpmath.mpf(1.25) / mpmath.mpf(delta))) / 10)
+    check = check_classic_calibration(10.0, delta)
+    assert check.noise_multiplier == pytest.approx(reference, rel=1e-12)
+    assert check.noise_multiplier > check.analytic_noise_multiplier and not check.violated

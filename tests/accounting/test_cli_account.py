@@ -112,3 +112,14 @@ def test_every_account_and_calibrate_flag_has_help():
     for name in ("account", "calibrate"):
         for action in sub.choices[name]._actions:
             assert action.help, (name, action.option_strings)
+
+
+def test_the_delta_is_echoed_as_given(capsys):
+    # it was printed to 4 significant digits: --delta 0.9999999 read "delta = 1" (an invalid delta), and
+    # the landmine configuration's 0.024624 read 0.02462
+    for delta in ("0.9999999", "0.024624"):
+        assert main(["account", "--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", delta,
+                     "--accountants", "rdp"]) == 0
+        assert f"delta = {delta}\n" in capsys.readouterr().out
+    assert main(["calibrate", "--check-classic", "--epsilon", "0.5", "--delta", "0.9999999999"]) == 0
+    assert "(claimed 0.9999999999)" in capsys.readouterr().out

@@ -76,3 +76,13 @@ def test_cli_prints_infinity_and_exits_3_only_when_nobody_answers(capsys):
     nobody = "--rate 0.35 --noise 1 --steps 60 --delta 1e-5 --sampling fixed-size --population 29 --accountants rdp,pld"
     assert main(["account", *nobody.split()]) == 3
     assert "no accountant could answer" in capsys.readouterr().out
+
+
+def test_moments_is_finite_at_a_subnormal_delta():
+    # log(1/delta) overflowed for delta below ~5.6e-309, so the moments accountant said inf (and
+    # `calibrate --accountant moments` found no noise). Reference: T Gaussian releases (q = 1, z = 1)
+    # have RDP T a / 2; the classic conversion over the integer orders 2..256 in closed form.
+    delta, steps = 1e-320, 3
+    reference = min(steps * a / 2 - math.log(delta) / (a - 1) for a in range(2, 257))
+    result = account_all(Composition.of(SubsampledGaussian(1.0, 1.0), steps), delta, ["moments"])[0]
+    assert result.ok and result.epsilon == pytest.approx(reference, rel=1e-9)

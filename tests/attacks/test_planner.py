@@ -94,3 +94,9 @@ def test_bonferroni_ceiling_is_what_the_default_estimator_reaches_on_a_perfect_a
     perfect = clopper_pearson_lower_bound(np.zeros(trials), np.ones(trials), 1e-5).epsilon
     assert bonferroni_ceiling(trials, 1e-5) == pytest.approx(perfect, rel=1e-9)
     assert bonferroni_ceiling(trials, 1e-5) < max_certifiable_epsilon(trials, 1e-5)
+
+
+def test_cli_echoes_the_confidence_unrounded(capsys):
+    # a confidence of 0.999999999999 was printed as "100% confidence"
+    assert main(["plan", "--trials", "1000", "--delta", "1e-5", "--confidence", "0.999999999999"]) == 0
+    assert "(99.9999999999% confidence, delta = 1e-05)" in capsys.readouterr().out

@@ -119,3 +119,17 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, field):
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+
+
+def test_dp_fkm_dataset_level_at_a_vanishing_rate(tmp_path, capsys):
+    # q N = 1e-299: (q N)^2 underflowed (ZeroDivisionError in the feedback bound B sqrt(1 + 1/(qN) +
+    # sigma^2/(qN)^2)) and the bound's square overflowed (OverflowError), both exit 4. The corrected
+    # exploration radius is then far beyond the ball: one line, exit 2; with --exploration the run's
+    # regret bound is infinite (JSON null).
+    base = ["run", "dp-fkm", "--unit", "dataset", "--records", "10", "--rate", "1e-300", "--noise-multiplier", "1",
+            "--horizon", "10", "--out", str(tmp_path)]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "horizon: the corrected exploration radius" in err
+    assert main([*base, "--exploration", "0.5"]) == 0
+    assert "T^(3/4) at the optimum): inf;" in capsys.readouterr().out

@@ -39,3 +39,22 @@ def test_two_dimensional_objective_runs():
 def test_bad_horizon_names_the_field():
     with pytest.raises(ConfigurationError, match="horizon"):
         run_hct("garland", 0)
+
+
+@pytest.mark.parametrize(
+    "constants", [{"nu1": 1e-300, "c1": 1.0}, {"c": 1e300}, {"conf_delta": 1e-320}, {"rho": 1e-300}]
+)
+def test_extreme_constants_never_expand_past_the_root_children(constants):
+    # tau_h = c^2 L / nu1^2 rho^(-2h) overflowed (OverflowError, ZeroDivisionError: exit 4). A node needing
+    # more samples than the horizon is never expanded, so only the root's k children are ever pulled.
+    run = run_hct("garland", 60, seed=0, **constants)
+    assert run.instant_regret.shape == (60,) and run.parameters["tree_size"] == 3
+
+
+@pytest.mark.parametrize("nu1", [1e300, 1e-300])
+def test_tau_of_one_expands_every_pulled_leaf(nu1):
+    # tau = 1 at every depth: nu1^2 overflowed, or (nu1 = 1e-300) the default c1 = (rho / 3 nu1)^(1/8) makes
+    # L = log(max(1, t+ / (c1 conf_delta))) = 0 while nu1^2 underflowed to 0 (a ZeroDivisionError). Each
+    # pull's leaf is split at once: one new pair of nodes per pull.
+    run = run_hct("garland", 60, seed=0, nu1=nu1)
+    assert run.parameters["tree_size"] == 3 + 2 * 60

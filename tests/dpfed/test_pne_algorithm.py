@@ -7,6 +7,7 @@ import pytest
 
 from accounting.errors import ConfigurationError
 from dpfed.pne import ObservationNoise, Partition, PNEConfig, RewardOverride, get_objective, run_fed_pne
+from dpfed.pne.algorithm import TAU_CAP
 from dpfed.pne.seeding import RunStreams
 
 NOISE_FREE = ObservationNoise("none")
@@ -170,3 +171,33 @@ def test_override_outside_the_run_is_reported_or_rejected():
     assert every.parameters["override_applied"] == missing.phases[1].pulls
     with pytest.raises(ConfigurationError, match="override client"):
         run_fed_pne("garland", 2, 500, seed=0, reward_override=RewardOverride(2, 3, 1, 1.0))
+
+
+@pytest.mark.parametrize("constants", [{"nu1": 1e-300}, {"c": 1e300}, {"conf_delta": 1e-320}])
+def test_a_root_that_needs_more_samples_than_any_run_plays_the_root(constants):
+    # tau = c^2 log(c1 T / conf_delta) / nu1^2 rho^(-2h) overflowed (OverflowError, ZeroDivisionError:
+    # exit 4). A root needing more than T M samples is never completed and never expanded, so every pull
+    # plays the domain's centre (the root's cell) and no phase uploads.
+    config = PNEConfig(horizon=40, num_clients=3, **constants)
+    assert config.tau(0) > 40 * 3 and config.first_phase_nodes() == 1
+    run = run_fed_pne("garland", 3, 40, seed=0, **constants)
+    centre = get_objective("garland").domain.mean(axis=1)
+    assert np.allclose(run.instant_regret, get_objective("garland").regret(centre[None, :])[0])
+    assert run.communication_rounds == 0
+
+
+def test_a_vanishing_rho_makes_depth_one_unreachable():
+    # rho^(-2h) overflowed at h = 1; tau_0 = 1, so the root is split once and its children never complete
+    config = PNEConfig(horizon=40, num_clients=3, rho=1e-300)
+    assert config.tau(0) == 1 and config.tau(1) == TAU_CAP and config.first_phase_nodes() == 2
+    assert run_fed_pne("garland", 3, 40, seed=0, rho=1e-300).communication_rounds == 0
+
+
+def test_first_phase_nodes_follow_the_expansion_rule():
+    # defaults, T = 1000, M = 10: tau_h = ceil(0.01 ln(10^4) 4^h) = 1, 1, 2, 6 for h = 0..3, so the root is
+    # expanded while tau <= 1 (to depth 2) and then while nodes * tau <= 10: k = 2 goes to depth 3 (8
+    # nodes), k = 3 stops at depth 2 (9 nodes x 2 > 10).
+    assert [PNEConfig(1000, 10).tau(h) for h in range(4)] == [1, 1, 2, 6]
+    assert PNEConfig(1000, 10).first_phase_nodes() == 8
+    assert PNEConfig(1000, 10, k=3).first_phase_nodes() == 9
+    assert PNEConfig(1000, 10, k=10**6).first_phase_nodes() == 10**12

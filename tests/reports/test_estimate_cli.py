@@ -55,6 +55,34 @@ def test_report_set(tmp_path):
     assert "Mahloujifar" in markdown and (tmp_path / "rep" / "report.html").stat().st_size > 1000
 
 
+def test_json_with_a_report_set_is_one_json_document(tmp_path, capsys):
+    # "wrote report.json, ..." followed the JSON on stdout, so stdout did not parse
+    assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", str(tmp_path / "rep"), "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["verdict"]["status"] == "VIOLATION"
+    assert "wrote" in captured.err and (tmp_path / "rep" / "report.json").is_file()
+
+
+def test_byte_order_mark_is_not_part_of_the_header(tmp_path):
+    # spreadsheet programs write UTF-8 CSV with a byte-order mark; it was read as a header '\ufeffscore'
+    text = Path(MULTI).read_text(encoding="utf-8")
+    marked = tmp_path / "marked.csv"
+    marked.write_text(text, encoding="utf-8-sig")
+    plain = run(MULTI, "--claim-epsilon", "1", "--format", "json")
+    with_mark = run(str(marked), "--claim-epsilon", "1", "--format", "json")
+    assert with_mark[0] == plain[0] == 1
+    assert json.loads(with_mark[1])["bounds"] == json.loads(plain[1])["bounds"]
+
+
+def test_errors_name_the_line_of_the_file_past_blank_lines(tmp_path, capsys):
+    # blank lines are skipped; the line named was counted without them (line 4 for line 5 here)
+    for bad_row, words in [("abc,0", "line 5: score 'abc'"), ("3,1,4", "line 5: expected 2 fields")]:
+        path = tmp_path / "blank.csv"
+        path.write_text(f"score,world\n1,0\n\n2,1\n{bad_row}\n")
+        assert main(["estimate", str(path)]) == 2
+        assert words in capsys.readouterr().err
+
+
 def test_multi_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
     # Both worlds N(0, 1): every bound > 0 is a false positive.
     rng = np.random.default_rng(2025)
