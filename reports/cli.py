@@ -27,34 +27,53 @@ EXIT_BAD_INPUT = int(ExitCode.BAD_INPUT)
 LOG_NAME = "dpaudit-error.log"
 
 
-GIVEN = "_dpaudit_options_given"  # the options an argument list set, while it is parsed
-
-
-class StoreOnce(argparse._StoreAction):
-    """``store`` refusing a second value for the same option (``--accountant rdp --accountant pld`` kept the
-    last and silently dropped the first)."""
+class _GivenOnce:
+    """Mixin for argparse's store actions: an option given twice is a usage error, not "the last one wins"."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        given = namespace.__dict__.setdefault(GIVEN, set())
-        if option_string is not None and self.dest in given:
-            parser.error(f"argument {'/'.join(self.option_strings)}: given more than once; give it once")
-        given.add(self.dest)
+        seen = getattr(parser, "options_seen", None)
+        if seen is not None:
+            given = option_string or self.dest
+            if self.dest in seen:
+                earlier = "" if seen[self.dest] == given else f" (as {seen[self.dest]} too)"
+                parser.error(f"{given} given more than once{earlier}; give it once")
+            seen[self.dest] = given
         super().__call__(parser, namespace, values, option_string)
 
 
+class _StoreOnce(_GivenOnce, argparse._StoreAction):
+    pass
+
+
+class _StoreConstOnce(_GivenOnce, argparse._StoreConstAction):
+    pass
+
+
+class _StoreTrueOnce(_GivenOnce, argparse._StoreTrueAction):
+    pass
+
+
+class _StoreFalseOnce(_GivenOnce, argparse._StoreFalseAction):
+    pass
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2, and whose options take one value
-    each (a repeated option is an error, except the ``append`` ones such as ``--param``)."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2, and which refuses an option
+    given twice (argparse would silently keep the last value). Repeatable options use ``action="append"``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.register("action", None, StoreOnce)
-        self.register("action", "store", StoreOnce)
+        for name, action in ((None, _StoreOnce), ("store", _StoreOnce), ("store_const", _StoreConstOnce),
+                             ("store_true", _StoreTrueOnce), ("store_false", _StoreFalseOnce)):
+            self.register("action", name, action)
+        self.options_seen = None
 
     def parse_known_args(self, args=None, namespace=None):
-        namespace, extras = super().parse_known_args(args, namespace)
-        namespace.__dict__.pop(GIVEN, None)
-        return namespace, extras
+        self.options_seen = {}
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:
+            self.options_seen = None
 
     def error(self, message):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
@@ -124,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dpaudit {args.command}: interrupted; finished work is saved", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # the reader of stdout went away (``dpaudit plan ... | head``): nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.BROKEN_PIPE)  # the shell's code for a process ended by SIGPIPE
     except SystemExit as exc:
         if exc.code == EXIT_BAD_INPUT:  # a usage error raised by a sub-command's parser
             return EXIT_BAD_INPUT

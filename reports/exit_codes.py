@@ -9,6 +9,7 @@ code      name              meaning
 3         INCONCLUSIVE      neither proved nor refuted, or a probe failed
 4         INTERNAL_ERROR    a bug in dpaudit: one line on stderr, the traceback in a log file
 130       INTERRUPTED       Ctrl-C; finished work is saved
+141       BROKEN_PIPE       the reader of standard output went away (``| head``); nothing else printed
 ========  ================  =====================================================================
 """
 
@@ -24,6 +25,7 @@ class ExitCode(IntEnum):
     INCONCLUSIVE = 3
     INTERNAL_ERROR = 4
     INTERRUPTED = 130
+    BROKEN_PIPE = 141
 
 
 EXIT_CODE_HELP = (
