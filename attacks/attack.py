@@ -328,8 +328,15 @@ def _claim_and_verdict(probe, true_eps, claim_epsilon, claim_delta, delta, bound
         source = "tight epsilon of the described mechanism"
     verdict = None
     if claim_epsilon is not None and math.isfinite(claim_epsilon):
-        from attacks.verdict import decide
+        from attacks.verdict import UNTESTABLE, Verdict, decide
 
+        if not any(b.rigorous for b in bounds):  # e.g. --methods gdp: nothing here could refute the claim
+            names = ", ".join(b.method for b in bounds)
+            return claim_epsilon, source, Verdict(
+                UNTESTABLE, None, None, 0.0,
+                f"no rigorous estimator ran ({names}): a model-based or Bayesian bound never refutes a claim, "
+                "so these trials cannot test it; add clopper-pearson to --methods.",
+            )
         verdict = decide(claim_epsilon, claim_delta, bounds, trials, confidence)
     return claim_epsilon, source, verdict
 

@@ -700,6 +700,9 @@ HOSTILE_CASES = (
         # an empty estimator list ran no estimator at all and said CONSISTENT (exit 0)
         case("hostile-attack-methods-empty", ATTACK + ["--methods", ""], BAD, words="methods"),
         case("hostile-attack-methods-commas", ATTACK + ["--methods", ","], BAD, words="methods"),
+        # only model-based or Bayesian estimators: nothing could refute the claim, which was CONSISTENT (exit 0)
+        case("hostile-attack-methods-none-rigorous", ATTACK + ["--methods", "gdp,bayesian-jeffreys"], 3,
+             check=lambda out: "verdict     UNTESTABLE" in out and "no rigorous estimator" in out),
         # an unknown estimator was refused only after every trial had run into the checkpoint
         case("hostile-attack-methods-unknown-writes-no-checkpoint",
              ATTACK + ["--methods", "nosuch", "--checkpoint", "ck"], BAD, words="methods"),
