@@ -270,6 +270,13 @@ def hostile_audit_files() -> dict[str, str]:
         "audit_probe_param_string.toml": weak + 'noise_reduction = "10"\n',
         "audit_probe_noise_reduction_zero.toml": weak + "noise_reduction = 0\n",
         "audit_duplicate_names.toml": g + g[g.index("[[target]]") :],
+        # the target binds the probe's noise, so its own calibration was silently ignored
+        "audit_probe_calibration.toml": _replace(
+            g, "trials = 200", 'trials = 200\n[target.probes.params]\ncalibration = "analytic"'
+        ),
+        # refused only once the audit ran the probe, after the accounting, naming "trials" alone
+        "audit_trials_beyond_memory.toml": _replace(g, "trials = 200", "trials = 1e30"),
+        "audit_batch_beyond_memory.toml": _replace(g, "trials = 200", "trials = 200\nbatch_size = 1e15"),
         "audit_deep.toml": DEEP,
         "attack_deep.toml": DEEP,
     }

@@ -687,6 +687,9 @@ HOSTILE_CASES = (
             ("audit_probe_param_string.toml", "target[0].probes[0].params.noise_reduction"),
             ("audit_probe_noise_reduction_zero.toml", "noise_reduction"),
             ("audit_duplicate_names.toml", "target[1].name"),
+            ("audit_probe_calibration.toml", "target[0].probes[0].params.calibration"),
+            ("audit_trials_beyond_memory.toml", "target[0].probes[0].trials"),
+            ("audit_batch_beyond_memory.toml", "target[0].probes[0].batch_size"),
             ("audit_deep.toml", "nested too deeply"),
         ]
     ]
@@ -709,6 +712,13 @@ HOSTILE_CASES = (
         case("hostile-report-nan", ["report", "report_nan.json"], BAD, words="NaN"),
         case("hostile-report-huge-number", ["report", "report_huge_number.json"], BAD, words="range"),
         case("hostile-report-deep", ["report", "report_deep.json"], BAD, words="nested too deeply"),
+        # a hand-edited number with the old verdicts: the report said PASS/PROVED against its own numbers
+        case("hostile-report-exact-edited", ["report", "report_exact_edited.json"], BAD,
+             words="targets/0/verdict/analytic/status"),
+        case("hostile-report-claim-edited", ["report", "report_claim_edited.json"], BAD,
+             words="targets/0/verdict/analytic/status"),
+        case("hostile-report-bound-edited", ["report", "report_bound_edited.json"], BAD,
+             words="targets/0/verdict/empirical/lower_bound"),
     ]
 )
 
@@ -773,6 +783,15 @@ def report_files() -> dict[str, str]:
     roc = json.loads(json.dumps(report))
     roc["targets"][0]["probes"][0]["roc"]["x"] = roc["targets"][0]["probes"][0]["roc"]["x"][:3]
     variants["report_roc_lengths.json"] = roc
+    # hand edits that keep the verdicts: the exact accountant's epsilon above the claim, a smaller claim,
+    # a larger rigorous bound; each contradicts the PROVED/CONSISTENT verdicts and the bounds shown
+    edited = [json.loads(json.dumps(report)) for _ in range(3)]
+    next(r for r in edited[0]["targets"][0]["accounting"]["rows"] if r["accountant"] == "exact")["epsilon"] = 5.0
+    edited[1]["targets"][0]["claim"]["epsilon"] = 0.5
+    edited[2]["targets"][0]["probes"][0]["bounds"][0]["epsilon"] = 0.9
+    assert edited[2]["targets"][0]["probes"][0]["bounds"][0]["rigorous"]
+    variants.update({"report_exact_edited.json": edited[0], "report_claim_edited.json": edited[1],
+                     "report_bound_edited.json": edited[2]})
     texts = {name: json.dumps(value) for name, value in variants.items()}
     claim = json.dumps(report["targets"][0]["claim"]["epsilon"])
     texts["report_nan.json"] = texts["report.json"].replace(f'"epsilon": {claim}', '"epsilon": NaN', 1)
