@@ -270,6 +270,7 @@ def hostile_audit_files() -> dict[str, str]:
         "audit_probe_param_string.toml": weak + 'noise_reduction = "10"\n',
         "audit_probe_noise_reduction_zero.toml": weak + "noise_reduction = 0\n",
         "audit_duplicate_names.toml": g + g[g.index("[[target]]") :],
+        "audit_accountant_twice.toml": _replace(g, '["exact"]', '["exact", "rdp", "exact"]'),
         # the target binds the probe's noise, so its own calibration was silently ignored
         "audit_probe_calibration.toml": _replace(
             g, "trials = 200", 'trials = 200\n[target.probes.params]\ncalibration = "analytic"'

@@ -687,6 +687,7 @@ HOSTILE_CASES = (
             ("audit_probe_param_string.toml", "target[0].probes[0].params.noise_reduction"),
             ("audit_probe_noise_reduction_zero.toml", "noise_reduction"),
             ("audit_duplicate_names.toml", "target[1].name"),
+            ("audit_accountant_twice.toml", "target[0].accountants: 'exact' is named twice"),
             ("audit_probe_calibration.toml", "target[0].probes[0].params.calibration"),
             ("audit_trials_beyond_memory.toml", "target[0].probes[0].trials"),
             ("audit_batch_beyond_memory.toml", "target[0].probes[0].batch_size"),
@@ -694,6 +695,7 @@ HOSTILE_CASES = (
         ]
     ]
     + [
+        case("hostile-account-accountant-twice", ACCOUNT + ["--accountants", "rdp,pld,rdp"], BAD, words="twice"),
         case("hostile-attack-config-deep", ["attack", "--config", "attack_deep.toml"], BAD, words="nested too deeply"),
         case("hostile-attack-param-deep", ATTACK + ["--param", "epsilon=" + "[" * 50_000], BAD, words="epsilon"),
         case("hostile-attack-noise-reduction-zero", ["attack", "bug-weak-noise", "--trials", "200", "--param",
