@@ -97,8 +97,8 @@ def changed(stored: dict | None, current: dict) -> list[str]:
     if isinstance(old_probe, dict) and isinstance(new_probe, dict):
         for key in sorted(set(old_probe) | set(new_probe)):
             if old_probe.get(key) != new_probe.get(key):
-                words.append({"function_source": "the user's module", "datasets_content": "the datasets file"}.get(
-                    key, f"module {key}"))
+                words.append({"function_source": "the user's module", "datasets_content": "the datasets file",
+                              "project_code": "the code of accounting, dpfed and attacks"}.get(key, f"module {key}"))
     elif old_probe != new_probe:
         words.append("the probe's code")
     return words
