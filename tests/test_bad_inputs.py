@@ -715,6 +715,8 @@ HOSTILE_CASES = (
         case("hostile-report-huge-number", ["report", "report_huge_number.json"], BAD, words="range"),
         case("hostile-report-deep", ["report", "report_deep.json"], BAD, words="nested too deeply"),
         # a hand-edited number with the old verdicts: the report said PASS/PROVED against its own numbers
+        case("hostile-report-probe-without-auc", ["report", "report_probe_without_auc.json"], BAD,
+             words="targets/0/probes/0"),  # the schema allowed it and the renderer failed (exit 4)
         case("hostile-report-exact-edited", ["report", "report_exact_edited.json"], BAD,
              words="targets/0/verdict/analytic/status"),
         case("hostile-report-claim-edited", ["report", "report_claim_edited.json"], BAD,
@@ -794,6 +796,10 @@ def report_files() -> dict[str, str]:
     assert edited[2]["targets"][0]["probes"][0]["bounds"][0]["rigorous"]
     variants.update({"report_exact_edited.json": edited[0], "report_claim_edited.json": edited[1],
                      "report_bound_edited.json": edited[2]})
+    no_auc = json.loads(json.dumps(report))  # the renderers read every field of a probe that ran
+    assert no_auc["targets"][0]["probes"][0]["outcome"] == "ran"
+    del no_auc["targets"][0]["probes"][0]["auc"]
+    variants["report_probe_without_auc.json"] = no_auc
     texts = {name: json.dumps(value) for name, value in variants.items()}
     claim = json.dumps(report["targets"][0]["claim"]["epsilon"])
     texts["report_nan.json"] = texts["report.json"].replace(f'"epsilon": {claim}', '"epsilon": NaN', 1)
