@@ -54,3 +54,5 @@ def read_toml(path, field: str = "config") -> dict:
         raise ConfigurationError(field, f"cannot read {path}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(field, f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:  # the parser recurses per level of nested arrays and inline tables
+        raise ConfigurationError(field, f"{path} is not valid TOML: nested too deeply") from None

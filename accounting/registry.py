@@ -33,6 +33,9 @@ def parse_accountant_names(names) -> list[str]:
             "accountants",
             f"unknown accountant {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(ACCOUNTANTS)}",
         )
+    twice = sorted({n for n in names if list(names).count(n) > 1})
+    if twice:  # each row would be shown twice, as if two accountants agreed
+        raise ConfigurationError("accountants", f"{twice[0]!r} is named twice")
     return list(names)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
 from attacks.batches import attack_manifest, collect_counts, collect_scores
+from attacks.estimators import check_methods
 from attacks.executors import root_seed, stream
 from attacks.executors.checkpoint import Checkpoint
 from attacks.probes import Probe, check_trials, get_probe
@@ -257,6 +258,7 @@ def run_attack(
     probe = _with_backend(get_probe(probe) if isinstance(probe, str) else probe, options)
     trials = check_trials(trials)
     delta, confidence, claim_epsilon, claim_delta = _levels(probe, options)
+    check_methods(options.methods)  # before any trial is drawn or a checkpoint created
     root, plan = _seed_and_plan(probe, trials, seed, options)
     checkpoint = _checkpoint(probe, root, plan, options)
     probe, training, trials = _fit(probe, trials, root)
@@ -326,8 +328,15 @@ def _claim_and_verdict(probe, true_eps, claim_epsilon, claim_delta, delta, bound
         source = "tight epsilon of the described mechanism"
     verdict = None
     if claim_epsilon is not None and math.isfinite(claim_epsilon):
-        from attacks.verdict import decide
+        from attacks.verdict import UNTESTABLE, Verdict, decide
 
+        if not any(b.rigorous for b in bounds):  # e.g. --methods gdp: nothing here could refute the claim
+            names = ", ".join(b.method for b in bounds)
+            return claim_epsilon, source, Verdict(
+                UNTESTABLE, None, None, 0.0,
+                f"no rigorous estimator ran ({names}): a model-based or Bayesian bound never refutes a claim, "
+                "so these trials cannot test it; add clopper-pearson to --methods.",
+            )
         verdict = decide(claim_epsilon, claim_delta, bounds, trials, confidence)
     return claim_epsilon, source, verdict
 

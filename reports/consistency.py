@@ -1,11 +1,15 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
-code is that status's, each target's verdict follows the verdict table from its two verdicts (or is a
+code is that status's, each target's two verdicts and its bounds follow from its own claim, accounting rows
+and probes (``reports.audit.verdicts``, as the audit computed them: an edited epsilon cannot keep a stale
+verdict), each target's verdict follows the verdict table from its two verdicts (or is a
 VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
 tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
 equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
 naming the path."""
 
 from __future__ import annotations
+
+import math
 
 from accounting.errors import ConfigurationError
 
@@ -51,6 +55,37 @@ def _target_verdict(path: str, target: dict) -> None:
         )
 
 
+def _verdicts_from_numbers(path: str, target: dict) -> None:
+    """The analytic and empirical verdicts and the bounds a target shows are the ones its claim, accounting
+    rows and probes give."""
+    from reports.audit.model import AccountingSection, Claim, ProbeSection, Unavailable, from_plain
+    from reports.audit.verdicts import analytic_verdict, empirical_verdict
+
+    verdict = target["verdict"]
+    claim = from_plain(Claim, target["claim"])
+    analytic = analytic_verdict(claim, from_plain(AccountingSection | Unavailable, target["accounting"]))
+    probes = tuple(from_plain(ProbeSection, p) for p in target.get("probes", []))
+    empirical = empirical_verdict(claim, probes, float(verdict["empirical"]["confidence"]))
+    lower = verdict["empirical"].get("lower_bound")
+    for where, shown, computed in (
+        ("analytic/status", verdict["analytic"]["status"], analytic.status.value),
+        ("analytic/epsilon", verdict["analytic"].get("epsilon"), analytic.epsilon),
+        ("empirical/status", verdict["empirical"]["status"], empirical.status.value),
+        ("empirical/lower_bound", lower and lower["epsilon"], empirical.lower_bound and empirical.lower_bound.epsilon),
+    ):
+        if not _same(shown, computed):
+            raise ConfigurationError(
+                f"{path}/verdict/{where}", f"{shown} but the target's claim, accounting and probes give {computed}"
+            )
+
+
+def _same(shown, computed) -> bool:
+    if isinstance(computed, str) or shown is None or computed is None:
+        return shown == computed
+    shown = float(shown)  # the report writes infinities as "inf"
+    return shown == computed or math.isclose(shown, computed, rel_tol=1e-12)
+
+
 def _findings_tally(report: dict) -> None:
     """The top-level findings tally (schema 2.1; absent in 2.0 reports) must be the targets' own."""
     from reports.findings_tally import findings_tally
@@ -89,6 +124,7 @@ def check_consistency(report: dict) -> None:
         _target_verdict(f"targets/{i}", target)
         if report.get("schema_version") != "2.0":
             _gap(f"targets/{i}", target["verdict"])
+        _verdicts_from_numbers(f"targets/{i}", target)
         _target_curves(f"targets/{i}", target)
     _findings_tally(report)
     worst = worst_status(t["verdict"]["status"] for t in report["targets"]).value

@@ -144,15 +144,39 @@ def save_report(report: dict, path) -> None:
     atomic_write_text(path, dumps_report(validate_report(report)))
 
 
+def _no_constant(token: str):
+    """``NaN`` and ``Infinity`` are not JSON (a report writes non-finite numbers as strings such as "inf")."""
+    raise ValueError(f"{token} is not a JSON number; reports write non-finite numbers as strings")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond the range of a number")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError(f"{text[:40]}... is beyond the range of a number") from None
+    return value
+
+
 def load_report(path) -> dict:
     """Read and validate a saved report; unreadable or invalid files raise ConfigurationError."""
     path = Path(path)
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant,
+                            parse_float=_finite_float, parse_int=_finite_int)
     except FileNotFoundError:
         raise ConfigurationError("result", f"no such file: {path}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, a NaN or infinite number
         raise ConfigurationError("result", f"cannot read {path} as JSON ({exc})") from None
+    except RecursionError:
+        raise ConfigurationError("result", f"cannot read {path} as JSON (nested too deeply)") from None
     if not isinstance(report, dict) or report.get("schema") != SCHEMA_NAME:
         raise ConfigurationError("result", f"{path} is not a dpfed-audit report")
     major = str(report.get("schema_version", "")).split(".")[0]

@@ -38,6 +38,9 @@ def prepare_out_dir(out_dir: Path) -> Path:
         raise ConfigurationError("out", f"cannot create {out_dir} ({exc.strerror})") from None
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise ConfigurationError("out", f"{out_dir} is not writable")
+    for name in (*REPORT_NAMES, SET_LINK):  # each becomes a link; a directory there cannot be replaced
+        if (out_dir / name).is_dir() and not (out_dir / name).is_symlink():
+            raise ConfigurationError("out", f"{out_dir / name} is a directory; the audit writes its {name} link there")
     return out_dir
 
 

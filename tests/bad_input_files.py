@@ -245,10 +245,43 @@ def audit_files() -> dict[str, str]:
         "audit_delta_range.toml": _replace(g, "delta = 1e-5", "delta = 2.0"),
         "audit_algorithm_bad.toml": _replace(g, 'algorithm = "mechanism"', 'algorithm = "quantum"'),
         # the DP-Fed-PNE end-to-end probe's score must be one it knows (replay, upload, node-difference)
+        **hostile_audit_files(),
         "audit_pne_score.toml": 'title = "pne"\nseed = 1\n[[target]]\nname = "PNE"\nalgorithm = "dp-fed-pne"\n'
         + 'accountants = ["exact"]\n[target.parameters]\nhorizon = 20\n[target.claim]\nepsilon = 3.0\n'
         + 'delta = 1e-5\nneighbouring = "replace-one"\nunit = "one reward"\n[[target.probes]]\n'
         + 'name = "pne-end-to-end"\nkind = "end-to-end"\ntrials = 10\n[target.probes.params]\nscore = "bogus"\n',
+    }
+
+
+DEEP = "x = " + "[" * 50_000 + "]" * 50_000 + "\n"  # the TOML and JSON parsers recurse per level
+
+
+def hostile_audit_files() -> dict[str, str]:
+    """Audit configurations from a hostile sweep (each was an internal error, a failed probe or a silently
+    wrong verdict before the fix)."""
+    g = GOOD_AUDIT
+    weak = _replace(g, 'name = "gaussian"', 'name = "bug-weak-noise"') + "[target.probes.params]\n"
+    return {
+        "audit_delta_power_overflow.toml": _replace(g, "delta = 1e-5", 'delta = "10^400"'),
+        "audit_delta_power_zero.toml": _replace(g, "delta = 1e-5", 'delta = "0^-1"'),
+        "audit_reference_delta_power_zero.toml": _replace(
+            g, 'accountants = ["exact"]', 'accountants = ["exact"]\nreference_delta = "0^-2"'
+        ),
+        # a boolean is not the number 1 (a planted bug that divides the noise by 1 is no bug: a PASS)
+        "audit_probe_param_bool.toml": weak + "noise_reduction = true\n",
+        "audit_probe_param_string.toml": weak + 'noise_reduction = "10"\n',
+        "audit_probe_noise_reduction_zero.toml": weak + "noise_reduction = 0\n",
+        "audit_duplicate_names.toml": g + g[g.index("[[target]]") :],
+        "audit_accountant_twice.toml": _replace(g, '["exact"]', '["exact", "rdp", "exact"]'),
+        # the target binds the probe's noise, so its own calibration was silently ignored
+        "audit_probe_calibration.toml": _replace(
+            g, "trials = 200", 'trials = 200\n[target.probes.params]\ncalibration = "analytic"'
+        ),
+        # refused only once the audit ran the probe, after the accounting, naming "trials" alone
+        "audit_trials_beyond_memory.toml": _replace(g, "trials = 200", "trials = 1e30"),
+        "audit_batch_beyond_memory.toml": _replace(g, "trials = 200", "trials = 200\nbatch_size = 1e15"),
+        "audit_deep.toml": DEEP,
+        "attack_deep.toml": DEEP,
     }
 
 

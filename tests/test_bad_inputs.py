@@ -720,6 +720,58 @@ FOUND_CASES = [
          ["run", "dp-fedzero", "--unit", "record", "--records", "1e9"], BAD, words="records: "),
 ]
 
+# ----- a hostile sweep of attack, audit and report (each was exit 4, exit 3, a silently wrong verdict,
+# or a refusal only after the trials had run and a checkpoint had been written) ------------------------
+HOSTILE_CASES = (
+    [
+        case(f"hostile-{f[:-5].replace('_', '-')}", ["audit", f, "--quiet"], BAD, words=words)
+        for f, words in [
+            ("audit_delta_power_overflow.toml", "target[0].claim.delta"),
+            ("audit_delta_power_zero.toml", "target[0].claim.delta"),
+            ("audit_reference_delta_power_zero.toml", "target[0].reference_delta"),
+            ("audit_probe_param_bool.toml", "target[0].probes[0].params.noise_reduction"),
+            ("audit_probe_param_string.toml", "target[0].probes[0].params.noise_reduction"),
+            ("audit_probe_noise_reduction_zero.toml", "noise_reduction"),
+            ("audit_duplicate_names.toml", "target[1].name"),
+            ("audit_accountant_twice.toml", "target[0].accountants: 'exact' is named twice"),
+            ("audit_probe_calibration.toml", "target[0].probes[0].params.calibration"),
+            ("audit_trials_beyond_memory.toml", "target[0].probes[0].trials"),
+            ("audit_batch_beyond_memory.toml", "target[0].probes[0].batch_size"),
+            ("audit_deep.toml", "nested too deeply"),
+        ]
+    ]
+    + [
+        case("hostile-account-accountant-twice", ACCOUNT + ["--accountants", "rdp,pld,rdp"], BAD, words="twice"),
+        case("hostile-attack-config-deep", ["attack", "--config", "attack_deep.toml"], BAD, words="nested too deeply"),
+        case("hostile-attack-param-deep", ATTACK + ["--param", "epsilon=" + "[" * 50_000], BAD, words="epsilon"),
+        case("hostile-attack-noise-reduction-zero", ["attack", "bug-weak-noise", "--trials", "200", "--param",
+                                                     "noise_reduction=0"], BAD, words="noise_reduction"),
+        case("hostile-attack-noise-reduction-negative", ["attack", "bug-weak-noise", "--trials", "200", "--param",
+                                                         "noise_reduction=-2"], BAD, words="noise_reduction"),
+        # an empty estimator list ran no estimator at all and said CONSISTENT (exit 0)
+        case("hostile-attack-methods-empty", ATTACK + ["--methods", ""], BAD, words="methods"),
+        case("hostile-attack-methods-commas", ATTACK + ["--methods", ","], BAD, words="methods"),
+        # only model-based or Bayesian estimators: nothing could refute the claim, which was CONSISTENT (exit 0)
+        case("hostile-attack-methods-none-rigorous", ATTACK + ["--methods", "gdp,bayesian-jeffreys"], 3,
+             check=lambda out: "verdict     UNTESTABLE" in out and "no rigorous estimator" in out),
+        # an unknown estimator was refused only after every trial had run into the checkpoint
+        case("hostile-attack-methods-unknown-writes-no-checkpoint",
+             ATTACK + ["--methods", "nosuch", "--checkpoint", "ck"], BAD, words="methods"),
+        case("hostile-report-nan", ["report", "report_nan.json"], BAD, words="NaN"),
+        case("hostile-report-huge-number", ["report", "report_huge_number.json"], BAD, words="range"),
+        case("hostile-report-deep", ["report", "report_deep.json"], BAD, words="nested too deeply"),
+        # a hand-edited number with the old verdicts: the report said PASS/PROVED against its own numbers
+        case("hostile-report-probe-without-auc", ["report", "report_probe_without_auc.json"], BAD,
+             words="targets/0/probes/0"),  # the schema allowed it and the renderer failed (exit 4)
+        case("hostile-report-exact-edited", ["report", "report_exact_edited.json"], BAD,
+             words="targets/0/verdict/analytic/status"),
+        case("hostile-report-claim-edited", ["report", "report_claim_edited.json"], BAD,
+             words="targets/0/verdict/analytic/status"),
+        case("hostile-report-bound-edited", ["report", "report_bound_edited.json"], BAD,
+             words="targets/0/verdict/empirical/lower_bound"),
+    ]
+)
+
 # dpaudit flower: every value is checked before flwr is imported, so these exit 2 with or without the extra
 FLOWER = ["flower"]
 FLOWER_CASES = (
@@ -769,6 +821,7 @@ ALL_CASES = (
     + GLOBAL_CASES
     + ESTIMATE_CASES
     + FOUND_CASES
+    + HOSTILE_CASES
 )
 
 
@@ -789,7 +842,26 @@ def report_files() -> dict[str, str]:
     roc = json.loads(json.dumps(report))
     roc["targets"][0]["probes"][0]["roc"]["x"] = roc["targets"][0]["probes"][0]["roc"]["x"][:3]
     variants["report_roc_lengths.json"] = roc
-    return {name: json.dumps(value) for name, value in variants.items()}
+    # hand edits that keep the verdicts: the exact accountant's epsilon above the claim, a smaller claim,
+    # a larger rigorous bound; each contradicts the PROVED/CONSISTENT verdicts and the bounds shown
+    edited = [json.loads(json.dumps(report)) for _ in range(3)]
+    next(r for r in edited[0]["targets"][0]["accounting"]["rows"] if r["accountant"] == "exact")["epsilon"] = 5.0
+    edited[1]["targets"][0]["claim"]["epsilon"] = 0.5
+    edited[2]["targets"][0]["probes"][0]["bounds"][0]["epsilon"] = 0.9
+    assert edited[2]["targets"][0]["probes"][0]["bounds"][0]["rigorous"]
+    variants.update({"report_exact_edited.json": edited[0], "report_claim_edited.json": edited[1],
+                     "report_bound_edited.json": edited[2]})
+    no_auc = json.loads(json.dumps(report))  # the renderers read every field of a probe that ran
+    assert no_auc["targets"][0]["probes"][0]["outcome"] == "ran"
+    del no_auc["targets"][0]["probes"][0]["auc"]
+    variants["report_probe_without_auc.json"] = no_auc
+    texts = {name: json.dumps(value) for name, value in variants.items()}
+    claim = json.dumps(report["targets"][0]["claim"]["epsilon"])
+    texts["report_nan.json"] = texts["report.json"].replace(f'"epsilon": {claim}', '"epsilon": NaN', 1)
+    texts["report_huge_number.json"] = texts["report.json"].replace(f'"epsilon": {claim}', '"epsilon": 1e999', 1)
+    texts["report_deep.json"] = "[" * 50_000 + "]" * 50_000
+    assert "NaN" in texts["report_nan.json"] and "1e999" in texts["report_huge_number.json"]
+    return texts
 
 
 @pytest.fixture

@@ -18,6 +18,20 @@ from attacks.estimators.types import EpsilonBound
 
 DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
+
+
+def check_methods(methods) -> tuple[str, ...]:
+    """The estimators to run (``DEFAULT_METHODS`` for None); ConfigurationError for an empty list or an
+    unknown name, so that a run can refuse them before drawing any trial."""
+    from accounting.errors import ConfigurationError
+
+    methods = DEFAULT_METHODS if methods is None else tuple(methods)
+    if not methods:
+        raise ConfigurationError("methods", f"empty: name at least one estimator of {', '.join(METHODS)}")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    return methods
 ONE_RUN_METHODS = ("one-run", "fdp-one-run")
 
 
@@ -28,14 +42,9 @@ def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, 
     Scores are sorted once and shared. One-run auditing needs canary inclusions rather than two
     worlds of trials: call ``one_run_from_scores`` / ``one_run_lower_bound`` directly.
     """
-    from accounting.errors import ConfigurationError
     from accounting.mechanisms import as_generator
 
-    methods = DEFAULT_METHODS if methods is None else tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from "
-                                 f"{', '.join(METHODS)}")
+    methods = check_methods(methods)
     out_scores, in_scores = check_audit_inputs(scores_out, scores_in, delta, confidence)
     out_sorted, in_sorted = as_sorted(out_scores), as_sorted(in_scores)
     gen = as_generator(0 if rng is None else rng)

@@ -114,12 +114,9 @@ def estimate_all_counts(
 ) -> list[EpsilonBound]:
     """Every requested estimator (``attacks.estimators.METHODS``) from counts over ``grid``."""
     from accounting.mechanisms import as_generator
-    from attacks.estimators import DEFAULT_METHODS, METHODS
+    from attacks.estimators import check_methods
 
-    methods = DEFAULT_METHODS if methods is None else tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    methods = check_methods(methods)
     gen = as_generator(0 if rng is None else rng)
     results = []
     for method in methods:

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import inspect
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -116,14 +117,15 @@ class Probe(abc.ABC):
 
     def provenance(self) -> dict:
         """What produced the scores beyond the parameters: SHA-256 of the source of the probe's class
-        (and its bases) and of the mechanism modules it runs, by module name. A checkpoint written under
-        other code is not resumed."""
+        (and its bases) and of the mechanism modules it runs, by module name, and ``project_code`` (every
+        file the scores can depend on: an end-to-end probe runs a whole algorithm of ``dpfed`` and reads its
+        presets). A checkpoint written under other code is not resumed."""
         import accounting.mechanisms
         import attacks.probes.planted
 
         modules = {c.__module__ for c in type(self).__mro__ if c.__module__ != "builtins"}
         modules |= {accounting.mechanisms.__name__, attacks.probes.planted.__name__}
-        return {name: module_hash(name) for name in sorted(modules)}
+        return {**{name: module_hash(name) for name in sorted(modules)}, "project_code": project_code_hash()}
 
     def bug_name(self) -> str | None:
         """The planted bug this probe runs (its ``bug`` or ``planted_bug`` field), None if correct."""
@@ -153,6 +155,21 @@ class Probe(abc.ABC):
                 info["true_epsilon"] = None
                 info["true_epsilon_error"] = f"{type(exc).__name__}: {exc}"
         return info
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CODE_PACKAGES = ("accounting", "dpfed", "attacks")  # the layers a probe's scores can depend on
+CODE_SUFFIXES = (".py", ".toml")  # source, and data read at run time (dpfed/presets/*.toml)
+
+
+def project_code_hash(root: Path | None = None) -> str:
+    """SHA-256 over the relative paths and contents of every source and data file of ``CODE_PACKAGES``."""
+    root = PROJECT_ROOT if root is None else Path(root)
+    digest = hashlib.sha256()
+    for package in CODE_PACKAGES:
+        for path in sorted(p for p in (root / package).rglob("*") if p.suffix in CODE_SUFFIXES and p.is_file()):
+            digest.update(f"{path.relative_to(root)}\0{file_hash(path)}\0".encode())
+    return digest.hexdigest()
 
 
 def file_hash(path) -> str:

@@ -88,12 +88,13 @@ class UniformFallbackSubsampledGaussian(SubsampledGaussian):
 
 def with_bug(mechanism, bug: str | None, noise_reduction: float = 10.0):
     """The implementation a probe runs: ``mechanism`` itself, or its planted-bug twin."""
-    from accounting.errors import ConfigurationError
+    from accounting.errors import ConfigurationError, require_number
 
     if bug is None or bug == "none":
         return mechanism
     fields = {k: getattr(mechanism, k) for k in mechanism.__dataclass_fields__}
-    if bug == "weak-noise":
+    if bug == "weak-noise":  # the noise divided by noise_reduction: a positive factor
+        noise_reduction = require_number("noise_reduction", noise_reduction, low=0, low_open=True)
         cls = {Gaussian: WeakNoiseGaussian, Laplace: WeakNoiseLaplace, SubsampledGaussian: WeakNoiseSubsampledGaussian}[
             type(mechanism)
         ]

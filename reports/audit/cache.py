@@ -3,8 +3,9 @@ interrupted audit resumes, and a new trial budget reuses the accounting), and tr
 
 A section's key is its configuration (``key``) together with a fingerprint of the code and libraries
 that computed it (``reports.audit.fingerprint``: this project's source, the installed versions of
-dp-accounting, opacus, torch, numpy and scipy, and for a probe the user's module and datasets). A
-section is reused only if both match; otherwise it is recomputed and ``recomputed`` says why."""
+dp-accounting, opacus, torch, numpy, scipy and scikit-learn, and for a probe the user's module and datasets). A
+section is reused only if both match and its value still has the SHA-256 it was saved with (a damaged
+entry, even one changed digit, is recomputed); otherwise it is recomputed and ``recomputed`` says why."""
 
 from __future__ import annotations
 
@@ -53,8 +54,11 @@ class SectionCache:
             if stored.get("key") != _full_key(key, fingerprint):
                 self._stale(section, stored, key, fingerprint)
                 return None
+            if stored.get("value_sha256") != stable_hash(stored["value"]):
+                self.recomputed.append(f"{self.root.name}/{section} (damaged: its checksum does not match)")
+                return None
             value = from_plain(kind, stored["value"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None  # a damaged cache entry (empty, truncated, not a table) is recomputed
         self.reused.append(f"{self.root.name}/{section}")
         return value
@@ -82,6 +86,7 @@ class SectionCache:
                 "config_key": stable_hash([CACHE_VERSION, key]),
                 "fingerprint": fingerprint,
                 "value": value,
+                "value_sha256": stable_hash(value),
             }
             atomic_write_text(path, dumps_json(entry))
         return value

@@ -82,7 +82,10 @@ def parse_delta(field: str, value) -> float:
         match = _POWER.match(value)
         if not match:
             raise ConfigurationError(field, f'expected a number or a power like "29^-1.1", got {value!r}')
-        value = float(match.group(1)) ** float(match.group(2))
+        try:
+            value = float(match.group(1)) ** float(match.group(2))
+        except (OverflowError, ZeroDivisionError):
+            raise ConfigurationError(field, f"{value!r} is not a number between 0 and 1") from None
     return require_number(field, value, low=0, high=1, low_open=True, high_open=True)
 
 
@@ -106,15 +109,18 @@ def _claim(field: str, data: dict) -> Claim:
 
 
 def _check_probe_params(field: str, name: str, params: dict) -> None:
-    """Refuse parameters the probe does not declare."""
+    """Refuse parameters the probe does not declare, and values of the wrong type (by the field's
+    annotation, as ``dpaudit attack`` checks them: ``noise_reduction = true`` is not the number 1)."""
     from attacks.probes import probe_class
 
-    known = {f.name for f in dataclasses.fields(probe_class(name))}
+    cls = probe_class(name)
+    known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(params) - known)
     if unknown:
         raise ConfigurationError(
             f"{field}.{unknown[0]}", f"not a parameter of probe {name!r}; known: {', '.join(sorted(known))}"
         )
+    strict.check_table(field, params, strict.dataclass_schema(cls))
 
 
 def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
@@ -161,6 +167,18 @@ def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
     )
 
 
+def _check_unique_names(specs) -> None:
+    """The report, its summary lines and its figure tell targets apart by name (default: the algorithm)."""
+    first: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        if spec.name in first:
+            raise ConfigurationError(
+                f"target[{i}].name",
+                f"{spec.name!r} is also the name of target[{first[spec.name]}]; give each target its own name",
+            )
+        first[spec.name] = i
+
+
 def parse_config(text: str, source: str = "<string>", allow_code: bool = False) -> dict:
     """Validate a configuration strictly (unknown keys, misplaced keys and wrong types are errors naming
     the key's path); returns {title, seed, confidence, targets, raw, text, hash, source}."""
@@ -168,10 +186,13 @@ def parse_config(text: str, source: str = "<string>", allow_code: bool = False) 
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError("config", f"{source} is not valid TOML ({exc})") from None
+    except RecursionError:  # the parser recurses per level of nested arrays and inline tables
+        raise ConfigurationError("config", f"{source} is not valid TOML (nested too deeply)") from None
     strict.check_table("", raw, CONFIG_SCHEMA)
     if not raw["target"]:
         raise ConfigurationError("target", "missing: the configuration audits no target ([[target]])")
     specs = [_target(f"target[{i}]", t, allow_code) for i, t in enumerate(raw["target"])]
+    _check_unique_names(specs)
     confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True)
     return {
         "title": raw.get("title", "dpfed-audit report"),

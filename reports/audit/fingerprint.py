@@ -3,10 +3,12 @@
 A section saved in an ``--out`` directory may be reused by a later audit only if it would come out the
 same. Its configuration, trials, seed and batch size are in its key already; this module adds
 
-- ``our_code``: one SHA-256 over the source of this project's packages (``accounting``, ``dpfed``,
-  ``attacks``, ``reports``: every ``.py`` file, by relative path and content);
+- ``our_code``: one SHA-256 over the source and data of this project's packages (``accounting``,
+  ``dpfed``, ``attacks``, ``reports``: every ``.py`` file and every ``.toml`` file, such as the DP-FTS-DE
+  presets a target's parameters name, by relative path and content);
 - ``libraries``: the installed versions of the libraries whose answers enter the numbers
-  (dp-accounting, opacus, torch, numpy, scipy), read from the package metadata without importing them;
+  (dp-accounting, opacus, torch, numpy, scipy, scikit-learn), read from the package metadata without
+  importing them;
 - per probe, the probe's own provenance (``attacks.probes.base.BaseProbe.provenance``: its modules'
   hashes and, for the user probe, the user module's source and the datasets file's content), exactly as
   ``attack --checkpoint`` records it.
@@ -22,17 +24,19 @@ from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("accounting", "dpfed", "attacks", "reports")
-LIBRARIES = ("dp-accounting", "opacus", "torch", "numpy", "scipy")
+LIBRARIES = ("dp-accounting", "opacus", "torch", "numpy", "scipy", "scikit-learn")
+# files whose content can change a section: code, and data read at run time (dpfed/presets/*.toml)
+SUFFIXES = (".py", ".toml")
 ROOT = Path(__file__).resolve().parents[2]
 
 _memo: dict = {}
 
 
 def package_files() -> list[Path]:
-    """Every Python source file of our packages, in a fixed order."""
+    """Every source and data file (``SUFFIXES``) of our packages, in a fixed order."""
     files = []
     for package in PACKAGES:
-        files.extend(sorted((ROOT / package).rglob("*.py")))
+        files.extend(sorted(p for p in (ROOT / package).rglob("*") if p.suffix in SUFFIXES and p.is_file()))
     return files
 
 
@@ -93,8 +97,8 @@ def changed(stored: dict | None, current: dict) -> list[str]:
     if isinstance(old_probe, dict) and isinstance(new_probe, dict):
         for key in sorted(set(old_probe) | set(new_probe)):
             if old_probe.get(key) != new_probe.get(key):
-                words.append({"function_source": "the user's module", "datasets_content": "the datasets file"}.get(
-                    key, f"module {key}"))
+                words.append({"function_source": "the user's module", "datasets_content": "the datasets file",
+                              "project_code": "the code of accounting, dpfed and attacks"}.get(key, f"module {key}"))
     elif old_probe != new_probe:
         words.append("the probe's code")
     return words

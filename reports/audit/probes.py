@@ -106,6 +106,14 @@ def choose_executor(
     return "inprocess", 1
 
 
+def check_fits(probe, trials: int, batch_size: int | None, workers: int) -> None:
+    """Refuse before any work (ConfigurationError naming trials or batch_size) a budget whose batches
+    cannot fit in memory, as ``run_attack`` would refuse it once the audit had started."""
+    from attacks.run_plan import plan_run
+
+    plan_run(probe, trials - (trials // 2 if probe.needs_training else 0), batch_size, "auto", workers)
+
+
 def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options) -> PlannedProbe:
     """Build (or decline) one probe, estimate its run time and choose where it runs."""
     trials = probe_budget(spec, override)
@@ -113,8 +121,10 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
+    check_fits(probe, trials, spec.batch_size, 1)  # before the timed batches, which are a part of a batch
     seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
     executor, workers = choose_executor(probe, trials, seconds, options, spec.batch_size)
+    check_fits(probe, trials, spec.batch_size, workers)
     return PlannedProbe(spec, trials, probe, params, None, seconds, executor, workers)
 
 

@@ -144,6 +144,7 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
         key = [
             _system_key(target),
             probe.spec.name,
+            probe.spec.kind,  # the section records it
             probe.params,
             probe.trials,
             probe.spec.batch_size,

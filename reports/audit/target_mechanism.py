@@ -118,6 +118,9 @@ class MechanismTarget(BaseTarget):
             "delta": self.claim.delta,
             "noise_multiplier": m.noise_multiplier,
             "sensitivity": m.sensitivity,
+            # the target's (its noise_multiplier is bound, so the probe's own calibration would be ignored
+            # and its default "analytic" shown beside a classic sigma); None where the noise is given
+            "calibration": self.calibration_method,
         }
 
     def _laplace_probe(self, name: str, explicit: dict) -> dict:

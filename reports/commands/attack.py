@@ -49,7 +49,7 @@ def parse_value(text: str):
         return None
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # not a TOML value (or nested too deeply to be one)
         return text
 
 

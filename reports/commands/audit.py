@@ -131,13 +131,15 @@ def _provenance(args, config: dict, options, started: str, clock: float, reused_
 def reuse_lines(options) -> list[str]:
     """What this audit took from an earlier run in the same --out, why that is safe, and what it
     recomputed because the code or libraries changed (printed on stdout, not only in report.md)."""
+    from reports.audit.fingerprint import LIBRARIES
+
     lines = []
     if options.reused:
         lines.append(
             f"reused {len(options.reused)} saved section(s) from an earlier run in this --out: "
             f"{', '.join(sorted(options.reused))}; safe because each was saved under the same configuration, "
             "trials, seed and batch size, the same source of this project's packages (and, for a user probe, "
-            "of its module and datasets file) and the same dp-accounting, opacus, torch, numpy and scipy versions"
+            f"of its module and datasets file) and the same {', '.join(LIBRARIES[:-1])} and {LIBRARIES[-1]} versions"
         )
     if options.recomputed:
         lines.append(

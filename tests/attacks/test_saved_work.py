@@ -228,3 +228,30 @@ def test_plan_prints_how_an_attack_would_run(capsys):
     assert plan["reduction"] == "counts" and plan["batches"] * plan["batch_size"] >= 10**12
     assert main(["plan", "--trials", "1e15", "--delta", "1e-5", "--probe", "gaussian"]) == 2
     assert "at most" in capsys.readouterr().err
+
+
+def test_an_edited_algorithm_or_preset_changes_a_probes_provenance(tmp_path):
+    """An end-to-end probe runs a whole algorithm of dpfed and reads its presets (dpfed/presets/*.toml); the
+    checkpoint's code hashes covered only the probe's own module and the mechanism modules, so a run resumed
+    after an edit of dpfed/fts mixed batches of two implementations."""
+    from attacks.probes import base
+
+    for name, text in (("dpfed/fts/server.py", "NOISE = 1.0\n"), ("dpfed/presets/fts_synthetic.toml", "z = 1.0\n"),
+                       ("attacks/probes/x.py", "")):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    before = base.project_code_hash(tmp_path)
+    for name, edited in (("dpfed/fts/server.py", "NOISE = 0.5\n"), ("dpfed/presets/fts_synthetic.toml", "z = 0.5\n")):
+        (tmp_path / name).write_text(edited)
+        assert base.project_code_hash(tmp_path) != before
+        before = base.project_code_hash(tmp_path)
+
+
+def test_a_checkpoint_under_other_project_code_is_not_resumed(tmp_path, monkeypatch, capsys):
+    from attacks.probes import base
+
+    args = ["attack", "gaussian", "--trials", "2000", "--seed", "3", "--checkpoint", str(tmp_path / "ck"),
+            "--no-progress"]
+    assert main(args) == 0
+    monkeypatch.setattr(base, "project_code_hash", lambda root=None: "an edited dpfed")
+    assert main(args) == 2 and "code differ" in capsys.readouterr().err

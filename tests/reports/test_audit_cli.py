@@ -67,6 +67,8 @@ def test_small_audit_writes_three_valid_files(small_audit):
     assert first["verdict"]["analytic"]["status"] == "REFUTED" and second["verdict"]["analytic"]["status"] == "PROVED"
     assert second["verdict"]["status"] == "PASS"
     assert not any(f["id"] == "claim-refuted" for f in second["findings"])  # findings stay with their target
+    # the probe attacks the classic sigma and says so (it showed its own default, "analytic")
+    assert first["probes"][0]["params"]["calibration"] == "classic"
     prov = report["provenance"]
     assert prov["command"] == f"dpaudit audit {SMALL} --out {out} --quiet"  # as typed
     assert prov["reused_from"] is None and prov["reused_sections"] == []

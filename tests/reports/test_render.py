@@ -116,6 +116,10 @@ def test_an_infinite_epsilon_survives_json_and_renders():
     target = report["targets"][0]
     target["accounting"]["rows"][0]["epsilon"] = "inf"
     target["verdict"].update(upper_bound={"epsilon": "inf", "source": "exact"}, gap="inf")  # gap = upper - lower
+    # the tight exact accountant's infinite epsilon refutes the claim (the report checks its verdicts)
+    target["verdict"].update(status="VIOLATION", rule="refuted",
+                             analytic={"status": "REFUTED", "epsilon": "inf", "accountant": "exact"})
+    report.update(status="VIOLATION", exit_code=1)
     text = dumps_report(validate_report(report))
     assert "Infinity" not in text and '"inf"' in text
     assert "| exact * | add-remove | none | 1e-05 | inf |" in render_markdown(json.loads(text))

@@ -86,3 +86,14 @@ def test_report_out_naming_a_directory_is_refused(tmp_path, capsys):
     save_report(synthetic_report(), tmp_path / "report.json")
     assert main(["report", str(tmp_path / "report.json"), "--out", str(tmp_path)]) == 2
     assert "directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [*NAMES, report_files.SET_LINK])
+def test_a_directory_where_a_report_link_goes_is_refused_before_any_work(tmp_path, capsys, name):
+    """A directory named report.json (or report-set) in --out cannot be replaced by the link: the audit
+    ran to the end and then exited 4, leaving a stray temporary link."""
+    (tmp_path / name).mkdir()
+    code = main(["audit", str(ROOT / "configs" / "audit_small.toml"), "--out", str(tmp_path), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and f"{name} is a directory" in err and err.count("\n") == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

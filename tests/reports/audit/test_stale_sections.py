@@ -63,3 +63,67 @@ def test_an_edit_inside_our_packages_recomputes_every_section(tmp_path, capsys, 
     _, stdout, report = _audit(config, out, capsys)
     assert report["provenance"]["reused_sections"] == []
     assert "this project's code" in stdout and "safe because" not in stdout
+
+
+GAUSSIAN = """
+title = "cache test"
+seed = 4
+[[target]]
+name = "Gaussian, analytic calibration"
+algorithm = "mechanism"
+accountants = ["exact"]
+[target.parameters]
+type = "gaussian"
+calibration = "analytic"
+[target.claim]
+epsilon = 1.0
+delta = 1e-5
+neighbouring = "add-remove"
+unit = "one record"
+[[target.probes]]
+name = "gaussian"
+trials = 500
+"""
+
+
+def test_a_damaged_saved_section_is_recomputed_not_trusted(tmp_path, capsys):
+    """One changed digit in a saved section (here the exact accountant's epsilon, 1 -> 9) used to be
+    reused as it stood: the claim was REFUTED by a number no accountant computed (VIOLATION, exit 1)."""
+    config, out = tmp_path / "g.toml", tmp_path / "out"
+    config.write_text(GAUSSIAN)
+    code, _, first = _audit(config, out, capsys)
+    assert code == 0 and first["targets"][0]["verdict"]["analytic"]["status"] == "PROVED"
+    section = out / ".audit-work" / "target-0" / "accounting.json"
+    stored = json.loads(section.read_text())
+    row = next(r for r in stored["value"]["rows"] if r["accountant"] == "exact")
+    text = section.read_text()
+    assert text.count(json.dumps(row["epsilon"])) == 1
+    section.write_text(text.replace(json.dumps(row["epsilon"]), json.dumps(row["epsilon"] + 8.0)))
+    code, stdout, report = _audit(config, out, capsys)
+    assert code == 0 and report["targets"][0]["verdict"] == first["targets"][0]["verdict"]
+    assert "target-0/accounting (damaged" in stdout
+    assert "target-0/accounting" not in report["provenance"]["reused_sections"]
+
+
+def test_a_changed_probe_kind_is_not_served_from_the_saved_section(tmp_path, capsys):
+    """The section records the probe's kind; the same probe declared end-to-end was reported as mechanism."""
+    config, out = tmp_path / "g.toml", tmp_path / "out"
+    config.write_text(GAUSSIAN)
+    _audit(config, out, capsys)
+    config.write_text(GAUSSIAN.replace("trials = 500", 'trials = 500\nkind = "end-to-end"'))
+    _, _, report = _audit(config, out, capsys)
+    assert report["targets"][0]["probes"][0]["kind"] == "end-to-end"
+
+
+def test_data_files_of_our_packages_are_in_the_fingerprint(tmp_path, monkeypatch):
+    """A target's parameters may name a preset (dpfed/presets/fts_*.toml) whose values are read at run time:
+    an edited preset must change the fingerprint, as an edited module does (only *.py files counted)."""
+    preset = tmp_path / "dpfed" / "presets" / "fts_synthetic.toml"
+    preset.parent.mkdir(parents=True)
+    (tmp_path / "dpfed" / "__init__.py").write_text("")
+    preset.write_text("noise_multiplier = 1.0\n")
+    monkeypatch.setattr(fingerprint, "ROOT", tmp_path)
+    before = fingerprint.our_code_hash()
+    preset.write_text("noise_multiplier = 0.1\n")
+    assert fingerprint.our_code_hash() != before
+    assert "scikit-learn" in fingerprint.library_versions()  # the SVM objective and learned scores use it
