@@ -12,8 +12,9 @@ either
 A command that is neither fast enough as written nor registered fails the test with the line to add.
 A registered command that left the README fails too, so the table stays the README's.
 
-All commands run, in README order, in ONE child process that imports ``dpaudit`` once (about 40 s in
-all), inside one temporary directory holding ``configs/`` and the few files the README assumes the
+All commands run, in README order, in ONE child process that imports ``dpaudit`` once (the Flower
+commands, about 70 s, in a second child from ``tests/test_readme_flower_commands.py``, so that the two
+xdist workers share them), inside one temporary directory holding ``configs/`` and the few files the README assumes the
 user has (a small ``LandmineData.mat`` in the documented format, ``my_audit.toml``), so later commands
 see what earlier ones wrote (``dpaudit report audit-report/report.json`` reads the audit's report).
 """
@@ -449,11 +450,20 @@ def test_an_unregistered_slow_command_fails_with_the_line_to_add():
     assert "expected 0" in judge(job, {"code": 2, "seconds": 1.0, "cpu": 1.0, "tail": "error"})
 
 
-@pytest.mark.slow
-def test_every_readme_command_runs(tmp_path):
+def is_flower_job(job: dict) -> bool:
+    """The Flower commands (about 70 s of Flower simulations) run in their own module,
+    ``tests/test_readme_flower_commands.py``, so that xdist gives them to the other worker. They read no
+    other command's output and no other command reads theirs."""
+    return job["readme"].startswith("dpaudit flower ") or "audit_flower.toml" in job["readme"]
+
+
+def run_readme_jobs(tmp_path: Path, flower: bool) -> None:
+    """Run the README's Flower commands (``flower=True``) or all the others, in README order, in one child."""
     commands = readme_commands(README.read_text(encoding="utf-8"))
     assert len(commands) > 30, "the README's commands were not found"
     jobs, problems = plan_jobs(commands)
+    jobs = [job for job in jobs if is_flower_job(job) == flower]
+    assert len(jobs) >= (4 if flower else 30), "the README's Flower or other commands were not found"
     work = tmp_path / "work"
     work.mkdir()
     prepare_workdir(work)
@@ -475,6 +485,12 @@ def test_every_readme_command_runs(tmp_path):
     print(f"{len(results)} README commands: {cpu:.1f} CPU s, {wall:.1f} s wall")  # shown with pytest -s
     timing = ", ".join(f"{r['cpu']:.1f}" for r in results)
     assert not problems, "\n".join(problems) + f"\n(CPU seconds per command: {timing})"
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs(tmp_path):
+    """Every README command except the Flower ones (``tests/test_readme_flower_commands.py``)."""
+    run_readme_jobs(tmp_path, flower=False)
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
