@@ -22,6 +22,8 @@ from reports.cli import main  # noqa: E402
 from reports.model import load_report  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "audit_flower.toml"
+# Flower simulations (20-30 s each on 2 cores): slow, so tests/conftest.py starts this module early
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

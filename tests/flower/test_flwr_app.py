@@ -22,6 +22,8 @@ from dpfed.flower.records import releases  # noqa: E402
 from dpfed.transcript import Transcript  # noqa: E402
 
 SMALL = dict(nodes=40, sampled=8, rounds=3, seed=0)
+# Flower simulations (20-30 s each on 2 cores): slow, so tests/conftest.py starts this module early
+pytestmark = pytest.mark.slow
 
 
 def test_reads_every_wrapper_and_the_sample_size():

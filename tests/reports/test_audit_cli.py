@@ -14,31 +14,13 @@ from reports.cli import main
 from reports.model import load_report, strip_volatile
 from reports.render_html import render_html
 from reports.render_markdown import render_markdown
+from tests.user_audit_config import gaussian_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "configs" / "audit_small.toml"
 VOLATILE_LINE = re.compile(r"(Started|Finished|Duration|Sections reused|Command)[^\n]*")
 
-GAUSSIAN_ONLY = """
-title = "resume test"
-seed = 5
-[[target]]
-name = "Gaussian, analytic calibration"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "gaussian"
-calibration = "analytic"
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "gaussian"
-trials = 20000
-batch_size = 2000
-"""
+GAUSSIAN_ONLY = gaussian_audit("resume test", seed=5, trials=20000, batch_size=2000)
 
 
 def _audit(config, out: Path, *extra) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from reports.audit import fingerprint
 from reports.cli import main
-from tests.user_audit_config import user_mechanism_audit
+from tests.user_audit_config import gaussian_audit, user_mechanism_audit
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,25 +65,7 @@ def test_an_edit_inside_our_packages_recomputes_every_section(tmp_path, capsys, 
     assert "this project's code" in stdout and "safe because" not in stdout
 
 
-GAUSSIAN = """
-title = "cache test"
-seed = 4
-[[target]]
-name = "Gaussian, analytic calibration"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "gaussian"
-calibration = "analytic"
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "gaussian"
-trials = 500
-"""
+GAUSSIAN = gaussian_audit("cache test", seed=4, trials=500)
 
 
 def test_a_damaged_saved_section_is_recomputed_not_trusted(tmp_path, capsys):
