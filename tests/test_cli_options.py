@@ -50,3 +50,14 @@ def test_a_closed_stdout_exits_141_without_a_traceback_or_log(tmp_path):
     assert reader_gone.wait(timeout=120) == 141, err
     assert err == ""
     assert not list(tmp_path.glob("dpaudit-error-*.log"))
+
+
+@pytest.mark.parametrize("probe, key", [("gaussian", "calibration=classic"), ("gaussian", "epsilon=1"),
+                                        ("bug-weak-noise", "epsilon=1")])
+def test_a_gaussian_calibration_beside_an_explicit_noise_is_refused(capsys, probe, key):
+    """``epsilon`` and ``calibration`` only choose a Gaussian probe's noise; beside ``noise_multiplier`` they
+    were silently ignored (``--param calibration=classic --param noise_multiplier=2`` ran at z = 2)."""
+    argv = ["attack", probe, "--trials", "1000", "--param", key, "--param", "noise_multiplier=2"]
+    assert main(argv) == 2
+    name = key.split("=")[0]
+    assert f"params.{name}: calibrates the noise" in capsys.readouterr().err

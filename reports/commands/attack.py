@@ -201,6 +201,22 @@ def check_params(name: str, params: dict) -> None:
 
     schema = dataclass_schema(probe_class(name), exclude=("timeout",))  # given as --timeout
     check_table("params", {k: v for k, v in {**PROBES[name][1], **params}.items() if v is not None}, schema)
+    _no_unused_calibration(name, params)
+
+
+def _no_unused_calibration(name: str, params: dict) -> None:
+    """A Gaussian probe's ``epsilon`` and ``calibration`` only choose its noise: beside an explicit
+    ``noise_multiplier`` they would be ignored (the claim is ``--claim-epsilon``)."""
+    from attacks.probes import probe_class
+    from attacks.probes.mechanisms import GaussianProbe
+
+    if not issubclass(probe_class(name), GaussianProbe) or params.get("noise_multiplier") is None:
+        return
+    for key in ("epsilon", "calibration"):
+        if key in params:
+            raise ConfigurationError(
+                f"params.{key}", "calibrates the noise, which noise_multiplier gives already; give one of them "
+                "(a claim to test is --claim-epsilon)")
 
 
 def _fmt(value, digits=4):
