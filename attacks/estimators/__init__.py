@@ -18,6 +18,7 @@ from attacks.estimators.types import EpsilonBound
 
 DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
+ONE_RUN_METHODS = ("one-run", "fdp-one-run")
 
 
 def check_methods(methods) -> tuple[str, ...]:
@@ -32,7 +33,6 @@ def check_methods(methods) -> tuple[str, ...]:
     if unknown:
         raise ConfigurationError("methods", f"unknown estimator {unknown[0]!r}; choose from {', '.join(METHODS)}")
     return methods
-ONE_RUN_METHODS = ("one-run", "fdp-one-run")
 
 
 def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, methods=None,

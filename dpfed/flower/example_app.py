@@ -72,9 +72,14 @@ def supernodes(settings: AppSettings) -> int:
     return settings.nodes + settings.canaries
 
 
+FEATURES, CLASSES = 64, 10  # the example's digits: 8 x 8 pixels, 10 classes
+PARAMETERS_PER_HIDDEN = FEATURES + 1 + CLASSES  # a hidden unit's weights in and out and its bias
+LOGISTIC_PARAMETERS = FEATURES * CLASSES + CLASSES
+
+
 def parameter_count(settings: AppSettings) -> int:
     """Parameters d of the example model: 64 x 10 + 10, or 64 h + h + 10 h + 10 with a hidden layer."""
-    return 75 * settings.hidden + 10 if settings.hidden else 650
+    return PARAMETERS_PER_HIDDEN * settings.hidden + CLASSES if settings.hidden else LOGISTIC_PARAMETERS
 
 
 def model_for(settings: AppSettings):
@@ -82,9 +87,9 @@ def model_for(settings: AppSettings):
     import torch
 
     if not settings.hidden:
-        return torch.nn.Linear(64, 10)
-    return torch.nn.Sequential(torch.nn.Linear(64, settings.hidden), torch.nn.ReLU(),
-                               torch.nn.Linear(settings.hidden, 10))
+        return torch.nn.Linear(FEATURES, CLASSES)
+    return torch.nn.Sequential(torch.nn.Linear(FEATURES, settings.hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(settings.hidden, CLASSES))
 
 
 def canary_reply(arrays, direction: np.ndarray, clip: float):

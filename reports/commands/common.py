@@ -26,6 +26,12 @@ def number_arg(field: str, **bounds):
     return parse
 
 
+def add_accountants_argument(parser) -> None:
+    """``--accountants`` of the private runs, checked when the command line is read."""
+    parser.add_argument("--accountants", default=None, type=accountant_names,
+                        help="comma-separated accountant names (default all)")
+
+
 def accountant_names(text: str) -> str:
     """An argparse ``type`` for ``--accountants``: the names are checked when the command line is read, so an
     unknown one is refused before a run starts (it was found after the whole run); returns ``text``."""

@@ -106,12 +106,13 @@ def check_run_memory(settings) -> None:
     """Refuse a model or a run too large for memory before Flower starts. Per parameter, about: the transcript's
     noise of every round as Python floats (32 bytes) and the recorder's round deltas (8), its float64 updates of
     the sampled clients and working copies (8 bytes each); the model is checked at one round, then the rounds."""
-    from dpfed.flower.example_app import parameter_count
+    from dpfed.flower.example_app import CLASSES, PARAMETERS_PER_HIDDEN, parameter_count
     from reports.commands.common import check_memory
 
     per_round, fixed = 40, 8 * (settings.sampled + 8)
     if settings.hidden:
-        check_memory("hidden", settings.hidden, 75 * (per_round + fixed), 10 * (per_round + fixed), " hidden units")
+        check_memory("hidden", settings.hidden, PARAMETERS_PER_HIDDEN * (per_round + fixed),
+                     CLASSES * (per_round + fixed), " hidden units")
     d = parameter_count(settings)
     check_memory("rounds", settings.rounds, per_round * d, fixed * d, " rounds")
 

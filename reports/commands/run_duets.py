@@ -19,7 +19,7 @@ import numpy as np
 from accounting.errors import ConfigurationError, read_toml, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
-    accountant_names,
+    add_accountants_argument,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -59,10 +59,7 @@ def add_algorithms(subparsers) -> None:
         for key, text in flags.items():
             p.add_argument("--" + key.replace("_", "-"), dest=key, default=None, help=text)
         if name == "dp-duets":
-            p.add_argument(
-                "--accountants", default=None, type=accountant_names,
-                help="comma-separated accountant names (default all)",
-            )
+            add_accountants_argument(p)
         if name == "diskernelucb":
             p.add_argument("--threshold", default=None, help="event-trigger threshold D (default 10; inf: none)")
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")

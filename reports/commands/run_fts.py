@@ -14,7 +14,7 @@ import numpy as np
 from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
-    accountant_names,
+    add_accountants_argument,
     dumps,
     format_number,
     mean_and_standard_error,
@@ -51,10 +51,7 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")
         if name.startswith("dp-"):  # non-private runs release nothing to account for
-            p.add_argument(
-                "--accountants", default=None, type=accountant_names,
-                help="comma-separated accountant names (default all)",
-            )
+            add_accountants_argument(p)
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         p.set_defaults(func=functools.partial(run_command, name))
 

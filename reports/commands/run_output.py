@@ -10,7 +10,7 @@ from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     STEPS,
-    accountant_names,
+    add_accountants_argument,
     dumps,
     format_number,
     number_arg,
@@ -23,10 +23,7 @@ from reports.commands.run_files import add_force_argument, claim_outputs, stderr
 def add_run_arguments(parser, private: bool) -> None:
     """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output."""
     if private:
-        parser.add_argument(
-            "--accountants", default=None, type=accountant_names,
-            help="comma-separated accountant names (default all)",
-        )
+        add_accountants_argument(parser)
     parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
     parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
     parser.add_argument(

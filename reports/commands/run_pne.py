@@ -17,7 +17,7 @@ from accounting.errors import ConfigurationError, require_number
 from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
-    accountant_names,
+    add_accountants_argument,
     available_memory,
     dumps,
     format_number,
@@ -96,10 +96,7 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
             p.add_argument("--delta", default=None, help="privacy delta (default 1e-5)")
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
-            p.add_argument(
-                "--accountants", default=None, type=accountant_names,
-                help="comma-separated accountant names (default all)",
-            )
+            add_accountants_argument(p)
         if name != "hct":
             p.add_argument("--heterogeneity", default=None, help="size of the local perturbations (default 0.1)")
         p.add_argument(
