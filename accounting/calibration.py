@@ -114,8 +114,15 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps:
                                relative_tolerance: float = 1e-3, progress=None,
                                **mechanism_options) -> NoiseCalibration:
     """Noise multiplier of a Poisson-subsampled Gaussian run ``steps`` times so that ``accountant``
-    certifies (epsilon, delta). Conservative: the returned value is verified to meet the target.
-    ``progress(evaluations, low, high)`` is called after each accountant evaluation."""
+    certifies (epsilon, delta): a value that meets the target, at most ``relative_tolerance`` above one
+    that misses it. Conservative: every answer was evaluated by ``accountant`` itself.
+    ``progress(evaluations, low, high)`` is called after each accountant evaluation.
+
+    The search starts from the RDP calibration (milliseconds; RDP is looser than a tight accountant, so
+    its noise is an upper estimate), brackets the answer with growing steps, then narrows the bracket by
+    Brent's method on log z and closes it with two evaluations straddling the estimate (about 6 tight
+    evaluations instead of 15 for plain bisection from a fixed bracket; ``benchmarks/calibrate_speed.py``).
+    """
     from accounting.base import run_accountant
     from accounting.mechanisms import Composition, SubsampledGaussian
     from accounting.registry import get_accountant
@@ -124,30 +131,83 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps:
     require_number("steps", steps, low=1, integer=True)
     engine = get_accountant(accountant)
     SubsampledGaussian(rate, 1.0, **mechanism_options)  # validate the mechanism options up front
-
-    calls = []
+    search = _NoiseSearch(epsilon, progress)
 
     def eps_at(z: float) -> float:
         mechanism = SubsampledGaussian(rate, z, **mechanism_options)
         result = run_accountant(engine, Composition.of(mechanism, int(steps)), delta=delta)
         if not result.ok:
             raise ConfigurationError("accountant", f"{accountant} cannot answer: {result.reason}")
-        calls.append(z)
-        if progress is not None:
-            progress(len(calls), low, high)
         return result.epsilon
 
-    low, high = 0.05, 1.0
-    while eps_at(high) > epsilon:
-        low, high = high, high * 2.0
-        if high > 1e5:
-            raise ConfigurationError("epsilon", f"target {epsilon} needs a noise multiplier above 1e5")
-    while low > 1e-3 and eps_at(low) <= epsilon:
-        low /= 2.0
-    while high / low > 1.0 + relative_tolerance:  # bisection in log space; eps decreases in z
-        middle = (low * high) ** 0.5
-        if eps_at(middle) <= epsilon:
-            high = middle
-        else:
-            low = middle
-    return NoiseCalibration(high, eps_at(high), epsilon, delta, accountant)
+    search.evaluate = eps_at
+    options = mechanism_options
+    guess = 1.0 if engine.name == "rdp" else _rdp_guess(epsilon, delta, rate, steps, relative_tolerance, options)
+    low, high = search.bracket(guess)
+    high = search.narrow(low, high, relative_tolerance)
+    return NoiseCalibration(high, search.values[high], epsilon, delta, accountant)
+
+
+def _rdp_guess(epsilon, delta, rate, steps, relative_tolerance, mechanism_options) -> float:
+    """The RDP calibration as a starting point (1.0 where RDP cannot answer)."""
+    try:
+        return calibrate_noise_multiplier(epsilon, delta, rate, steps, "rdp", relative_tolerance,
+                                          **mechanism_options).noise_multiplier
+    except ConfigurationError:
+        return 1.0
+
+
+class _NoiseSearch:
+    """The noise search's state: every (z, epsilon) evaluated, the bracket they imply, progress reports.
+    epsilon is assumed to decrease in z; ``low`` is the largest z known to miss the target, ``high`` the
+    smallest known to meet it."""
+
+    FLOOR, CEILING = 1e-3, 1e5  # below FLOOR the answer is FLOOR's bracket; above CEILING it is refused
+
+    def __init__(self, target: float, progress):
+        self.target, self.progress, self.values, self.evaluate = target, progress, {}, None
+        self.low, self.high = 0.0, math.inf
+
+    def meets(self, z: float) -> bool:
+        if z not in self.values:
+            self.values[z] = eps = self.evaluate(z)
+            if eps <= self.target:
+                self.high = min(self.high, z)
+            else:
+                self.low = max(self.low, z)
+            if self.progress is not None:
+                self.progress(len(self.values), self.low, self.high)
+        return self.values[z] <= self.target
+
+    def bracket(self, guess: float) -> tuple[float, float]:
+        """(low, high) with low missing (or at the floor) and high meeting, found from ``guess`` by steps
+        that square each time (factors 1.05, 1.1, 1.2, 1.5, 2.2, ...)."""
+        step, z = 1.05, guess
+        if self.meets(z):
+            while z > self.FLOOR and self.meets(max(z / step, self.FLOOR)):
+                z, step = max(z / step, self.FLOOR), step * step
+            return max(z / step, self.FLOOR) if z > self.FLOOR else z, z
+        while not self.meets(z * step):
+            z, step = z * step, step * step
+            if z * step > self.CEILING:
+                raise ConfigurationError("epsilon", f"target {self.target} needs a noise multiplier above 1e5")
+        return z, z * step
+
+    def narrow(self, low: float, high: float, tolerance: float) -> float:
+        """The smallest meeting z found once high / low <= 1 + tolerance."""
+        width = math.log1p(tolerance)
+        if high / low > 1.0 + tolerance and self.values.get(low, math.inf) < math.inf:
+            def excess(u):
+                z = math.exp(u)
+                self.meets(z)
+                return min(self.values[z] - self.target, 1e12)  # an infinite epsilon would derail the steps
+
+            root = optimize.brentq(excess, math.log(low), math.log(high), xtol=width / 4)
+            for u in (root + width * 0.45, root - width * 0.45):  # straddle the estimate to close the bracket
+                if self.low < math.exp(u) < self.high:
+                    self.meets(math.exp(u))
+        low, high = self.low or low, self.high
+        while high / low > 1.0 + tolerance:  # guard: plain bisection in log space until the bracket is closed
+            middle = math.sqrt(low * high)
+            low, high = (low, middle) if self.meets(middle) else (middle, high)
+        return high

@@ -102,9 +102,10 @@ def _progress_printer(accountant: str, quiet_for: float = 5.0, every: float = 5.
         elapsed = time.perf_counter() - start
         if elapsed >= quiet_for and elapsed - last[0] >= every:
             last[0] = elapsed
+            bracket = f"between {low:.4g} and {high:.4g}" if 0 < low and high < float("inf") else "not bracketed yet"
             print(
                 f"calibrate: {evaluations} evaluations of {accountant} in {elapsed:.0f} s; noise multiplier "
-                f"between {low:.4g} and {high:.4g} (search to 0.1%)",
+                f"{bracket} (search to 0.1%)",
                 file=sys.stderr,
                 flush=True,
             )
