@@ -259,7 +259,7 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit calibrate --epsilon 2 --delta 1e-5 --rate 0.01 --steps 1000 --accountant pld": (
         None,
         0,
-        "as written, about 8 s: the PLD calibration's cost does not fall with the steps",
+        "as written, about 4 s (6 PLD evaluations): the PLD calibration's cost does not fall with the steps",
     ),
     "dpaudit audit configs/audit_algorithm_bugs.toml --out out/bugs": (
         "dpaudit audit algorithm_bugs_small.toml --out out/bugs",
