@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from attacks.attack import run_attack
 from attacks.probes import get_probe
@@ -28,9 +28,18 @@ def test_pne_reward_upload_is_the_noisy_clipped_mean():
             scores = probe.scores(world, 20_000, rng)
             law = stats.norm(mean, sigma / math.sqrt(pulls))
             assert stats.kstest(scores, law.cdf).pvalue > 1e-3
-    # the true epsilon at t = 1 is 0.75 (notes), at t = 4 about 0.35
+    # the true epsilon at t = 1 is 0.75 (notes); at t = 4 the shift is 1/4 and the std sigma/2, i.e. mu = 1/(2 sigma).
+    # Both from Balle & Wang's exact Gaussian privacy profile, solved here with scipy (was a pasted 0.35).
     assert get_probe("pne-reward").true_epsilon(1e-5) == pytest.approx(0.75, abs=0.01)
-    assert get_probe("pne-reward", pulls=4).true_epsilon(1e-5) == pytest.approx(0.35, abs=0.01)
+    for pulls in (1, 4):
+        mu = 1 / (sigma * math.sqrt(pulls))  # shift 1/t over std sigma/sqrt(t)
+        exact = optimize.brentq(lambda e, mu=mu: balle_wang_delta(e, mu) - 1e-5, 0.0, 20.0)
+        assert get_probe("pne-reward", pulls=pulls).true_epsilon(1e-5) == pytest.approx(exact, rel=1e-4)
+
+
+def balle_wang_delta(epsilon, mu):
+    """delta(epsilon) of a Gaussian mechanism with shift/std mu (Balle & Wang 2018, Theorem 8)."""
+    return stats.norm.cdf(mu / 2 - epsilon / mu) - math.exp(epsilon) * stats.norm.cdf(-mu / 2 - epsilon / mu)
 
 
 def test_pne_clipping_neutralises_an_out_of_range_canary():
