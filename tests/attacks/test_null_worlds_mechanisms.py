@@ -1,5 +1,5 @@
 """Null worlds of the mechanism-level probes (gaussian, laplace, subsampled-gaussian, empty-sample,
-fts-server, pne-reward, fedzero-scalar), which had no null-world test of their own.
+fts-server, pne-reward, fedzero-scalar, dp-duets-release), which had no null-world test of their own.
 
 Two kinds of null world, each a pair of score laws that a correct implementation makes identical:
 * canary beyond the clip: world 1 with the canary at the clip bound vs world 1 with it at 10x the bound
@@ -35,6 +35,7 @@ SAME_LAW = {
     "fts-server": (({"rounds": 10}, 0), ({"rounds": 10}, 0)),
     "pne-reward": (({}, 0), ({"canary_value": 0.0}, 1)),
     "fedzero-scalar": (({}, 0), ({}, 0)),
+    "dp-duets-release": (({}, 0), ({}, 0)),
 }
 
 
