@@ -1,12 +1,15 @@
 """Null worlds of the mechanism-level probes (gaussian, laplace, subsampled-gaussian, empty-sample,
-fts-server, pne-reward, fedzero-scalar, dp-duets-release), which had no null-world test of their own.
+fts-server, pne-reward, fedzero-scalar, dp-duets-release) and of the user-mechanism probe, which had no
+null-world test of their own.
 
 Two kinds of null world, each a pair of score laws that a correct implementation makes identical:
 * canary beyond the clip: world 1 with the canary at the clip bound vs world 1 with it at 10x the bound
   (the probes that clip); a correct release clips both to the same value (the planted ``no-clip`` bug
   does not, and the power check below catches it with this harness);
 * the probe's own world 0 twice, or a canary that moves nothing (``pne-reward`` with canary value 0):
-  the estimator on the probe's actual score law (atoms, heavy tails) must not certify a positive epsilon.
+  the estimator on the probe's actual score law (atoms, heavy tails) must not certify a positive epsilon;
+* for the user probe, a mechanism that ignores its dataset: the learned classifier (trained on its own
+  fresh runs) must not turn pure noise into evidence.
 Each probe: AUDITS = 200 audits of TRIALS = 1000 trials per world, Clopper-Pearson (the audit's rigorous
 estimator) at confidence 0.95 and delta 1e-3. The count of positive bounds must not be significantly above
 Binomial(AUDITS, 0.05): a one-sided binomial test at level 0.001, so each test fails falsely with
@@ -15,12 +18,16 @@ probability <= 0.001 for a random seed (the seeds are fixed, so each outcome is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
 
 from attacks.estimators import clopper_pearson_lower_bound
 from attacks.probes import get_probe
+
+DATASETS = str(Path(__file__).resolve().parents[2] / "configs" / "attack_user_example_datasets.toml")
 
 AUDITS, TRIALS, CONFIDENCE, DELTA, LEVEL = 200, 1000, 0.95, 1e-3, 0.001
 
@@ -65,6 +72,21 @@ def test_worlds_of_one_law_give_positive_bounds_at_most_at_the_nominal_rate(name
     out = get_probe(name, **params_out).scores(world_out, AUDITS * TRIALS, rng)
     inn = get_probe(name, **params_in).scores(world_in, AUDITS * TRIALS, rng)
     _assert_null(_positives(out, inn))
+
+
+def dataset_blind(dataset, rng):
+    """A user mechanism whose output does not depend on its dataset (Laplace(1) noise)."""
+    return rng.laplace(0.0, 1.0)
+
+
+@pytest.mark.parametrize("classifier", ["logistic", "boosting"])
+def test_user_probe_on_a_dataset_blind_mechanism(classifier):
+    rng = np.random.default_rng(2029)
+    probe = get_probe(
+        "user", function="tests.attacks.test_null_worlds_mechanisms:dataset_blind", datasets=DATASETS,
+        classifier=classifier,
+    ).fit(1000, rng)
+    _assert_null(_positives(probe.scores(0, AUDITS * TRIALS, rng), probe.scores(1, AUDITS * TRIALS, rng)))
 
 
 def test_the_harness_catches_an_unclipped_canary():
