@@ -154,7 +154,9 @@ def test_one_run_on_independent_gaussian_canaries():
         bounds.append(bound)
         wrong += bound > 4.0
     assert_at_most_nominal(wrong)
-    assert np.median(bounds) > 1.0  # and it is not vacuous
+    # and it is not vacuous: with two other seeds the median was 1.56 and every one of 2 x 200 bounds was
+    # above 1, so the median falls to 1 (>= 100 of 200 at or below) with negligible probability
+    assert np.median(bounds) > 1.0
 
 
 # Power on the Gaussian mechanism calibrated exactly to (2, 1e-5). Over 8 other seeds: Clopper-Pearson at
