@@ -52,7 +52,7 @@ def test_bumps_move_the_local_maximisers():
     local = LocalObjectives(obj, 10, heterogeneity=0.2, kind="bumps", rng=0)
     grid = np.linspace(0, 1, 20_001)[:, None]
     argmax = grid[np.argmax(local.values(grid), axis=1), 0]
-    assert np.ptp(argmax) > 0.05  # 50 other seeds: 0.21 to ~0.5 (mean 0.32); deterministic with this one
+    assert np.ptp(argmax) > 0.05  # 50 other seeds: min 0.21, mean 0.32; deterministic with this one
 
 
 def test_single_client_sees_the_global_objective_and_noise_is_bounded():
