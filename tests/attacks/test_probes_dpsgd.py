@@ -39,10 +39,13 @@ def test_probe_scores_shape_and_metadata(name, trials, extra):
     assert info["planted_bug"] == ("half-noise" if name.startswith("bug") else None)
 
 
-def test_null_worlds_give_positive_bounds_at_most_at_the_nominal_rate():
+@pytest.mark.parametrize("name", ["dpsgd-all-iterates", "dpsgd-last-iterate"])
+def test_null_worlds_give_positive_bounds_at_most_at_the_nominal_rate(name):
     # Canary never inserted: both worlds are opacus runs without it. Each audit's 95% bound is positive
     # with probability <= 5%; P[Binom(12, 0.05) >= 4] = 0.002 is this test's false-failure probability.
-    probe = get_probe("dpsgd-all-iterates", **FAST, canaries_per_run=1000)
+    # The last-iterate view (its own score) had no null-world test; the final-model view trains one model
+    # per trial, too slow for 24 000 trials here.
+    probe = get_probe(name, **FAST, canaries_per_run=1000)
     rng = np.random.default_rng(19)
     positives = 0
     for _ in range(12):
