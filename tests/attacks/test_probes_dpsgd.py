@@ -95,6 +95,7 @@ def test_attack_cli_runs_the_dpsgd_config(capsys):
     code = main(["attack", "--config", "configs/attack_dpsgd.toml", "--trials", "400", "--param", "epochs=1",
                  "--param", "canaries_per_run=400", "--no-progress"])
     text = capsys.readouterr().out
+    # code 1 (VIOLATION) on this correct set-up would be a false alarm: probability <= 0.05 for a random seed
     assert code in (0, 3) and "all iterates (white box)" in text and "clopper-pearson" in text
 
 
