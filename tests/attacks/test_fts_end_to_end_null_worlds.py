@@ -54,14 +54,17 @@ def test_replay_is_valid_on_null_worlds_with_the_canary_beyond_the_clip_bound():
 
 
 def test_the_null_world_check_has_power_against_a_server_that_skips_clipping(monkeypatch):
-    # the same null world with the clip skipped is no longer null: at least half the audits give a positive
-    # bound (11 of 20 with this seed; the test is deterministic)
+    # The same null world with the clip skipped is no longer null, and the null test's own binomial check
+    # (p < 0.001 against the nominal 5%) rejects it. Was: at least 10 of 20 audits positive (11 with that
+    # seed); measured over 300 audits with another seed the positive rate is 0.59 (95% CI 0.54-0.65), so
+    # that check failed with probability about 0.14 (up to 0.29) for a random seed. Now 40 audits (8 positive
+    # needed for p < 0.001): false-failure probability < 3e-6 at a rate of 0.54. Deterministic with this seed.
     from attacks.estimators.clopper_pearson import clopper_pearson_lower_bound
 
     monkeypatch.setattr(Server, "aggregate", BUGS["no-clip"])
-    probe, reps, trials = _null_probe(), 20, NULL_TRIALS
+    probe, reps, trials = _null_probe(), 40, NULL_TRIALS
     rng = np.random.default_rng(2117)
     out, inn = (probe.scores(w, reps * trials, rng).reshape(reps, trials) for w in (0, 1))
     bounds = [clopper_pearson_lower_bound(o, i, probe.default_delta).epsilon for o, i in zip(out, inn, strict=True)]
     positive = sum(b > 0 for b in bounds)
-    assert positive >= reps // 2
+    assert stats.binomtest(positive, reps, 0.05, alternative="greater").pvalue < 1e-3, positive

@@ -149,6 +149,8 @@ def test_canary_beyond_the_clip_bound_is_valid_on_null_worlds(view):
 
 def test_the_null_world_check_has_power_against_an_unclipped_uplink(monkeypatch):
     # the same null world with the clip skipped is no longer null: the check above can fail
+    # (the bound sits at the 400-trial ceiling, 3.94, for this seed and for each of 20 other seeds, so
+    # "> 1.0" has negligible false-failure probability)
     from attacks.attack import run_attack
 
     monkeypatch.setattr(WorkerScalarUplink, "aggregate", _no_clip)

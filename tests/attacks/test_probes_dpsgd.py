@@ -3,8 +3,11 @@ user's own set-up, one-run audits and the CLI. Tiny trainings (one or two steps)
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy import optimize, stats
 
 from accounting.errors import ConfigurationError
 from attacks.attack import run_attack
@@ -36,10 +39,13 @@ def test_probe_scores_shape_and_metadata(name, trials, extra):
     assert info["planted_bug"] == ("half-noise" if name.startswith("bug") else None)
 
 
-def test_null_worlds_give_positive_bounds_at_most_at_the_nominal_rate():
+@pytest.mark.parametrize("name", ["dpsgd-all-iterates", "dpsgd-last-iterate"])
+def test_null_worlds_give_positive_bounds_at_most_at_the_nominal_rate(name):
     # Canary never inserted: both worlds are opacus runs without it. Each audit's 95% bound is positive
     # with probability <= 5%; P[Binom(12, 0.05) >= 4] = 0.002 is this test's false-failure probability.
-    probe = get_probe("dpsgd-all-iterates", **FAST, canaries_per_run=1000)
+    # The last-iterate view (its own score) had no null-world test; the final-model view trains one model
+    # per trial, too slow for 24 000 trials here.
+    probe = get_probe(name, **FAST, canaries_per_run=1000)
     rng = np.random.default_rng(19)
     positives = 0
     for _ in range(12):
@@ -55,7 +61,10 @@ def test_half_noise_behind_opacus_back_is_a_violation_and_the_correct_setup_is_n
     setup = {"sample_rate": 1.0, "epochs": 1, "noise_multiplier": 1.316, "canaries_per_run": 2000}
     bug = run_attack(get_probe("bug-dpsgd-half-noise", **setup), 20_000, 5)
     correct = run_attack(get_probe("dpsgd-all-iterates", **setup), 20_000, 5)
-    assert bug.claim_epsilon == pytest.approx(3.19, abs=0.02)
+    # the claim is the one-step Gaussian's epsilon: Balle & Wang's profile at mu = 1/1.316, solved with scipy
+    mu = 1 / 1.316
+    profile = lambda e: stats.norm.cdf(mu / 2 - e / mu) - math.exp(e) * stats.norm.cdf(-mu / 2 - e / mu)  # noqa: E731
+    assert bug.claim_epsilon == pytest.approx(optimize.brentq(lambda e: profile(e) - 1e-5, 0.0, 50.0), abs=0.02)
     assert bug.status == "VIOLATION" and correct.status != "VIOLATION"
 
 
@@ -86,6 +95,7 @@ def test_attack_cli_runs_the_dpsgd_config(capsys):
     code = main(["attack", "--config", "configs/attack_dpsgd.toml", "--trials", "400", "--param", "epochs=1",
                  "--param", "canaries_per_run=400", "--no-progress"])
     text = capsys.readouterr().out
+    # code 1 (VIOLATION) on this correct set-up would be a false alarm: probability <= 0.05 for a random seed
     assert code in (0, 3) and "all iterates (white box)" in text and "clopper-pearson" in text
 
 

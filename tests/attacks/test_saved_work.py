@@ -62,7 +62,10 @@ def _attack(mechanism, checkpoint, *extra):
 
 def test_an_edited_mechanism_is_not_resumed_from_a_stale_checkpoint(tmp_path, monkeypatch, capsys):
     checkpoint = tmp_path / "ck"
-    mechanism = _user_module(tmp_path, monkeypatch, std=2.0)  # (about 0.86, 1e-3)-DP: passes a claim of 1
+    # std 2 on a shift of 1: mu = 0.5, i.e. (1.35, 1e-3)-DP by Balle & Wang's profile (the comment said 0.86),
+    # so the claim of 1 is in fact false; but 4000 trials cannot show it (ideal scores: Clopper-Pearson bound
+    # at most 0.84 over 50 seeds), so no violation is found (exit 0), as this test needs.
+    mechanism = _user_module(tmp_path, monkeypatch, std=2.0)
     assert _attack(mechanism, checkpoint) == 0
     capsys.readouterr()
     mechanism = _user_module(tmp_path, monkeypatch, std=0.2)  # ten times less noise

@@ -18,6 +18,8 @@ def test_same_seed_same_run():
 def test_regret_near_the_pyxab_reference_on_garland():
     # reference (issue 4): PyXAB's HCT with nu1 = 1, rho = 0.75, uniform noise of width 0.2 has about
     # 245 at T = 2000 (measured against fmax = 1, i.e. ~4.5 more than against the true maximum)
+    # Deterministic with these seeds. Over 40 other seeds one run's regret was 219.7 +- 7.8, so the mean of 4
+    # has sd 3.9 and the band is >= 12 sd from it: false-failure probability for random seeds < 1e-9.
     regret = np.mean([run_hct("garland", 2_000, seed=s).final_regret for s in range(4)])
     assert 170 < regret < 300
 

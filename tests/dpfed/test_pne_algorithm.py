@@ -95,6 +95,9 @@ def test_same_seed_same_run_and_different_seed_differs():
 
 def test_more_clients_lower_per_client_regret():
     # notes section 2.6 (independent sketch): M = 1: 414, M = 10: 271, M = 50: 203 at T = 2000
+    # Deterministic with these seeds. Over 30 other seeds one run gave 417.6 +- 13.7 (M = 1), 265.0 +- 4.4
+    # (M = 10), 203.4 +- 0.8 (M = 50): means of 6 are >= 14 sd inside the bands and the orderings hold by
+    # >= 9 sd, so the false-failure probability for random seeds is < 1e-9.
     regret = {m: np.mean([run_fed_pne("garland", m, 2000, seed=s).final_regret for s in range(6)]) for m in (1, 10, 50)}
     assert regret[1] > regret[10] > regret[50]
     assert 330 < regret[1] < 500 and 150 < regret[50] < 260

@@ -43,7 +43,8 @@ def test_local_objectives_average_exactly_to_the_global_one(kind):
     values = local.values(x)
     assert values.shape == (7, 300)
     assert np.allclose(values.mean(axis=0), obj.values(x), atol=1e-12)
-    assert np.std(values - obj.values(x)) > 0.01  # really heterogeneous
+    # really heterogeneous: at least 0.084 over 50 other seeds for either kind, so 0.01 is far from a false failure
+    assert np.std(values - obj.values(x)) > 0.01
 
 
 def test_bumps_move_the_local_maximisers():
@@ -51,7 +52,7 @@ def test_bumps_move_the_local_maximisers():
     local = LocalObjectives(obj, 10, heterogeneity=0.2, kind="bumps", rng=0)
     grid = np.linspace(0, 1, 20_001)[:, None]
     argmax = grid[np.argmax(local.values(grid), axis=1), 0]
-    assert np.ptp(argmax) > 0.05
+    assert np.ptp(argmax) > 0.05  # 50 other seeds: min 0.21, mean 0.32; deterministic with this one
 
 
 def test_single_client_sees_the_global_objective_and_noise_is_bounded():

@@ -1,5 +1,10 @@
 """`dpaudit audit` end to end on small configurations: exit codes, the three report files, schema,
-re-rendering, determinism, resuming after an interruption, and one-line errors for bad configurations."""
+re-rendering, determinism, resuming after an interruption, and one-line errors for bad configurations.
+
+The configurations' seeds are fixed, so every verdict here is deterministic. The VIOLATIONs asserted come
+from the exact profile's refutation of the classic calibration (no randomness); a correct target's PASS
+needs its probes not to show a VIOLATION, which for a random seed fails with probability at most
+1 - confidence = 0.05 per target (Bonferroni over its probes)."""
 
 from __future__ import annotations
 

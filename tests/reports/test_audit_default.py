@@ -1,7 +1,11 @@
 """The default audit's verdicts on a small copy of it (the same mechanisms and claims; fewer agents, a
 short horizon, the cheap synthetic objective): DP-FTS-DE proved (PASS) with its large-delta finding,
 classic DP-Fed-PNE refuted by the exact profile (VIOLATION), analytic DP-Fed-PNE proved (PASS); the overall
-verdict and exit code do not change with --trials. And the user probe needs --allow-code."""
+verdict and exit code do not change with --trials. And the user probe needs --allow-code.
+
+The seeds are fixed, so the verdicts are deterministic; for a random seed a correct target's PASS fails
+with probability at most 1 - confidence = 0.05 per target (its probes, Bonferroni); the VIOLATION is the
+exact profile's refutation (no randomness)."""
 
 from __future__ import annotations
 
