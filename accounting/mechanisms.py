@@ -215,8 +215,10 @@ class SubsampledGaussian:
         xp = array_namespace(None, vectors)
         vectors = as_float_array(xp, vectors)
         norms = xp.sqrt(xp.sum(vectors * vectors, axis=-1, keepdims=True))
-        if xp is np:
-            return vectors * np.minimum(1.0, self.clip / np.maximum(norms, 1e-300))
+        if xp is np:  # min(1, clip / norm), dividing only where the norm exceeds the clip (no overflow warning)
+            scale = np.ones_like(norms)
+            np.divide(self.clip, norms, out=scale, where=norms > self.clip)
+            return vectors * scale
         return vectors * (self.clip / xp.clip(norms, min=float(self.clip)))  # = min(1, clip / norm)
 
     def block_noise_std(self, weights=None) -> np.ndarray | float:

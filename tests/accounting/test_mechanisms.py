@@ -92,6 +92,19 @@ def test_subsampled_release_clips_samples_and_noises():
     assert stats.kstest(out.ravel() / 3.0, "norm").pvalue > 1e-3
 
 
+def test_clipping_with_a_huge_bound_or_a_zero_vector_warns_of_nothing():
+    # min(1, C / ||v||) by the closed form: C / ||v|| only where ||v|| > C. A clip of 1e12 over a zero vector
+    # used to divide 1e12 by 1e-300 and warn of an overflow (the planted no-clip bug of test_matrix_fedzero).
+    import warnings
+
+    vectors = np.array([[0.0, 0.0], [3.0, 4.0], [3e12, 4e12]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clipped = SubsampledGaussian(rate=1.0, noise_multiplier=1.0, clip=1e12).clip_vectors(vectors)
+    np.testing.assert_array_equal(clipped[:2], vectors[:2])
+    np.testing.assert_allclose(clipped[2], [6e11, 8e11], rtol=1e-15)
+
+
 def test_release_sums_only_sampled_clipped_vectors():
     mech = SubsampledGaussian(rate=0.5, noise_multiplier=1e-9, clip=1.0)
     x = np.tile(np.array([3.0, 4.0]), (6, 1))  # norm 5, clipped to (0.6, 0.8)
