@@ -59,3 +59,18 @@ def test_the_harness_has_power_on_a_real_canary():
     probe = get_probe("dp-duets-end-to-end", **SMALL_DUETS, canary_scale=10.0)
     out, inn = _scores(probe, 0, audits * TRIALS, rng), _scores(probe, 1, audits * TRIALS, rng)
     assert _positive_rate(out, inn, audits) > audits * 0.5
+
+
+def test_dataset_level_fkm_scores_of_one_world_are_a_null_world():
+    # fkm-dataset-end-to-end has no canary beyond a clip (its canary is a loss of +B against 0), so its null
+    # world is two independent samples of world 0, scored by the probe: the same law, so any positive rigorous
+    # bound is a false positive. Same binomial check as above (false failure <= 0.001).
+    rng = np.random.default_rng(2027)
+    probe = get_probe("fkm-dataset-end-to-end")
+    out, inn = _scores(probe, 0, AUDITS * TRIALS, rng), _scores(probe, 0, AUDITS * TRIALS, rng)
+    positives = _positive_rate(out, inn)
+    assert stats.binomtest(positives, AUDITS, 1 - CONFIDENCE, alternative="greater").pvalue > LEVEL, positives
+    # the same harness on the probe's real worlds: most audits are positive, so this check can fail (measured:
+    # 200 of 200 positive with this seed and seeds 5 and 6; the null side gave 0 of 200 for all three)
+    real = _positive_rate(_scores(probe, 0, AUDITS * TRIALS, rng), _scores(probe, 1, AUDITS * TRIALS, rng))
+    assert real > AUDITS * 0.5, real
