@@ -212,11 +212,10 @@ class PneEndToEndProbe(Probe):
                 return float(means[self.client, nodes.index(node)])
         return 0.5
 
-    def _score(self, run, entropy: int) -> float:
+    def _score(self, run, data) -> float:
+        """``data``: the run's ``data_streams`` (used by the replay score only)."""
         if self.score == "replay":
-            from attacks.probes.pne_replay import data_streams
-
-            return self._replay_score(self._observer.replay(run, data_streams(entropy)))
+            return self._replay_score(self._observer.replay(run, data))
         upload = self._upload(run, self._node)
         return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
 
@@ -237,4 +236,9 @@ class PneEndToEndProbe(Probe):
         data streams, never for the privacy stream)."""
         entropies = [int(rng.integers(2**63)) for _ in range(int(trials))]
         runs = self._runs(check_world(world), [np.random.SeedSequence(e) for e in entropies])
-        return np.array([self._score(run, e) for run, e in zip(runs, entropies, strict=True)])
+        if self.score != "replay":
+            return np.array([self._score(run, None) for run in runs])
+        from attacks.probes.pne_replay import data_streams_batch
+
+        data = data_streams_batch(entropies)
+        return np.array([self._score(run, d) for run, d in zip(runs, data, strict=True)])

@@ -126,9 +126,15 @@ class CachedChildren:
 def data_streams(entropy: int):
     """The run's partition seed and its objective and observation streams (never the privacy one):
     the first three children of the run's seed sequence, as ``dpfed.pne.seeding`` documents."""
-    part, obj, obs = np.random.SeedSequence(entropy).spawn(4)[:3]
-    partition_seed = int(part.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-    return partition_seed, np.random.default_rng(obj), np.random.default_rng(obs)
+    return data_streams_batch([entropy])[0]
+
+
+def data_streams_batch(entropies) -> list:
+    """``[data_streams(e) for e in entropies]``, the seed sequences' children derived together."""
+    from dpfed.pne.spawn import as_uint64, child_words, generator
+
+    states = as_uint64(child_words(entropies, 4, 8))  # the fourth child (privacy) is never built
+    return [(int(s[0, 0] >> np.uint64(1)), generator(s[1]), generator(s[2])) for s in states]
 
 
 def nodes_of(partition, keys, predicted):

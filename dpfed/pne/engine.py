@@ -64,8 +64,8 @@ class _SharedChildren:
 class _RunState:
     """One run between phases."""
 
-    def __init__(self, objective: Objective, config, options: FedPNEOptions, seed, children: _SharedChildren):
-        self.streams = RunStreams.from_seed(seed)
+    def __init__(self, objective: Objective, config, options: FedPNEOptions, streams: RunStreams, children):
+        self.streams = streams
         self.children = children
         self.partition = options.partition or Partition(objective.domain, k=config.k, seed=self.streams.partition_seed)
         self.local = LocalObjectives(
@@ -117,7 +117,7 @@ class _RunState:
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
     """K = ``len(seeds)`` independent Fed-PNE runs (see module docstring); one ``BanditRun`` per seed."""
     children = _SharedChildren()
-    runs = [_RunState(objective, config, options, seed, children) for seed in seeds]
+    runs = [_RunState(objective, config, options, streams, children) for streams in RunStreams.batch(seeds)]
     while True:
         active = [run for run in runs if not run.finished]
         if not active:
