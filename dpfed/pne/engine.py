@@ -46,19 +46,46 @@ class FedPNEOptions:
 
 
 class _SharedChildren:
-    """``Partition.children`` memoised across the runs of a batch, for partitions whose cells do not
-    depend on the seed (midpoint splits along a cyclic dimension, or in one dimension)."""
+    """``Partition.children`` (and the root) memoised across the runs of a batch, for partitions whose
+    cells do not depend on the seed (midpoint splits along a cyclic dimension, or in one dimension);
+    ``facts`` memoises what a phase reads off such a shared node set (keys, centres, regret)."""
 
-    def __init__(self):
+    def __init__(self, objective: Objective):
+        self.objective = objective
         self.cache: dict = {}
+        self.facts_of: dict = {}  # id(shared nodes) -> [nodes, facts or None]; holds nodes, so ids stay unique
+
+    @staticmethod
+    def _seedless(partition: Partition) -> bool:
+        return partition.split == "midpoint" and (partition.dimension == "cyclic" or partition.dim == 1)
+
+    def _shared(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = nodes = make()
+            self.facts_of[id(nodes)] = [nodes, None]
+        return self.cache[key]
+
+    def root(self, partition: Partition):
+        if not self._seedless(partition):
+            return partition.root()
+        return self._shared((partition.k, partition.domain.tobytes()), partition.root)
 
     def __call__(self, partition: Partition, nodes):
-        if partition.split != "midpoint" or not (partition.dimension == "cyclic" or partition.dim == 1):
+        if not self._seedless(partition):
             return partition.children(nodes)
         key = (partition.k, partition.domain.tobytes(), nodes.depth.tobytes(), nodes.index.tobytes())
-        if key not in self.cache:
-            self.cache[key] = partition.children(nodes)
-        return self.cache[key]
+        return self._shared(key, lambda: partition.children(nodes))
+
+    def facts(self, nodes):
+        """(keys, centres, regret at the centres) of ``nodes``; the keys list is the caller's own copy."""
+        entry = self.facts_of.get(id(nodes))
+        if entry is None or entry[0] is not nodes:
+            centres = nodes.centre
+            return nodes.keys(), centres, self.objective.regret(centres)
+        if entry[1] is None:
+            entry[1] = (nodes.keys(), nodes.centre, self.objective.regret(nodes.centre))
+        keys, centres, regret = entry[1]
+        return list(keys), centres, regret
 
 
 class _RunState:
@@ -71,7 +98,7 @@ class _RunState:
         self.local = LocalObjectives(
             objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, rng=self.streams.objective
         )
-        self.active = self.partition.root()
+        self.active = children.root(self.partition)
         self.used = self.phase = self.rounds = self.uplink = self.downlink = self.forced = 0
         self.recommendation = objective.domain.mean(axis=1)
         self.instant = np.empty(config.horizon)
@@ -90,7 +117,7 @@ class _RunState:
             depth += 1
         self.depth, self.tau = depth, config.tau(depth)
         self.pulls = math.ceil(self.tau / config.num_clients)
-        self.keys, self.centres = self.active.keys(), self.active.centre
+        self.keys, self.centres, regret = self.children.facts(self.active)
         length = len(self.keys) * self.pulls
         self.schedules.append((self.phase, self.keys, self.pulls))
         self.downlink += 2 * len(self.keys) + 1
@@ -98,7 +125,7 @@ class _RunState:
         self.completed = self.done == length
         played = slice(self.used, self.used + self.done)
         node = np.arange(self.done) // self.pulls  # the node of each pull played (np.repeat, cut at done)
-        self.instant[played] = objective.regret(self.centres)[node]
+        self.instant[played] = regret[node]
         self.points[played] = self.centres[node]
 
     def log(self, **extra) -> PhaseLog:
@@ -116,7 +143,7 @@ class _RunState:
 
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
     """K = ``len(seeds)`` independent Fed-PNE runs (see module docstring); one ``BanditRun`` per seed."""
-    children = _SharedChildren()
+    children = _SharedChildren(objective)
     runs = [_RunState(objective, config, options, streams, children) for streams in RunStreams.batch(seeds)]
     while True:
         active = [run for run in runs if not run.finished]
@@ -177,7 +204,7 @@ def _eliminate(group, mu, config) -> None:
     best_mu = np.take_along_axis(mu, best[:, None], axis=1)
     eliminated = mu + radius + config.nu1 * config.rho**first.depth < best_mu - radius
     for run, b, elim in zip(group, best, eliminated, strict=True):
-        run.recommendation = run.centres[b]
+        run.recommendation = run.centres[b].copy()  # the centres may be shared by runs
         run.phases.append(
             run.log(
                 radius=radius, best=run.keys[b], eliminated=[key for key, e in zip(run.keys, elim, strict=True) if e]
