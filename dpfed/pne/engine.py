@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpfed.pne.objectives import LocalObjectives, Objective, ObservationNoise
+from dpfed.pne.local_batch import LocalObjectivesBatch
+from dpfed.pne.objectives import Objective, ObservationNoise
 from dpfed.pne.override import apply_override
 from dpfed.pne.partition import Partition
 from dpfed.pne.results import BanditRun, PhaseLog
@@ -91,13 +92,10 @@ class _SharedChildren:
 class _RunState:
     """One run between phases."""
 
-    def __init__(self, objective: Objective, config, options: FedPNEOptions, streams: RunStreams, children):
-        self.streams = streams
+    def __init__(self, objective: Objective, config, options: FedPNEOptions, streams: RunStreams, row: int, children):
+        self.streams, self.row = streams, row  # row: this run's row of the batch's local objectives
         self.children = children
         self.partition = options.partition or Partition(objective.domain, k=config.k, seed=self.streams.partition_seed)
-        self.local = LocalObjectives(
-            objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, rng=self.streams.objective
-        )
         self.active = children.root(self.partition)
         self.used = self.phase = self.rounds = self.uplink = self.downlink = self.forced = 0
         self.recommendation = objective.domain.mean(axis=1)
@@ -144,7 +142,11 @@ class _RunState:
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
     """K = ``len(seeds)`` independent Fed-PNE runs (see module docstring); one ``BanditRun`` per seed."""
     children = _SharedChildren(objective)
-    runs = [_RunState(objective, config, options, streams, children) for streams in RunStreams.batch(seeds)]
+    streams = RunStreams.batch(seeds)
+    runs = [_RunState(objective, config, options, s, row, children) for row, s in enumerate(streams)]
+    local = LocalObjectivesBatch(
+        objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, [s.objective for s in streams]
+    )
     while True:
         active = [run for run in runs if not run.finished]
         if not active:
@@ -152,7 +154,7 @@ def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOption
         for run in active:
             run.start_phase(objective, config)
         for group in _group_by_shape(active, config):
-            _play_group(group, config, options)
+            _play_group(group, local, config, options)
     return [_result(run, objective, config, options) for run in runs]
 
 
@@ -168,12 +170,12 @@ def _group_by_shape(runs, config) -> list[list[_RunState]]:
     return list(groups.values())
 
 
-def _play_group(group, config, options: FedPNEOptions) -> None:
+def _play_group(group, local: LocalObjectivesBatch, config, options: FedPNEOptions) -> None:
     """One phase of runs of the same shape: rewards, privatisation, uploads, then the server's step."""
     first = group[0]
     m, num_nodes, pulls = config.num_clients, len(first.keys), first.pulls
     pulled = (np.arange(num_nodes * pulls) < first.done).reshape(num_nodes, pulls)
-    values = np.stack([run.local.values(run.centres) for run in group])  # (G, M, L)
+    values = local.values([run.row for run in group], np.stack([run.centres for run in group]))  # (G, M, L)
     observation = TrialStreams([run.streams.observation for run in group])
     rewards = values[..., None] + options.noise.sample(observation, (len(group), m, num_nodes, pulls))
     for run, table in zip(group, rewards, strict=True):

@@ -91,6 +91,15 @@ def get_objective(name: str) -> Objective:
     return OBJECTIVES[key]()
 
 
+def checked_local_settings(num_clients, heterogeneity, kind: str) -> tuple[int, float]:
+    """(M, heterogeneity) of local objectives, validated (M >= 1, heterogeneity >= 0, a known kind)."""
+    m = int(require_number("clients", num_clients, low=1, integer=True))
+    heterogeneity = require_number("heterogeneity", heterogeneity, low=0)
+    if kind not in ("bumps", "shift", "none"):
+        raise ConfigurationError("heterogeneity_kind", f"unknown kind {kind!r}; choose bumps, shift or none")
+    return m, heterogeneity
+
+
 class LocalObjectives:
     """Heterogeneous local objectives of ``num_clients`` clients whose average is the global one.
 
@@ -113,10 +122,7 @@ class LocalObjectives:
         waves: int = 3,
     ):
         self.objective = objective
-        self.num_clients = int(require_number("clients", num_clients, low=1, integer=True))
-        self.heterogeneity = require_number("heterogeneity", heterogeneity, low=0)
-        if kind not in ("bumps", "shift", "none"):
-            raise ConfigurationError("heterogeneity_kind", f"unknown kind {kind!r}; choose bumps, shift or none")
+        self.num_clients, self.heterogeneity = checked_local_settings(num_clients, heterogeneity, kind)
         self.kind = kind
         gen = as_generator(rng)
         d = objective.domain.shape[0]
@@ -146,7 +152,12 @@ class LocalObjectives:
             unit = (x - self._lo) / self._span  # (n, d) in [0, 1]^d
             angle = self._cycles * np.einsum("mwd,nd->mwn", self._dirs, unit)
             raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight, np.sin(angle + self._offset))
-        return raw - np.add.reduce(raw, axis=0, keepdims=True) / m  # ndarray.mean's sum and division
+        return self.centred(raw)
+
+    @staticmethod
+    def centred(raw: np.ndarray) -> np.ndarray:
+        """``raw`` (M, n) minus its clients' mean (ndarray.mean's sum and division, without its overhead)."""
+        return raw - np.add.reduce(raw, axis=0, keepdims=True) / raw.shape[0]
 
     def values(self, x) -> np.ndarray:
         """Local objective values of every client at every point, shape (M, n)."""
