@@ -212,10 +212,7 @@ class PneEndToEndProbe(Probe):
                 return float(means[self.client, nodes.index(node)])
         return 0.5
 
-    def _score(self, run, data) -> float:
-        """``data``: the run's ``data_streams`` (used by the replay score only)."""
-        if self.score == "replay":
-            return self._replay_score(self._observer.replay(run, data))
+    def _upload_score(self, run) -> float:
         upload = self._upload(run, self._node)
         return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
 
@@ -237,8 +234,8 @@ class PneEndToEndProbe(Probe):
         entropies = [int(rng.integers(2**63)) for _ in range(int(trials))]
         runs = self._runs(check_world(world), [np.random.SeedSequence(e) for e in entropies])
         if self.score != "replay":
-            return np.array([self._score(run, None) for run in runs])
+            return np.array([self._upload_score(run) for run in runs])
         from attacks.probes.pne_replay import data_streams_batch
 
-        data = data_streams_batch(entropies)
-        return np.array([self._score(run, d) for run, d in zip(runs, data, strict=True)])
+        replayed = self._observer.replay_all(runs, data_streams_batch(entropies))
+        return np.array([self._replay_score(r) for r in replayed])

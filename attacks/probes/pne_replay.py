@@ -51,6 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attacks.probes.pne_data import RunData, data_streams, data_streams_batch, runs_data
+
+__all__ = ["data_streams", "data_streams_batch"]  # re-exported: the probe and benchmarks import them from here
 DEVIATION_SCORE = 1e9  # added (signed) to the score when a decision points to one world
 
 
@@ -132,20 +135,6 @@ class CachedChildren:
         return self.cache[key]
 
 
-def data_streams(entropy: int):
-    """The run's partition seed and its objective and observation streams (never the privacy one):
-    the first three children of the run's seed sequence, as ``dpfed.pne.seeding`` documents."""
-    return data_streams_batch([entropy])[0]
-
-
-def data_streams_batch(entropies) -> list:
-    """``[data_streams(e) for e in entropies]``, the seed sequences' children derived together."""
-    from dpfed.pne.spawn import as_uint64, child_words, generator
-
-    states = as_uint64(child_words(entropies, 4, 8))  # the fourth child (privacy) is never built
-    return [(int(s[0, 0] >> np.uint64(1)), generator(s[1]), generator(s[2])) for s in states]
-
-
 def nodes_of(partition, keys, predicted):
     """The partition's nodes with ``keys`` (``predicted`` reused when its keys are the same)."""
     if predicted is not None and predicted.keys() == [tuple(key) for key in keys]:
@@ -174,17 +163,12 @@ class PneObserver:
 
     def replay(self, run, data, through: int | None = None) -> Replayed:
         """Replay ``run`` up to phase ``through`` (default: the phase after the canary's, the last that can
-        change the score; ``through=0``: every phase). ``data`` is the run's ``data_streams`` (partition
-        seed, objective and observation streams): the observer never holds the privacy stream."""
-        from dpfed.pne.objectives import LocalObjectives
-        from dpfed.pne.partition import Partition
-
-        last = self.phase + 1 if through is None else (through or math.inf)
-        seed, obj_rng, obs_rng = data
-        partition = CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
-        local = LocalObjectives(
-            self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind, rng=obj_rng
-        )
+        change the score; ``through=0``: every phase). ``data`` is the run's ``RunData`` or its
+        ``data_streams`` (partition seed, objective and observation streams): never the privacy stream."""
+        if isinstance(data, tuple):
+            data = self.runs_data([data])[0]
+        last = self._last(through)
+        partition = self._partition(data.partition_seed)
         uploads = {phase: (keys, means) for phase, keys, means in run.uploads}
         state, used, worlds = self.rules.expand(partition, partition.root()), 0, None
         out = {"residual": None, "count": 0, "direction": 0, "deviations": 0}
@@ -199,7 +183,7 @@ class PneObserver:
                 break
             nodes = nodes_of(partition, keys, state[0])
             depth, pulls = int(nodes.depth[0]), int(log.pulls)
-            raw = self.rewards(local, nodes, pulls, obs_rng)
+            raw = data.rewards(nodes, pulls, self.noise)
             done = min(len(nodes) * pulls, self.rules.horizon - used)
             pulled = (np.arange(len(nodes) * pulls) < done).reshape(len(nodes), pulls)
             means = uploads[log.phase][1]
@@ -211,6 +195,36 @@ class PneObserver:
             state = self.rules.next_schedule(partition, nodes, _mean(means, 0), pulls, depth)
             used += len(nodes) * pulls
         return Replayed(**out)
+
+    def replay_all(self, runs, streams, through: int | None = None) -> list[Replayed]:
+        """``[replay(run, s, through) for run, s in zip(runs, streams)]`` (``streams``: the runs'
+        ``data_streams``), with the data built together: the local objectives in one batch, and the first
+        phase's rewards, for every run whose first schedule is the data-independent predicted one and is
+        uploaded, in one draw."""
+        first, rows = None, []
+        for k, (run, s) in enumerate(zip(runs, streams, strict=True)):
+            if run.phases and run.phases[0].phase <= self._last(through) and _uploaded(run, run.phases[0].phase):
+                nodes, _, pulls = self.rules.expand(self._partition(s[0]), self._partition(s[0]).root())
+                log = run.phases[0]
+                if ([tuple(key) for key in log.nodes], int(log.pulls)) == (nodes.keys(), pulls):
+                    first = (pulls, first[1] + [nodes]) if first else (pulls, [nodes])
+                    rows.append(k)
+        ahead = (rows, first[1], first[0]) if first else None
+        data = self.runs_data(streams, ahead)
+        return [self.replay(run, d, through) for run, d in zip(runs, data, strict=True)]
+
+    def runs_data(self, streams, ahead=None) -> list[RunData]:
+        """``pne_data.runs_data`` in this observer's environment."""
+        args = (self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind)
+        return runs_data(streams, *args, ahead=ahead, noise=self.noise)
+
+    def _last(self, through) -> float:
+        return self.phase + 1 if through is None else (through or math.inf)
+
+    def _partition(self, seed: int):
+        from dpfed.pne.partition import Partition
+
+        return CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
 
     def rewards(self, local, nodes, pulls: int, obs_rng) -> np.ndarray:
         """The raw rewards (clients, nodes, pulls) of a phase: local values at the centres plus the next
@@ -244,6 +258,10 @@ class PneObserver:
 def _mean(values: np.ndarray, axis: int) -> np.ndarray:
     """``values.mean(axis)`` as ndarray.mean computes it (the sum, then one division), without its overhead."""
     return np.add.reduce(values, axis=axis) / values.shape[axis]
+
+
+def _uploaded(run, phase: int) -> bool:
+    return any(upload[0] == phase for upload in run.uploads)
 
 
 def _direction(log, worlds) -> int:
