@@ -167,8 +167,10 @@ class PneObserver:
         ``data_streams`` (partition seed, objective and observation streams): never the privacy stream."""
         if isinstance(data, tuple):
             data = self.runs_data([data])[0]
+        return self._replay(run, data, self._partition(data.partition_seed), through)
+
+    def _replay(self, run, data, partition, through) -> Replayed:
         last = self._last(through)
-        partition = self._partition(data.partition_seed)
         uploads = {phase: (keys, means) for phase, keys, means in run.uploads}
         state, used, worlds = self.rules.expand(partition, partition.root()), 0, None
         out = {"residual": None, "count": 0, "direction": 0, "deviations": 0}
@@ -201,17 +203,17 @@ class PneObserver:
         ``data_streams``), with the data built together: the local objectives in one batch, and the first
         phase's rewards, for every run whose first schedule is the data-independent predicted one and is
         uploaded, in one draw."""
-        first, rows = None, []
-        for k, (run, s) in enumerate(zip(runs, streams, strict=True)):
-            if run.phases and run.phases[0].phase <= self._last(through) and _uploaded(run, run.phases[0].phase):
-                nodes, _, pulls = self.rules.expand(self._partition(s[0]), self._partition(s[0]).root())
-                log = run.phases[0]
+        partitions = [self._partition(s[0]) for s in streams]
+        rows, firsts, pulls = [], [], None
+        for k, (run, partition) in enumerate(zip(runs, partitions, strict=True)):
+            log = run.phases[0] if run.phases else None
+            if log is not None and log.phase <= self._last(through) and _uploaded(run, log.phase):
+                nodes, _, pulls = self.rules.expand(partition, partition.root())  # the same pulls in every run
                 if ([tuple(key) for key in log.nodes], int(log.pulls)) == (nodes.keys(), pulls):
-                    first = (pulls, first[1] + [nodes]) if first else (pulls, [nodes])
                     rows.append(k)
-        ahead = (rows, first[1], first[0]) if first else None
-        data = self.runs_data(streams, ahead)
-        return [self.replay(run, d, through) for run, d in zip(runs, data, strict=True)]
+                    firsts.append(nodes)
+        data = self.runs_data(streams, (rows, firsts, pulls) if rows else None)
+        return [self._replay(*args, through) for args in zip(runs, data, partitions, strict=True)]
 
     def runs_data(self, streams, ahead=None) -> list[RunData]:
         """``pne_data.runs_data`` in this observer's environment."""

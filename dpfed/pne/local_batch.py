@@ -36,6 +36,17 @@ class LocalObjectivesBatch:
         """Local values of the runs ``rows`` (indices, (G,)) at their points ``x`` (G, n, d): (G, M, n)."""
         g, n, d = x.shape
         m = self.num_clients
+        if g == 1 and self.kind == "bumps" and m > 1 and self.heterogeneity != 0:  # one run: its own operations
+            r, points = rows[0], x[0]
+            raw = self.heterogeneity * np.einsum(
+                "mw,mwn->mn",
+                self._weight[r],
+                np.sin(
+                    self._cycles[r] * np.einsum("mwd,nd->mwn", self._dirs[r], (points - self._lo) / self._span)
+                    + self._offset[r]
+                ),
+            )
+            return (self.objective.values(points)[None, :] + LocalObjectives.centred(raw))[None]
         base = self.objective.values(x.reshape(g * n, d)).reshape(g, 1, n)
         if self.kind == "none" or m == 1 or self.heterogeneity == 0:
             return base + np.zeros((g, m, n))
