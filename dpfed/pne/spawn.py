@@ -74,7 +74,7 @@ def child_words(entropies, children: int, words: int) -> np.ndarray:
 
 def as_uint64(words: np.ndarray) -> np.ndarray:
     """Pairs of uint32 words (last axis) as uint64, low word first (``generate_state(n, np.uint64)``)."""
-    pairs = words.astype(np.uint64).reshape(words.shape[:-1] + (-1, 2))
+    pairs = words.astype(np.uint64).reshape(words.shape[:-1] + (words.shape[-1] // 2, 2))
     return pairs[..., 0] | (pairs[..., 1] << np.uint64(32))
 
 

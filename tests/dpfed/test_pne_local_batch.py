@@ -41,6 +41,22 @@ def test_spawned_words_and_generators_equal_numpy():
         assert np.array_equal(generator(as_uint64(row[3])).random(4), np.random.default_rng(children[3]).random(4))
 
 
+def test_run_streams_batch_equals_from_seed_for_every_kind_of_seed():
+    from dpfed.pne.seeding import RunStreams
+
+    def seeds():  # fresh objects each time: from_seed spawns from a SeedSequence and draws from a Generator
+        ss = np.random.SeedSequence
+        return [5, ss(6), ss([1, 2]), ss(8).spawn(1)[0], np.random.default_rng(7), 2**130, np.int64(9)]
+
+    for pick in (slice(2, 3), slice(None)):  # only a fallback seed; every kind
+        batch, single = RunStreams.batch(seeds()[pick]), [RunStreams.from_seed(s) for s in seeds()[pick]]
+        for a, b in zip(batch, single, strict=True):
+            assert a.partition_seed == b.partition_seed
+            for name in ("objective", "observation", "privacy"):
+                assert np.array_equal(getattr(a, name).random(3), getattr(b, name).random(3))
+    assert len(RunStreams.batch([None, None])) == 2  # fresh entropy: nothing to compare with
+
+
 def test_spawn_refuses_entropy_outside_the_pool():
     with pytest.raises(ValueError):
         child_words([2**128], 4, 8)
