@@ -110,8 +110,12 @@ class PneRules:
         return mu + radius + self.nu1 * self.rho**depth < mu[np.argmax(mu)] - radius
 
     def next_schedule(self, partition, nodes, mu, pulls: int, depth: int):
-        survivors = nodes.take(~self.eliminated(mu, pulls, depth))
-        return self.expand(partition, partition.children(survivors))
+        keep = ~self.eliminated(mu, pulls, depth)
+        if not isinstance(partition, CachedChildren):
+            return self.expand(partition, partition.children(nodes.take(keep)))
+        return partition.memo(
+            ("next", self, nodes, keep), lambda: self.expand(partition, partition.children(nodes.take(keep)))
+        )
 
 
 class CachedChildren:
@@ -127,11 +131,23 @@ class CachedChildren:
         return getattr(self.partition, name)
 
     def children(self, nodes):
-        key = (self.tag, nodes.depth.tobytes(), nodes.index.tobytes())
+        return self._cached(
+            (self.tag, nodes.depth.tobytes(), nodes.index.tobytes()), lambda: self.partition.children(nodes)
+        )
+
+    def memo(self, key: tuple, make):
+        """``make()`` memoised by ``key`` = (label, rules, nodes, mask): the same nodes (by their keys) of
+        the same cells give the same result."""
+        label, rules, nodes, mask = key
+        return self._cached(
+            (label, rules, self.tag, nodes.depth.tobytes(), nodes.index.tobytes(), mask.tobytes()), make
+        )
+
+    def _cached(self, key, make):
         if key not in self.cache:
             if len(self.cache) > 100_000:
                 self.cache.clear()
-            self.cache[key] = self.partition.children(nodes)
+            self.cache[key] = make()
         return self.cache[key]
 
 

@@ -77,6 +77,16 @@ class _SharedChildren:
         key = (partition.k, partition.domain.tobytes(), nodes.depth.tobytes(), nodes.index.tobytes())
         return self._shared(key, lambda: partition.children(nodes))
 
+    def survivors(self, partition: Partition, nodes, keep: np.ndarray):
+        """The children of the kept nodes (memoised by the kept set when ``nodes`` is shared)."""
+        entry = self.facts_of.get(id(nodes))
+        if entry is None or entry[0] is not nodes:
+            return self(partition, nodes.take(keep))
+        key = ("survivors", partition.k, partition.domain.tobytes(), id(nodes), keep.tobytes())
+        if key not in self.cache:
+            self.cache[key] = self(partition, nodes.take(keep))
+        return self.cache[key]
+
     def facts(self, nodes):
         """(keys, centres, regret at the centres) of ``nodes``; the keys list is the caller's own copy."""
         entry = self.facts_of.get(id(nodes))
@@ -186,8 +196,10 @@ def _play_group(group, local: LocalObjectivesBatch, config, options: FedPNEOptio
     counts = pulled.sum(axis=1)
     sent = counts > 0
     means = (rewards * pulled).sum(axis=-1)[..., sent] / counts[sent]  # (G, M, L_sent)
+    every = bool(sent.all())
     for run, run_means in zip(group, means, strict=True):
-        run.uploads.append((run.phase, [key for key, s in zip(run.keys, sent, strict=True) if s], run_means))
+        keys_sent = list(run.keys) if every else [key for key, s in zip(run.keys, sent, strict=True) if s]
+        run.uploads.append((run.phase, keys_sent, run_means))
         run.rounds += 1
         run.uplink += m * int(sent.sum())
     if not first.completed:
@@ -213,7 +225,7 @@ def _eliminate(group, mu, config) -> None:
             )
         )
         run.used += len(run.keys) * run.pulls
-        run.active = run.children(run.partition, run.active.take(~elim))
+        run.active = run.children.survivors(run.partition, run.active, ~elim)
 
 
 def _transcript(run, num_clients: int) -> Transcript:
