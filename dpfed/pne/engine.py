@@ -3,8 +3,9 @@
 Runs diverge (elimination depends on the noisy means), so a phase is executed for every unfinished run
 at once and the runs whose phase has the same shape (nodes, pulls, pulls done, completed) are one
 vectorised computation: rewards, the override, privatisation, local means and the elimination rule.
-Each run keeps its own streams (``RunStreams``); the grouped draws go through ``TrialStreams``, so run
-k of a batch is exactly the run ``run_fed_pne`` makes with seed k. ``run_fed_pne`` is a batch of one.
+Each run keeps its own streams (``RunStreams``, derived for the whole batch at once); the grouped
+draws go through ``TrialStreams`` and the local objectives of all runs are one ``LocalObjectivesBatch``,
+so run k of a batch is exactly the run ``run_fed_pne`` makes with seed k. ``run_fed_pne`` is a batch of one.
 See ``dpfed.pne.algorithm`` for the protocol.
 """
 
@@ -49,7 +50,8 @@ class FedPNEOptions:
 class _SharedChildren:
     """``Partition.children`` (and the root) memoised across the runs of a batch, for partitions whose
     cells do not depend on the seed (midpoint splits along a cyclic dimension, or in one dimension);
-    ``facts`` memoises what a phase reads off such a shared node set (keys, centres, regret)."""
+    for such shared node sets, ``facts`` memoises what a phase reads off them (keys, centres, regret)
+    and ``survivors`` the children of the nodes an elimination keeps."""
 
     def __init__(self, objective: Objective):
         self.objective = objective
