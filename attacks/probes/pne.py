@@ -235,7 +235,7 @@ class PneEndToEndProbe(Probe):
         runs = self._runs(check_world(world), [np.random.SeedSequence(e) for e in entropies])
         if self.score != "replay":
             return np.array([self._upload_score(run) for run in runs])
-        from attacks.probes.pne_replay import data_streams_batch
+        from attacks.probes.pne_data import data_streams_batch
 
         replayed = self._observer.replay_all(runs, data_streams_batch(entropies))
         return np.array([self._replay_score(r) for r in replayed])

@@ -27,10 +27,11 @@ also computes the schedules the same rule would give from the *un-noised* (clipp
 world; if the observed schedule matches exactly one of them, the deviation points to that world.
 
 What is taken as known data rather than reconstructed: the environment (``Partition`` cells from the
-shared partition seed, ``LocalObjectives`` and ``ObservationNoise`` from the data streams), i.e. the
-clients' data; none of the algorithm's decisions, averaging, clipping or schedule code is called. The
-adversary could also be given the other rewards' privacy noise (independent of the canary's); the
-observer does not use it, which only makes it weaker.
+shared partition seed, the local objectives and ``ObservationNoise`` from the data streams, built for
+many runs at once by ``attacks.probes.pne_data``), i.e. the clients' data; none of the algorithm's
+decisions, averaging, clipping or schedule code is called. The adversary could also be given the
+other rewards' privacy noise (independent of the canary's); the observer does not use it, which only
+makes it weaker.
 
 Exactness: the replayed quantities follow the description with the same formulas and order of
 operations (``tau`` keeps the implementation's 1e-12 guard against ceil(integer + ulp)), so for the
@@ -51,9 +52,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attacks.probes.pne_data import RunData, data_streams, data_streams_batch, runs_data
+from attacks.probes.pne_data import RunData, data_streams, runs_data
 
-__all__ = ["data_streams", "data_streams_batch"]  # re-exported: the probe and benchmarks import them from here
 DEVIATION_SCORE = 1e9  # added (signed) to the score when a decision points to one world
 
 
