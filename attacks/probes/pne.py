@@ -212,11 +212,7 @@ class PneEndToEndProbe(Probe):
                 return float(means[self.client, nodes.index(node)])
         return 0.5
 
-    def _score(self, run, entropy: int) -> float:
-        if self.score == "replay":
-            from attacks.probes.pne_replay import data_streams
-
-            return self._replay_score(self._observer.replay(run, data_streams(entropy)))
+    def _upload_score(self, run) -> float:
         upload = self._upload(run, self._node)
         return upload - self._upload(run, self._other) if self.score == "node-difference" else upload
 
@@ -237,4 +233,9 @@ class PneEndToEndProbe(Probe):
         data streams, never for the privacy stream)."""
         entropies = [int(rng.integers(2**63)) for _ in range(int(trials))]
         runs = self._runs(check_world(world), [np.random.SeedSequence(e) for e in entropies])
-        return np.array([self._score(run, e) for run, e in zip(runs, entropies, strict=True)])
+        if self.score != "replay":
+            return np.array([self._upload_score(run) for run in runs])
+        from attacks.probes.pne_data import data_streams_batch
+
+        replayed = self._observer.replay_all(runs, data_streams_batch(entropies))
+        return np.array([self._replay_score(r) for r in replayed])

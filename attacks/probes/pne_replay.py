@@ -27,10 +27,11 @@ also computes the schedules the same rule would give from the *un-noised* (clipp
 world; if the observed schedule matches exactly one of them, the deviation points to that world.
 
 What is taken as known data rather than reconstructed: the environment (``Partition`` cells from the
-shared partition seed, ``LocalObjectives`` and ``ObservationNoise`` from the data streams), i.e. the
-clients' data; none of the algorithm's decisions, averaging, clipping or schedule code is called. The
-adversary could also be given the other rewards' privacy noise (independent of the canary's); the
-observer does not use it, which only makes it weaker.
+shared partition seed, the local objectives and ``ObservationNoise`` from the data streams, built for
+many runs at once by ``attacks.probes.pne_data``), i.e. the clients' data; none of the algorithm's
+decisions, averaging, clipping or schedule code is called. The adversary could also be given the
+other rewards' privacy noise (independent of the canary's); the observer does not use it, which only
+makes it weaker.
 
 Exactness: the replayed quantities follow the description with the same formulas and order of
 operations (``tau`` keeps the implementation's 1e-12 guard against ceil(integer + ulp)), so for the
@@ -45,10 +46,13 @@ un-noised schedule and not the other's).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from attacks.probes.pne_data import RunData, data_streams, runs_data
 
 DEVIATION_SCORE = 1e9  # added (signed) to the score when a decision points to one world
 
@@ -76,14 +80,22 @@ class PneRules:
     c1: float = 1.0
     conf_delta: float | None = None
 
-    @property
+    @functools.cached_property
     def log_term(self) -> float:
         conf = self.conf_delta if self.conf_delta is not None else 1.0 / self.clients
         return math.log(self.c1 * self.horizon / conf)
 
+    @functools.cached_property
+    def _taus(self) -> dict:
+        return {}
+
     def tau(self, depth: int) -> int:
         """ceil(c^2 log(c1 T/delta) / nu1^2 rho^(-2h)), with a 1e-12 guard against ceil(integer + ulp)."""
-        return max(1, math.ceil(self.c**2 * self.log_term / self.nu1**2 * self.rho ** (-2 * depth) - 1e-12))
+        if depth not in self._taus:
+            self._taus[depth] = max(
+                1, math.ceil(self.c**2 * self.log_term / self.nu1**2 * self.rho ** (-2 * depth) - 1e-12)
+            )
+        return self._taus[depth]
 
     def expand(self, partition, nodes):
         """Expand while |K| tau(h) <= M or tau(h) <= 1; returns (nodes, depth, pulls per client)."""
@@ -98,8 +110,12 @@ class PneRules:
         return mu + radius + self.nu1 * self.rho**depth < mu[np.argmax(mu)] - radius
 
     def next_schedule(self, partition, nodes, mu, pulls: int, depth: int):
-        survivors = nodes.take(~self.eliminated(mu, pulls, depth))
-        return self.expand(partition, partition.children(survivors))
+        keep = ~self.eliminated(mu, pulls, depth)
+        if not isinstance(partition, CachedChildren):
+            return self.expand(partition, partition.children(nodes.take(keep)))
+        return partition.memo(
+            ("next", self, nodes, keep), lambda: self.expand(partition, partition.children(nodes.take(keep)))
+        )
 
 
 class CachedChildren:
@@ -115,20 +131,24 @@ class CachedChildren:
         return getattr(self.partition, name)
 
     def children(self, nodes):
-        key = (self.tag, nodes.depth.tobytes(), nodes.index.tobytes())
+        return self._cached(
+            (self.tag, nodes.depth.tobytes(), nodes.index.tobytes()), lambda: self.partition.children(nodes)
+        )
+
+    def memo(self, key: tuple, make):
+        """``make()`` memoised by ``key`` = (label, rules, nodes, mask): the same nodes (by their keys) of
+        the same cells give the same result."""
+        label, rules, nodes, mask = key
+        return self._cached(
+            (label, rules, self.tag, nodes.depth.tobytes(), nodes.index.tobytes(), mask.tobytes()), make
+        )
+
+    def _cached(self, key, make):
         if key not in self.cache:
             if len(self.cache) > 100_000:
                 self.cache.clear()
-            self.cache[key] = self.partition.children(nodes)
+            self.cache[key] = make()
         return self.cache[key]
-
-
-def data_streams(entropy: int):
-    """The run's partition seed and its objective and observation streams (never the privacy one):
-    the first three children of the run's seed sequence, as ``dpfed.pne.seeding`` documents."""
-    part, obj, obs = np.random.SeedSequence(entropy).spawn(4)[:3]
-    partition_seed = int(part.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-    return partition_seed, np.random.default_rng(obj), np.random.default_rng(obs)
 
 
 def nodes_of(partition, keys, predicted):
@@ -159,31 +179,29 @@ class PneObserver:
 
     def replay(self, run, data, through: int | None = None) -> Replayed:
         """Replay ``run`` up to phase ``through`` (default: the phase after the canary's, the last that can
-        change the score; ``through=0``: every phase). ``data`` is the run's ``data_streams`` (partition
-        seed, objective and observation streams): the observer never holds the privacy stream."""
-        from dpfed.pne.objectives import LocalObjectives
-        from dpfed.pne.partition import Partition
+        change the score; ``through=0``: every phase). ``data`` is the run's ``RunData`` or its
+        ``data_streams`` (partition seed, objective and observation streams): never the privacy stream."""
+        if isinstance(data, tuple):
+            data = self.runs_data([data])[0]
+        return self._replay(run, data, self._partition(data.partition_seed), through)
 
-        last = self.phase + 1 if through is None else (through or math.inf)
-        seed, obj_rng, obs_rng = data
-        partition = CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
-        local = LocalObjectives(
-            self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind, rng=obj_rng
-        )
+    def _replay(self, run, data, partition, through) -> Replayed:
+        last = self._last(through)
         uploads = {phase: (keys, means) for phase, keys, means in run.uploads}
         state, used, worlds = self.rules.expand(partition, partition.root()), 0, None
         out = {"residual": None, "count": 0, "direction": 0, "deviations": 0}
         for log in run.phases:
             if log.phase > last:
                 break
-            if ([tuple(key) for key in log.nodes], int(log.pulls)) != (state[0].keys(), state[2]):
+            keys = [tuple(key) for key in log.nodes]
+            if (keys, int(log.pulls)) != (state[0].keys(), state[2]):
                 out["deviations"] += 1
                 out["direction"] = _direction(log, worlds) if log.phase == self.phase + 1 else out["direction"]
             if log.phase not in uploads:
                 break
-            nodes = nodes_of(partition, log.nodes, state[0])
+            nodes = nodes_of(partition, keys, state[0])
             depth, pulls = int(nodes.depth[0]), int(log.pulls)
-            raw = self.rewards(local, nodes, pulls, obs_rng)
+            raw = data.rewards(nodes, pulls, self.noise)
             done = min(len(nodes) * pulls, self.rules.horizon - used)
             pulled = (np.arange(len(nodes) * pulls) < done).reshape(len(nodes), pulls)
             means = uploads[log.phase][1]
@@ -192,9 +210,39 @@ class PneObserver:
                 worlds = self._worlds(partition, nodes, raw, log, depth) if log.completed else None
             if not log.completed:
                 break
-            state = self.rules.next_schedule(partition, nodes, means.mean(axis=0), pulls, depth)
+            state = self.rules.next_schedule(partition, nodes, _mean(means, 0), pulls, depth)
             used += len(nodes) * pulls
         return Replayed(**out)
+
+    def replay_all(self, runs, streams, through: int | None = None) -> list[Replayed]:
+        """``[replay(run, s, through) for run, s in zip(runs, streams)]`` (``streams``: the runs'
+        ``data_streams``), with the data built together: the local objectives in one batch, and the first
+        phase's rewards, for every run whose first schedule is the data-independent predicted one and is
+        uploaded, in one draw."""
+        partitions = [self._partition(s[0]) for s in streams]
+        rows, firsts, pulls = [], [], None
+        for k, (run, partition) in enumerate(zip(runs, partitions, strict=True)):
+            log = run.phases[0] if run.phases else None
+            if log is not None and log.phase <= self._last(through) and _uploaded(run, log.phase):
+                nodes, _, pulls = self.rules.expand(partition, partition.root())  # the same pulls in every run
+                if ([tuple(key) for key in log.nodes], int(log.pulls)) == (nodes.keys(), pulls):
+                    rows.append(k)
+                    firsts.append(nodes)
+        data = self.runs_data(streams, (rows, firsts, pulls) if rows else None)
+        return [self._replay(*args, through) for args in zip(runs, data, partitions, strict=True)]
+
+    def runs_data(self, streams, ahead=None) -> list[RunData]:
+        """``pne_data.runs_data`` in this observer's environment."""
+        args = (self.objective, self.rules.clients, self.heterogeneity, self.heterogeneity_kind)
+        return runs_data(streams, *args, ahead=ahead, noise=self.noise)
+
+    def _last(self, through) -> float:
+        return self.phase + 1 if through is None else (through or math.inf)
+
+    def _partition(self, seed: int):
+        from dpfed.pne.partition import Partition
+
+        return CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
 
     def rewards(self, local, nodes, pulls: int, obs_rng) -> np.ndarray:
         """The raw rewards (clients, nodes, pulls) of a phase: local values at the centres plus the next
@@ -219,10 +267,19 @@ class PneObserver:
         for value in (0.0, self.canary_value):
             table = raw.copy()
             table[self.client, j, 0] = value
-            mu = np.clip(table, 0.0, 1.0).mean(axis=-1).mean(axis=0)
+            mu = _mean(_mean(np.clip(table, 0.0, 1.0), -1), 0)
             nxt, _, pulls = self.rules.next_schedule(partition, nodes, mu, int(log.pulls), depth)
             schedules.append((nxt.keys(), pulls))
         return schedules
+
+
+def _mean(values: np.ndarray, axis: int) -> np.ndarray:
+    """``values.mean(axis)`` as ndarray.mean computes it (the sum, then one division), without its overhead."""
+    return np.add.reduce(values, axis=axis) / values.shape[axis]
+
+
+def _uploaded(run, phase: int) -> bool:
+    return any(upload[0] == phase for upload in run.uploads)
 
 
 def _direction(log, worlds) -> int:

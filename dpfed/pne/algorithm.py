@@ -92,7 +92,10 @@ class PNEConfig:
     def tau(self, depth: int) -> int:
         """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h)), at most
         ``TAU_CAP`` (more than any run can pull: a node needing it is never completed either way)."""
-        return samples_needed(self.c * self.c, self.log_term, self.nu1, self.rho, depth, slack=1e-12)
+        taus = self.__dict__.setdefault("_taus", {})  # memo by depth (the constants are frozen)
+        if depth not in taus:
+            taus[depth] = samples_needed(self.c * self.c, self.log_term, self.nu1, self.rho, depth, slack=1e-12)
+        return taus[depth]
 
     def first_phase_nodes(self) -> int:
         """Nodes the first phase plays: the root expanded while ``needs_expansion`` holds, before any pull

@@ -3,8 +3,9 @@
 Runs diverge (elimination depends on the noisy means), so a phase is executed for every unfinished run
 at once and the runs whose phase has the same shape (nodes, pulls, pulls done, completed) are one
 vectorised computation: rewards, the override, privatisation, local means and the elimination rule.
-Each run keeps its own streams (``RunStreams``); the grouped draws go through ``TrialStreams``, so run
-k of a batch is exactly the run ``run_fed_pne`` makes with seed k. ``run_fed_pne`` is a batch of one.
+Each run keeps its own streams (``RunStreams``, derived for the whole batch at once); the grouped
+draws go through ``TrialStreams`` and the local objectives of all runs are one ``LocalObjectivesBatch``,
+so run k of a batch is exactly the run ``run_fed_pne`` makes with seed k. ``run_fed_pne`` is a batch of one.
 See ``dpfed.pne.algorithm`` for the protocol.
 """
 
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpfed.pne.objectives import LocalObjectives, Objective, ObservationNoise
+from dpfed.pne.local_batch import LocalObjectivesBatch
+from dpfed.pne.objectives import Objective, ObservationNoise
 from dpfed.pne.override import apply_override
 from dpfed.pne.partition import Partition
 from dpfed.pne.results import BanditRun, PhaseLog
@@ -46,32 +48,67 @@ class FedPNEOptions:
 
 
 class _SharedChildren:
-    """``Partition.children`` memoised across the runs of a batch, for partitions whose cells do not
-    depend on the seed (midpoint splits along a cyclic dimension, or in one dimension)."""
+    """``Partition.children`` (and the root) memoised across the runs of a batch, for partitions whose
+    cells do not depend on the seed (midpoint splits along a cyclic dimension, or in one dimension);
+    for such shared node sets, ``facts`` memoises what a phase reads off them (keys, centres, regret)
+    and ``survivors`` the children of the nodes an elimination keeps."""
 
-    def __init__(self):
+    def __init__(self, objective: Objective):
+        self.objective = objective
         self.cache: dict = {}
+        self.facts_of: dict = {}  # id(shared nodes) -> [nodes, facts or None]; holds nodes, so ids stay unique
+
+    @staticmethod
+    def _seedless(partition: Partition) -> bool:
+        return partition.split == "midpoint" and (partition.dimension == "cyclic" or partition.dim == 1)
+
+    def _shared(self, key, make):
+        if key not in self.cache:
+            self.cache[key] = nodes = make()
+            self.facts_of[id(nodes)] = [nodes, None]
+        return self.cache[key]
+
+    def root(self, partition: Partition):
+        if not self._seedless(partition):
+            return partition.root()
+        return self._shared((partition.k, partition.domain.tobytes()), partition.root)
 
     def __call__(self, partition: Partition, nodes):
-        if partition.split != "midpoint" or not (partition.dimension == "cyclic" or partition.dim == 1):
+        if not self._seedless(partition):
             return partition.children(nodes)
         key = (partition.k, partition.domain.tobytes(), nodes.depth.tobytes(), nodes.index.tobytes())
+        return self._shared(key, lambda: partition.children(nodes))
+
+    def survivors(self, partition: Partition, nodes, keep: np.ndarray):
+        """The children of the kept nodes (memoised by the kept set when ``nodes`` is shared)."""
+        entry = self.facts_of.get(id(nodes))
+        if entry is None or entry[0] is not nodes:
+            return self(partition, nodes.take(keep))
+        key = ("survivors", partition.k, partition.domain.tobytes(), id(nodes), keep.tobytes())
         if key not in self.cache:
-            self.cache[key] = partition.children(nodes)
+            self.cache[key] = self(partition, nodes.take(keep))
         return self.cache[key]
+
+    def facts(self, nodes):
+        """(keys, centres, regret at the centres) of ``nodes``; the keys list is the caller's own copy."""
+        entry = self.facts_of.get(id(nodes))
+        if entry is None or entry[0] is not nodes:
+            centres = nodes.centre
+            return nodes.keys(), centres, self.objective.regret(centres)
+        if entry[1] is None:
+            entry[1] = (nodes.keys(), nodes.centre, self.objective.regret(nodes.centre))
+        keys, centres, regret = entry[1]
+        return list(keys), centres, regret
 
 
 class _RunState:
     """One run between phases."""
 
-    def __init__(self, objective: Objective, config, options: FedPNEOptions, seed, children: _SharedChildren):
-        self.streams = RunStreams.from_seed(seed)
+    def __init__(self, objective: Objective, config, options: FedPNEOptions, streams: RunStreams, row: int, children):
+        self.streams, self.row = streams, row  # row: this run's row of the batch's local objectives
         self.children = children
         self.partition = options.partition or Partition(objective.domain, k=config.k, seed=self.streams.partition_seed)
-        self.local = LocalObjectives(
-            objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, rng=self.streams.objective
-        )
-        self.active = self.partition.root()
+        self.active = children.root(self.partition)
         self.used = self.phase = self.rounds = self.uplink = self.downlink = self.forced = 0
         self.recommendation = objective.domain.mean(axis=1)
         self.instant = np.empty(config.horizon)
@@ -90,7 +127,7 @@ class _RunState:
             depth += 1
         self.depth, self.tau = depth, config.tau(depth)
         self.pulls = math.ceil(self.tau / config.num_clients)
-        self.keys, self.centres = self.active.keys(), self.active.centre
+        self.keys, self.centres, regret = self.children.facts(self.active)
         length = len(self.keys) * self.pulls
         self.schedules.append((self.phase, self.keys, self.pulls))
         self.downlink += 2 * len(self.keys) + 1
@@ -98,7 +135,7 @@ class _RunState:
         self.completed = self.done == length
         played = slice(self.used, self.used + self.done)
         node = np.arange(self.done) // self.pulls  # the node of each pull played (np.repeat, cut at done)
-        self.instant[played] = objective.regret(self.centres)[node]
+        self.instant[played] = regret[node]
         self.points[played] = self.centres[node]
 
     def log(self, **extra) -> PhaseLog:
@@ -116,8 +153,12 @@ class _RunState:
 
 def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOptions) -> list[BanditRun]:
     """K = ``len(seeds)`` independent Fed-PNE runs (see module docstring); one ``BanditRun`` per seed."""
-    children = _SharedChildren()
-    runs = [_RunState(objective, config, options, seed, children) for seed in seeds]
+    children = _SharedChildren(objective)
+    streams = RunStreams.batch(seeds)
+    runs = [_RunState(objective, config, options, s, row, children) for row, s in enumerate(streams)]
+    local = LocalObjectivesBatch(
+        objective, config.num_clients, options.heterogeneity, options.heterogeneity_kind, [s.objective for s in streams]
+    )
     while True:
         active = [run for run in runs if not run.finished]
         if not active:
@@ -125,7 +166,7 @@ def run_fed_pne_batch(objective: Objective, config, seeds, options: FedPNEOption
         for run in active:
             run.start_phase(objective, config)
         for group in _group_by_shape(active, config):
-            _play_group(group, config, options)
+            _play_group(group, local, config, options)
     return [_result(run, objective, config, options) for run in runs]
 
 
@@ -141,12 +182,12 @@ def _group_by_shape(runs, config) -> list[list[_RunState]]:
     return list(groups.values())
 
 
-def _play_group(group, config, options: FedPNEOptions) -> None:
+def _play_group(group, local: LocalObjectivesBatch, config, options: FedPNEOptions) -> None:
     """One phase of runs of the same shape: rewards, privatisation, uploads, then the server's step."""
     first = group[0]
     m, num_nodes, pulls = config.num_clients, len(first.keys), first.pulls
     pulled = (np.arange(num_nodes * pulls) < first.done).reshape(num_nodes, pulls)
-    values = np.stack([run.local.values(run.centres) for run in group])  # (G, M, L)
+    values = local.values([run.row for run in group], np.stack([run.centres for run in group]))  # (G, M, L)
     observation = TrialStreams([run.streams.observation for run in group])
     rewards = values[..., None] + options.noise.sample(observation, (len(group), m, num_nodes, pulls))
     for run, table in zip(group, rewards, strict=True):
@@ -157,8 +198,10 @@ def _play_group(group, config, options: FedPNEOptions) -> None:
     counts = pulled.sum(axis=1)
     sent = counts > 0
     means = (rewards * pulled).sum(axis=-1)[..., sent] / counts[sent]  # (G, M, L_sent)
+    every = bool(sent.all())
     for run, run_means in zip(group, means, strict=True):
-        run.uploads.append((run.phase, [key for key, s in zip(run.keys, sent, strict=True) if s], run_means))
+        keys_sent = list(run.keys) if every else [key for key, s in zip(run.keys, sent, strict=True) if s]
+        run.uploads.append((run.phase, keys_sent, run_means))
         run.rounds += 1
         run.uplink += m * int(sent.sum())
     if not first.completed:
@@ -177,14 +220,14 @@ def _eliminate(group, mu, config) -> None:
     best_mu = np.take_along_axis(mu, best[:, None], axis=1)
     eliminated = mu + radius + config.nu1 * config.rho**first.depth < best_mu - radius
     for run, b, elim in zip(group, best, eliminated, strict=True):
-        run.recommendation = run.centres[b]
+        run.recommendation = run.centres[b].copy()  # the centres may be shared by runs
         run.phases.append(
             run.log(
                 radius=radius, best=run.keys[b], eliminated=[key for key, e in zip(run.keys, elim, strict=True) if e]
             )
         )
         run.used += len(run.keys) * run.pulls
-        run.active = run.children(run.partition, run.active.take(~elim))
+        run.active = run.children.survivors(run.partition, run.active, ~elim)
 
 
 def _transcript(run, num_clients: int) -> Transcript:

@@ -91,6 +91,15 @@ def get_objective(name: str) -> Objective:
     return OBJECTIVES[key]()
 
 
+def checked_local_settings(num_clients, heterogeneity, kind: str) -> tuple[int, float]:
+    """(M, heterogeneity) of local objectives, validated (M >= 1, heterogeneity >= 0, a known kind)."""
+    m = int(require_number("clients", num_clients, low=1, integer=True))
+    heterogeneity = require_number("heterogeneity", heterogeneity, low=0)
+    if kind not in ("bumps", "shift", "none"):
+        raise ConfigurationError("heterogeneity_kind", f"unknown kind {kind!r}; choose bumps, shift or none")
+    return m, heterogeneity
+
+
 class LocalObjectives:
     """Heterogeneous local objectives of ``num_clients`` clients whose average is the global one.
 
@@ -113,10 +122,7 @@ class LocalObjectives:
         waves: int = 3,
     ):
         self.objective = objective
-        self.num_clients = int(require_number("clients", num_clients, low=1, integer=True))
-        self.heterogeneity = require_number("heterogeneity", heterogeneity, low=0)
-        if kind not in ("bumps", "shift", "none"):
-            raise ConfigurationError("heterogeneity_kind", f"unknown kind {kind!r}; choose bumps, shift or none")
+        self.num_clients, self.heterogeneity = checked_local_settings(num_clients, heterogeneity, kind)
         self.kind = kind
         gen = as_generator(rng)
         d = objective.domain.shape[0]
@@ -125,24 +131,33 @@ class LocalObjectives:
         # waves: frequencies (cycles over the domain), directions, phases, weights
         self._freq = gen.uniform(1.0, 4.0, size=(m, waves))
         self._dirs = gen.standard_normal((m, waves, d))
-        self._dirs /= np.linalg.norm(self._dirs, axis=-1, keepdims=True)
+        self._dirs /= np.sqrt(np.add.reduce(self._dirs * self._dirs, axis=-1, keepdims=True))  # np.linalg.norm's sum
         self._phase = gen.uniform(0.0, 2.0 * np.pi, size=(m, waves))
         self._weight = gen.standard_normal((m, waves)) / math.sqrt(waves)
+        # the loop-invariant factors of ``perturbations``, evaluated as its expression groups them
+        self._cycles = 2.0 * np.pi * self._freq[:, :, None]
+        self._offset = self._phase[:, :, None]
+        lo, hi = objective.domain[:, 0], objective.domain[:, 1]
+        self._lo, self._span = lo, hi - lo
 
     def perturbations(self, x) -> np.ndarray:
         """Centred perturbations ``p_m(x) - mean_j p_j(x)``, shape (M, n)."""
-        x = np.asarray(x, dtype=float).reshape(-1, self.objective.domain.shape[0])
+        x = np.asarray(x, dtype=float).reshape(-1, self._lo.shape[0])
         m, n = self.num_clients, x.shape[0]
         if self.kind == "none" or m == 1 or self.heterogeneity == 0:
             return np.zeros((m, n))
         if self.kind == "shift":
             raw = np.broadcast_to(self._shift[:, None], (m, n))
         else:
-            lo, hi = self.objective.domain[:, 0], self.objective.domain[:, 1]
-            unit = (x - lo) / (hi - lo)  # (n, d) in [0, 1]^d
-            angle = 2.0 * np.pi * self._freq[:, :, None] * np.einsum("mwd,nd->mwn", self._dirs, unit)
-            raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight, np.sin(angle + self._phase[:, :, None]))
-        return raw - raw.mean(axis=0, keepdims=True)
+            unit = (x - self._lo) / self._span  # (n, d) in [0, 1]^d
+            angle = self._cycles * np.einsum("mwd,nd->mwn", self._dirs, unit)
+            raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight, np.sin(angle + self._offset))
+        return self.centred(raw)
+
+    @staticmethod
+    def centred(raw: np.ndarray) -> np.ndarray:
+        """``raw`` (M, n) minus its clients' mean (ndarray.mean's sum and division, without its overhead)."""
+        return raw - np.add.reduce(raw, axis=0, keepdims=True) / raw.shape[0]
 
     def values(self, x) -> np.ndarray:
         """Local objective values of every client at every point, shape (M, n)."""

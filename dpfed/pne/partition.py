@@ -77,8 +77,13 @@ class Nodes:
         return Nodes(self.depth[selection], self.index[selection], self.lo[selection], self.hi[selection])
 
     def keys(self) -> list[tuple[int, int]]:
-        """(depth, index) pairs as Python ints."""
-        return list(zip(self.depth.tolist(), self.index.tolist(), strict=True))
+        """(depth, index) pairs as Python ints (a new list; the pairs are built once per node set, whose
+        arrays are never changed after construction)."""
+        pairs = self.__dict__.get("_keys")
+        if pairs is None:
+            pairs = tuple(zip(self.depth.tolist(), self.index.tolist(), strict=True))
+            object.__setattr__(self, "_keys", pairs)
+        return list(pairs)
 
     def contains(self, point) -> np.ndarray:
         """Boolean (n,): which cells contain ``point`` (closed boxes)."""

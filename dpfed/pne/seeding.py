@@ -1,7 +1,8 @@
 """Independent random streams of one bandit run, all derived from one seed.
 
 Separate streams mean that a private and a non-private run with the same seed share the partition,
-the local objectives and the observation noise, and differ only in the privacy noise.
+the local objectives and the observation noise, and differ only in the privacy noise. The streams
+are the four children of the run's ``SeedSequence``: partition seed, objective, observation, privacy.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from dpfed.pne.spawn import as_uint64, child_words, generator
 
 
 @dataclass
@@ -34,3 +37,36 @@ class RunStreams:
             np.random.default_rng(obs),
             np.random.default_rng(priv),
         )
+
+    @classmethod
+    def batch(cls, seeds) -> list[RunStreams]:
+        """``[from_seed(s) for s in seeds]`` (same streams, Generators consumed in order), with the
+        children of plain integer entropies derived together (``dpfed.pne.spawn``); a SeedSequence
+        passed in is not marked as spawned from."""
+        entropies = [_plain_entropy(seed) for seed in seeds]
+        plain = [e for e in entropies if e is not None]
+        words = child_words(plain, 4, 8) if plain else np.empty((0, 4, 8), dtype=np.uint32)
+        states = as_uint64(words)  # (K, 4, 4)
+        out, row = [], 0
+        for seed, entropy in zip(seeds, entropies, strict=True):
+            if entropy is None:
+                out.append(cls.from_seed(seed))
+                continue
+            state = states[row]
+            out.append(
+                cls(int(state[0, 0] >> np.uint64(1)), generator(state[1]), generator(state[2]), generator(state[3]))
+            )
+            row += 1
+        return out
+
+
+def _plain_entropy(seed) -> int | None:
+    """The integer entropy ``from_seed`` would hash, where ``child_words`` covers it (else None)."""
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
+    if isinstance(seed, np.random.SeedSequence):
+        plain = seed.spawn_key == () and seed.pool_size == 4 and seed.n_children_spawned == 0
+        seed = seed.entropy if plain else None
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= int(seed) < 2**128:
+        return int(seed)
+    return None
