@@ -232,7 +232,7 @@ class PneEndToEndProbe(Probe):
         run k is seeded with the k-th ``rng.integers(2**63)``, which the observer also uses for the
         data streams, never for the privacy stream)."""
         entropies = [int(rng.integers(2**63)) for _ in range(int(trials))]
-        runs = self._runs(check_world(world), [np.random.SeedSequence(e) for e in entropies])
+        runs = self._runs(check_world(world), entropies)  # an int seeds a run as SeedSequence(int) would
         if self.score != "replay":
             return np.array([self._upload_score(run) for run in runs])
         from attacks.probes.pne_data import data_streams_batch

@@ -41,8 +41,8 @@ class RunStreams:
     @classmethod
     def batch(cls, seeds) -> list[RunStreams]:
         """``[from_seed(s) for s in seeds]`` (same streams, Generators consumed in order), with the
-        children of plain integer entropies derived together (``dpfed.pne.spawn``); a SeedSequence
-        passed in is not marked as spawned from."""
+        children of integer seeds derived together (``dpfed.pne.spawn``). A SeedSequence takes
+        ``from_seed``'s path, so it is marked as spawned from, as before."""
         entropies = [_plain_entropy(seed) for seed in seeds]
         plain = [e for e in entropies if e is not None]
         words = child_words(plain, 4, 8) if plain else np.empty((0, 4, 8), dtype=np.uint32)
@@ -64,9 +64,6 @@ def _plain_entropy(seed) -> int | None:
     """The integer entropy ``from_seed`` would hash, where ``child_words`` covers it (else None)."""
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63))
-    if isinstance(seed, np.random.SeedSequence):
-        plain = seed.spawn_key == () and seed.pool_size == 4 and seed.n_children_spawned == 0
-        seed = seed.entropy if plain else None
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and 0 <= int(seed) < 2**128:
         return int(seed)
     return None

@@ -57,6 +57,17 @@ def test_run_streams_batch_equals_from_seed_for_every_kind_of_seed():
     assert len(RunStreams.batch([None, None])) == 2  # fresh entropy: nothing to compare with
 
 
+def test_a_seed_sequence_given_twice_gives_two_runs_of_different_streams():
+    # from_seed spawns from a SeedSequence, so the same object twice gives children 0-3, then 4-7: two
+    # independent runs, never one run repeated (which would silently halve a probe's independent trials)
+    from dpfed.pne.seeding import RunStreams
+
+    seq = np.random.SeedSequence(11)
+    first, second = RunStreams.batch([seq, seq])
+    assert not np.array_equal(first.privacy.random(3), second.privacy.random(3))
+    assert seq.n_children_spawned == 8
+
+
 def test_spawn_refuses_entropy_outside_the_pool():
     with pytest.raises(ValueError):
         child_words([2**128], 4, 8)
