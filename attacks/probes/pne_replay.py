@@ -244,12 +244,6 @@ class PneObserver:
 
         return CachedChildren(Partition(self.objective.domain, k=self.rules.k, seed=seed), self.cache)
 
-    def rewards(self, local, nodes, pulls: int, obs_rng) -> np.ndarray:
-        """The raw rewards (clients, nodes, pulls) of a phase: local values at the centres plus the next
-        observation noise draw, as the environment makes them."""
-        shape = (self.rules.clients, len(nodes), pulls)
-        return local.values(nodes.centre)[..., None] + self.noise.sample(obs_rng, shape)
-
     def _canary(self, log, raw, pulled, upload) -> dict:
         """The canary client's upload of the canary node times its count, minus its other clipped rewards."""
         keys = [tuple(key) for key in upload[0]]
@@ -295,19 +289,15 @@ def decisive_node(observer: PneObserver, seeds: int = 32) -> tuple:
     """Of the first phase's nodes, the one whose un-noised decision the canary changes in the most of
     ``seeds`` dry data sets (fixed seeds 0..seeds-1, not the trials'): where an adversary who may place
     its canary would put it. The first phase's schedule depends on no data, so it is the same in every run."""
-    from dpfed.pne.objectives import LocalObjectives
     from dpfed.pne.partition import Partition
     from dpfed.pne.results import PhaseLog
 
     rules, flips = observer.rules, None
     for entropy in range(seeds):
-        seed, obj_rng, obs_rng = data_streams(entropy)
-        partition = Partition(observer.objective.domain, k=rules.k, seed=seed)
-        local = LocalObjectives(
-            observer.objective, rules.clients, observer.heterogeneity, observer.heterogeneity_kind, rng=obj_rng
-        )
+        (data,) = observer.runs_data([data_streams(entropy)])
+        partition = Partition(observer.objective.domain, k=rules.k, seed=data.partition_seed)
         nodes, depth, pulls = rules.expand(partition, partition.root())
-        raw = observer.rewards(local, nodes, pulls, obs_rng)
+        raw = data.rewards(nodes, pulls, observer.noise)
         log = PhaseLog(1, depth, nodes.keys(), rules.tau(depth), pulls, 0, True)
         if flips is None:
             flips = np.zeros(len(nodes))

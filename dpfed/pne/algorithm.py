@@ -23,6 +23,7 @@ before averaging (DP-Fed-PNE); ``reward_override`` forces chosen raw rewards (ca
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -92,10 +93,14 @@ class PNEConfig:
     def tau(self, depth: int) -> int:
         """Samples a node at ``depth`` needs: ceil(c^2 log(c1 T/conf_delta) / nu1^2 * rho^(-2h)), at most
         ``TAU_CAP`` (more than any run can pull: a node needing it is never completed either way)."""
-        taus = self.__dict__.setdefault("_taus", {})  # memo by depth (the constants are frozen)
-        if depth not in taus:
-            taus[depth] = samples_needed(self.c * self.c, self.log_term, self.nu1, self.rho, depth, slack=1e-12)
-        return taus[depth]
+        if depth not in self._taus:
+            self._taus[depth] = samples_needed(self.c * self.c, self.log_term, self.nu1, self.rho, depth, slack=1e-12)
+        return self._taus[depth]
+
+    @functools.cached_property
+    def _taus(self) -> dict:
+        """``tau`` memoised by depth (the constants are frozen)."""
+        return {}
 
     def first_phase_nodes(self) -> int:
         """Nodes the first phase plays: the root expanded while ``needs_expansion`` holds, before any pull

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from dpfed.pne.objectives import LocalObjectives, Objective, checked_local_settings
+from dpfed.pne.objectives import LocalObjectives, Objective, checked_local_settings, wave_bumps
 from dpfed.trials import TrialStreams
 
 
@@ -38,14 +38,8 @@ class LocalObjectivesBatch:
         m = self.num_clients
         if g == 1 and self.kind == "bumps" and m > 1 and self.heterogeneity != 0:  # one run: its own operations
             r, points = rows[0], x[0]
-            raw = self.heterogeneity * np.einsum(
-                "mw,mwn->mn",
-                self._weight[r],
-                np.sin(
-                    self._cycles[r] * np.einsum("mwd,nd->mwn", self._dirs[r], (points - self._lo) / self._span)
-                    + self._offset[r]
-                ),
-            )
+            unit = (points - self._lo) / self._span
+            raw = wave_bumps(self.heterogeneity, self._weight[r], self._cycles[r], self._dirs[r], self._offset[r], unit)
             return (self.objective.values(points)[None, :] + LocalObjectives.centred(raw))[None]
         base = self.objective.values(x.reshape(g * n, d)).reshape(g, 1, n)
         if self.kind == "none" or m == 1 or self.heterogeneity == 0:

@@ -100,6 +100,13 @@ def checked_local_settings(num_clients, heterogeneity, kind: str) -> tuple[int, 
     return m, heterogeneity
 
 
+def wave_bumps(heterogeneity: float, weight, cycles, dirs, offset, unit) -> np.ndarray:
+    """Un-centred bumps ``heterogeneity * sum_w weight * sin(cycles <dir, unit> + offset)``, (M, n) for ``unit``
+    (n, d) in [0, 1]^d: one run's perturbations before centring (``LocalObjectives`` and its batch)."""
+    angle = cycles * np.einsum("mwd,nd->mwn", dirs, unit)
+    return heterogeneity * np.einsum("mw,mwn->mn", weight, np.sin(angle + offset))
+
+
 class LocalObjectives:
     """Heterogeneous local objectives of ``num_clients`` clients whose average is the global one.
 
@@ -149,9 +156,8 @@ class LocalObjectives:
         if self.kind == "shift":
             raw = np.broadcast_to(self._shift[:, None], (m, n))
         else:
-            unit = (x - self._lo) / self._span  # (n, d) in [0, 1]^d
-            angle = self._cycles * np.einsum("mwd,nd->mwn", self._dirs, unit)
-            raw = self.heterogeneity * np.einsum("mw,mwn->mn", self._weight, np.sin(angle + self._offset))
+            unit = (x - self._lo) / self._span
+            raw = wave_bumps(self.heterogeneity, self._weight, self._cycles, self._dirs, self._offset, unit)
         return self.centred(raw)
 
     @staticmethod
