@@ -61,7 +61,11 @@ def on_backend(probe, backend: str, device: str = "cpu"):
     check_backend(backend, device)
     supported = getattr(probe, "backends", ("numpy",))
     if backend not in supported:
-        raise ConfigurationError("backend", f"probe {probe.name!r} runs on {', '.join(supported)} only")
+        name = getattr(probe, "registry_name", probe.name)
+        raise ConfigurationError(
+            "backend",
+            f"probe {name!r} has no {backend} path (it runs on {', '.join(supported)} only: leave out --backend)",
+        )
     if backend != "numpy" and getattr(probe, "bug", None) not in (None, "none"):
         raise ConfigurationError("backend", "planted-bug mechanisms run on the numpy backend only")
     probe.array_backend, probe.device = backend, device

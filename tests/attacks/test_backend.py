@@ -96,6 +96,13 @@ def test_backend_errors_are_one_line_exit_2(capsys, argv, field):
     assert len(err.strip().splitlines()) == 1 and field in err
 
 
+def test_a_numpy_only_probe_is_refused_under_the_name_it_was_asked_for(capsys):
+    # bug-uniform-fallback is the empty-sample probe with a planted bug: the error names what the user typed
+    assert main(["attack", "bug-uniform-fallback", "--backend", "torch", "--trials", "1000", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'bug-uniform-fallback' has no torch path" in err and "empty-sample" not in err
+
+
 def test_cuda_without_a_gpu_is_refused():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
