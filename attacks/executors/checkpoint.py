@@ -2,8 +2,9 @@
 
 ``manifest.json`` records what produced the batches: the probe and all its parameters, the hashes of
 the code behind it (the probe's and the mechanisms' modules; the user function's module and the
-datasets' content for the user probe), the project version, the seed, the batch size and the
-reduction (scores, or counts over a threshold grid, stored beside it as ``grid.bin``). A rerun with an
+datasets' content for the user probe), the project version, the seed, the batch size, the torch
+device and the reduction (scores, or counts over a threshold grid, stored beside it as ``grid.bin``, with
+the trials, delta and confidence that chose it). A rerun with an
 identical manifest loads the finished batches instead of recomputing them; any difference refuses to
 resume (``ConfigurationError`` naming the keys) unless ``fresh`` is asked for, which discards the old
 batches. A directory holding files but no manifest is refused, never adopted.

@@ -258,3 +258,33 @@ def test_a_checkpoint_under_other_project_code_is_not_resumed(tmp_path, monkeypa
     assert main(args) == 0
     monkeypatch.setattr(base, "project_code_hash", lambda root=None: "an edited dpfed")
     assert main(args) == 2 and "code differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change", [["--confidence", "0.99"], ["--delta", "1e-3"], ["--trials", "40000"]])
+def test_a_counts_checkpoint_is_not_resumed_over_a_grid_chosen_for_other_levels(tmp_path, capsys, change):
+    """The stored threshold grid of a counts reduction was chosen for the first run's trials, delta and
+    confidence: resuming it at others gave bounds that a fresh run with those inputs does not give."""
+    def args(*extra, checkpoint=True):
+        base = ["attack", "gaussian", "--seed", "1", "--reduction", "counts", "--batch-size", "5000",
+                "--format", "json", "--no-progress", *extra]
+        return base + (["--checkpoint", str(tmp_path / "ck")] if checkpoint else [])
+
+    assert main(args("--trials", "20000")) == 0
+    capsys.readouterr()
+    rest = change if "--trials" in change else ["--trials", "20000", *change]
+    assert main(args(*rest)) == 2
+    assert "grid differ" in capsys.readouterr().err
+    assert main(args(*rest, "--fresh")) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert main(args(*rest, checkpoint=False)) == 0
+    assert resumed["bounds"] == json.loads(capsys.readouterr().out)["bounds"]
+
+
+def test_the_torch_device_is_part_of_a_checkpoints_manifest():
+    """A CPU and a CUDA torch generator draw different scores from one seed (README, PyTorch)."""
+    from attacks.batches import attack_manifest
+    from attacks.executors import root_seed
+
+    probe, root = get_probe("gaussian"), root_seed(1)
+    cpu = attack_manifest(probe, root, 1000, "sorted", "torch", "cpu")
+    assert cpu != attack_manifest(probe, root, 1000, "sorted", "torch", "cuda")
