@@ -122,13 +122,13 @@ class Checkpoint:
         self._written = True
 
     def _check_existing(self, path: Path, fresh: bool) -> bool:
-        """True if the stored manifest is this attack's; with ``fresh`` a different one is discarded at the
-        first write; otherwise a different one is refused."""
+        """True if the stored manifest is this attack's (and not ``fresh``); with ``fresh`` the old checkpoint,
+        this attack's or another's, is discarded at the first write; otherwise a different one is refused."""
         try:
             existing = json.loads(path.read_text())
         except (OSError, ValueError):
             existing = None
-        if existing == self.manifest:
+        if existing == self.manifest and not fresh:  # with fresh even this attack's own batches are redone
             return True
         if not fresh:
             if not isinstance(existing, dict):

@@ -53,3 +53,12 @@ def test_unreachable_scheduler_leaves_no_checkpoint(tmp_path, capsys):
     argv = ["attack", "gaussian", "--trials", "200", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"]
     assert main([*argv, "--checkpoint", str(ck)]) == 2
     assert "cannot reach Dask scheduler" in capsys.readouterr().err and not ck.exists()
+
+
+def test_fresh_recomputes_even_the_same_attacks_batches(tmp_path):
+    """--fresh said "discard the checkpoint's batches and start afresh", but an unchanged attack resumed them."""
+    Checkpoint(tmp_path, {"seed": 1}).save(TASK, np.arange(3.0))
+    fresh = Checkpoint(tmp_path, {"seed": 1}, fresh=True)
+    assert fresh.load(TASK) is None
+    fresh.save(TASK, np.ones(3))
+    assert Checkpoint(tmp_path, {"seed": 1}).load(TASK).tolist() == [1.0, 1.0, 1.0]
