@@ -2,8 +2,8 @@
 code is that status's, each target's two verdicts and its bounds follow from its own claim, accounting rows
 and probes (``reports.audit.verdicts``, as the audit computed them: an edited epsilon cannot keep a stale
 verdict; nor an edited upper bound, nor a probe status its own p-value, ceiling or bound contradicts, nor
-a claim delta other than the accounting rows'), each target's verdict follows the verdict table from its two verdicts (or is a
-VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
+a claim delta other than the accounting rows'), each target's verdict follows the verdict table from its
+two verdicts (or is a VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
 tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
 equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
 naming the path."""
