@@ -64,19 +64,19 @@ def _verdicts_from_numbers(path: str, target: dict) -> None:
 
     verdict = target["verdict"]
     claim = from_plain(Claim, target["claim"])
-    analytic = analytic_verdict(claim, from_plain(AccountingSection | Unavailable, target["accounting"]))
+    accounting = from_plain(AccountingSection | Unavailable, target["accounting"])
+    analytic = analytic_verdict(claim, accounting)
     probes = tuple(from_plain(ProbeSection, p) for p in target.get("probes", []))
     empirical = empirical_verdict(claim, probes, float(verdict["empirical"]["confidence"]))
     lower = verdict["empirical"].get("lower_bound")
-    accounting = from_plain(AccountingSection | Unavailable, target["accounting"])
     upper = None if isinstance(accounting, Unavailable) else accounting.best_upper_bound()
     shown_upper = verdict.get("upper_bound")
     for where, shown, computed in (
-        ("upper_bound", shown_upper and shown_upper["epsilon"], upper and upper.epsilon),
         ("analytic/status", verdict["analytic"]["status"], analytic.status.value),
         ("analytic/epsilon", verdict["analytic"].get("epsilon"), analytic.epsilon),
         ("empirical/status", verdict["empirical"]["status"], empirical.status.value),
         ("empirical/lower_bound", lower and lower["epsilon"], empirical.lower_bound and empirical.lower_bound.epsilon),
+        ("upper_bound", shown_upper and shown_upper["epsilon"], upper and upper.epsilon),
     ):
         if not _same(shown, computed):
             raise ConfigurationError(
