@@ -173,10 +173,11 @@ def _levels(probe: Probe, options: AttackOptions) -> tuple[float, float, float |
     return delta, confidence, claim_epsilon, delta if claim_delta is None else claim_delta
 
 
-def _checkpoint(probe, root, plan, options) -> Checkpoint | None:
+def _checkpoint(probe, root, plan, options, delta: float, confidence: float) -> Checkpoint | None:
     if options.checkpoint_dir is None:
         return None
-    manifest = attack_manifest(probe, root, plan.batch_size, plan.reduction, options.backend)
+    grid = {"trials": plan.trials, "pilot_trials": plan.pilot_trials, "delta": delta, "confidence": confidence}
+    manifest = attack_manifest(probe, root, plan.batch_size, plan.reduction, options.backend, options.device, grid)
     return Checkpoint(options.checkpoint_dir, manifest, fresh=options.fresh)
 
 
@@ -260,7 +261,7 @@ def run_attack(
     delta, confidence, claim_epsilon, claim_delta = _levels(probe, options)
     check_methods(options.methods)  # before any trial is drawn or a checkpoint created
     root, plan = _seed_and_plan(probe, trials, seed, options)
-    checkpoint = _checkpoint(probe, root, plan, options)
+    checkpoint = _checkpoint(probe, root, plan, options, delta, confidence)
     probe, training, trials = _fit(probe, trials, root)
     log = options.log or (lambda message: None)
     if plan.trials >= 10**7:

@@ -109,8 +109,12 @@ def _run(
     return {"batches_resumed": resumed, "batches_total": total}
 
 
-def attack_manifest(probe, root, batch_size: int, reduction: str, backend: str = "numpy") -> dict:
-    """What produced a checkpoint's batches (``attacks.executors.checkpoint``)."""
+def attack_manifest(
+    probe, root, batch_size: int, reduction: str, backend: str = "numpy", device: str = "cpu", grid: dict | None = None
+) -> dict:
+    """What produced a checkpoint's batches (``attacks.executors.checkpoint``): for a counts reduction
+    also ``grid``, what chose its stored threshold grid (the trials, pilot trials, delta and confidence
+    that ``fix_grid`` passes to ``pilot_grid``), since its counts are counts over that grid."""
     from attacks.executors.checkpoint import project_version
 
     return {
@@ -125,6 +129,8 @@ def attack_manifest(probe, root, batch_size: int, reduction: str, backend: str =
         "batch_size": int(batch_size),
         "reduction": reduction,
         "backend": backend,
+        "device": device,  # a CPU and a CUDA torch generator draw different scores from one seed
+        **({"grid": grid} if reduction == "counts" else {}),
     }
 
 

@@ -9,8 +9,10 @@ file (or to stderr with ``--debug``), so a crash can never read as a verdict.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -125,6 +127,26 @@ def report_internal_error(args, exc: BaseException) -> int:
     return int(ExitCode.INTERNAL_ERROR)
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (``timeout``, a batch scheduler) stops a run as Ctrl-C does
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a command runs, SIGTERM raises KeyboardInterrupt: worker processes are shut down, temporary
+    files removed and the exit code is 130, as for Ctrl-C (killed outright, the workers of ``--executor
+    processes`` were left running without a parent)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:  # not the main thread: leave the handler alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -136,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for provenance
     try:
-        return int(args.func(args) or 0)
+        with _sigterm_as_interrupt():
+            return int(args.func(args) or 0)
     except ConfigurationError as exc:
         print(f"dpaudit {args.command}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,8 +1,9 @@
 """Consistency of a report beyond its schema: the overall status is the worst target verdict, the exit
 code is that status's, each target's two verdicts and its bounds follow from its own claim, accounting rows
 and probes (``reports.audit.verdicts``, as the audit computed them: an edited epsilon cannot keep a stale
-verdict), each target's verdict follows the verdict table from its two verdicts (or is a
-VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
+verdict; nor an edited upper bound, nor a probe status its own p-value, ceiling or bound contradicts, nor
+a claim delta other than the accounting rows'), each target's verdict follows the verdict table from its
+two verdicts (or is a VIOLATION by rule ``critical-finding`` with a critical finding of its own), the findings
 tally counts the targets' findings, the gap is upper - lower bound (2.1), and every curve's arrays have
 equal lengths. ``dpaudit report`` refuses a hand-edited report that breaks any of these, in one line
 naming the path."""
@@ -63,20 +64,62 @@ def _verdicts_from_numbers(path: str, target: dict) -> None:
 
     verdict = target["verdict"]
     claim = from_plain(Claim, target["claim"])
-    analytic = analytic_verdict(claim, from_plain(AccountingSection | Unavailable, target["accounting"]))
+    accounting = from_plain(AccountingSection | Unavailable, target["accounting"])
+    analytic = analytic_verdict(claim, accounting)
     probes = tuple(from_plain(ProbeSection, p) for p in target.get("probes", []))
     empirical = empirical_verdict(claim, probes, float(verdict["empirical"]["confidence"]))
     lower = verdict["empirical"].get("lower_bound")
+    upper = None if isinstance(accounting, Unavailable) else accounting.best_upper_bound()
+    shown_upper = verdict.get("upper_bound")
     for where, shown, computed in (
         ("analytic/status", verdict["analytic"]["status"], analytic.status.value),
         ("analytic/epsilon", verdict["analytic"].get("epsilon"), analytic.epsilon),
         ("empirical/status", verdict["empirical"]["status"], empirical.status.value),
         ("empirical/lower_bound", lower and lower["epsilon"], empirical.lower_bound and empirical.lower_bound.epsilon),
+        ("upper_bound", shown_upper and shown_upper["epsilon"], upper and upper.epsilon),
     ):
         if not _same(shown, computed):
             raise ConfigurationError(
                 f"{path}/verdict/{where}", f"{shown} but the target's claim, accounting and probes give {computed}"
             )
+
+
+def _claimed_delta(path: str, target: dict) -> None:
+    """The accountants' rows of the claimed setting are at the claim's delta (an edited claim.delta kept
+    the verdict proved at another delta)."""
+    claim_delta = target["claim"]["delta"]
+    for j, row in enumerate((target.get("accounting") or {}).get("rows", []) or []):
+        if row.get("claimed_setting") and not math.isclose(float(row["delta"]), float(claim_delta), rel_tol=1e-9):
+            raise ConfigurationError(
+                f"{path}/accounting/rows/{j}/delta", f"{row['delta']} but the claim's delta is {claim_delta}"
+            )
+
+
+def _probe_statuses(path: str, target: dict) -> None:
+    """Each probe's status follows from its own numbers as ``attacks.verdict.decide`` gives it: VIOLATION
+    exactly when its p-value is at most 1 - confidence (with a single Clopper-Pearson bound, exactly when
+    that bound exceeds the claim); otherwise UNTESTABLE exactly when its ceiling is at most the claim."""
+    claim = float(target["claim"]["epsilon"])
+    for j, probe in enumerate(target.get("probes", [])):
+        status = probe.get("status")
+        if probe.get("outcome") != "ran" or status is None:
+            continue
+        violation, p_value, ceiling = status == "VIOLATION", probe.get("p_value"), probe.get("ceiling")
+        rigorous = [b for b in probe.get("bounds", []) if b.get("rigorous")]
+        problem = None
+        if p_value is not None and (float(p_value) <= 1.0 - float(probe["confidence"])) != violation:
+            problem = f"its p-value {p_value} at confidence {probe['confidence']}"
+        elif len(rigorous) == 1 and str(rigorous[0].get("method")).startswith("clopper-pearson") and (
+            float(rigorous[0]["delta"]) >= float(target["claim"]["delta"]) * (1 - 1e-12)
+        ):
+            bound = float(rigorous[0]["epsilon"])
+            if (violation and bound < claim * (1 - 1e-6)) or (not violation and bound > claim * (1 + 1e-6)):
+                problem = f"its rigorous bound {bound:.6g} against the claim {claim:g}"
+        if problem is None and not violation and ceiling is not None:
+            if (float(ceiling) <= claim) != (status == "UNTESTABLE"):
+                problem = f"its ceiling {float(ceiling):.6g} against the claim {claim:g}"
+        if problem is not None:
+            raise ConfigurationError(f"{path}/probes/{j}/status", f"{status} does not follow from {problem}")
 
 
 def _same(shown, computed) -> bool:
@@ -124,6 +167,8 @@ def check_consistency(report: dict) -> None:
         _target_verdict(f"targets/{i}", target)
         if report.get("schema_version") != "2.0":
             _gap(f"targets/{i}", target["verdict"])
+        _claimed_delta(f"targets/{i}", target)
+        _probe_statuses(f"targets/{i}", target)
         _verdicts_from_numbers(f"targets/{i}", target)
         _target_curves(f"targets/{i}", target)
     _findings_tally(report)

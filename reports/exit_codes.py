@@ -8,7 +8,7 @@ code      name              meaning
 2         BAD_INPUT         the input was rejected before any work (one line on stderr)
 3         INCONCLUSIVE      neither proved nor refuted, or a probe failed
 4         INTERNAL_ERROR    a bug in dpaudit: one line on stderr, the traceback in a log file
-130       INTERRUPTED       Ctrl-C; finished work is saved
+130       INTERRUPTED       Ctrl-C or SIGTERM; finished work is saved
 141       BROKEN_PIPE       the reader of standard output went away (``| head``); nothing else printed
 ========  ================  =====================================================================
 """

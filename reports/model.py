@@ -165,12 +165,23 @@ def _finite_int(text: str) -> int:
     return value
 
 
+def _no_duplicate_keys(pairs):
+    """An object naming a key twice is refused: JSON readers differ on which value wins."""
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"key {key[:40]!r} given twice in one object")
+        seen[key] = value
+    return seen
+
+
 def load_report(path) -> dict:
     """Read and validate a saved report; unreadable or invalid files raise ConfigurationError."""
     path = Path(path)
     try:
         report = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant,
-                            parse_float=_finite_float, parse_int=_finite_int)
+                            parse_float=_finite_float, parse_int=_finite_int,
+                            object_pairs_hook=_no_duplicate_keys)
     except FileNotFoundError:
         raise ConfigurationError("result", f"no such file: {path}") from None
     except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, a NaN or infinite number

@@ -2,8 +2,9 @@
 
 ``manifest.json`` records what produced the batches: the probe and all its parameters, the hashes of
 the code behind it (the probe's and the mechanisms' modules; the user function's module and the
-datasets' content for the user probe), the project version, the seed, the batch size and the
-reduction (scores, or counts over a threshold grid, stored beside it as ``grid.bin``). A rerun with an
+datasets' content for the user probe), the project version, the seed, the batch size, the torch
+device and the reduction (scores, or counts over a threshold grid, stored beside it as ``grid.bin``, with
+the trials, delta and confidence that chose it). A rerun with an
 identical manifest loads the finished batches instead of recomputing them; any difference refuses to
 resume (``ConfigurationError`` naming the keys) unless ``fresh`` is asked for, which discards the old
 batches. A directory holding files but no manifest is refused, never adopted.
@@ -116,18 +117,44 @@ class Checkpoint:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigurationError("checkpoint", f"cannot create {str(self.directory)!r}: {exc}") from None
-        text = json.dumps(self.manifest, indent=2, sort_keys=True)
-        atomic_write_bytes(self.directory / MANIFEST, text.encode())
+        text = json.dumps(self.manifest, indent=2, sort_keys=True).encode()
+        if self._discard_first:
+            atomic_write_bytes(self.directory / MANIFEST, text)
+        else:
+            self._claim(text)
         self._written = True
 
+    def _claim(self, text: bytes) -> None:
+        """Write the manifest only if none is there (a hard link of a complete temporary file, so atomic): an
+        attack started meanwhile in the same directory keeps it, and a different one is refused here; a
+        plain replace let the second attack's manifest cover the first one's batches."""
+        path = self.directory / MANIFEST
+        tmp = path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
+        atomic_write_bytes(tmp, text)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            try:
+                existing = json.loads(path.read_text())
+            except (OSError, ValueError):
+                existing = None
+            if existing != self.manifest:
+                raise ConfigurationError(
+                    "checkpoint", f"{str(self.directory)!r} was taken by a different attack running at the same "
+                    "time; use another directory") from None
+        except OSError:  # a file system without hard links
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
     def _check_existing(self, path: Path, fresh: bool) -> bool:
-        """True if the stored manifest is this attack's; with ``fresh`` a different one is discarded at the
-        first write; otherwise a different one is refused."""
+        """True if the stored manifest is this attack's (and not ``fresh``); with ``fresh`` the old checkpoint,
+        this attack's or another's, is discarded at the first write; otherwise a different one is refused."""
         try:
             existing = json.loads(path.read_text())
         except (OSError, ValueError):
             existing = None
-        if existing == self.manifest:
+        if existing == self.manifest and not fresh:  # with fresh even this attack's own batches are redone
             return True
         if not fresh:
             if not isinstance(existing, dict):

@@ -160,6 +160,8 @@ def _settings(args) -> dict:
         raise ConfigurationError(
             "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
         )
+    if args.fresh and settings.get("checkpoint") is None:
+        raise ConfigurationError("fresh", "discards a checkpoint's batches: it goes with --checkpoint DIR")
     settings["params"] = {**params, **parse_params(args.param)}
     if settings.get("batch_size") is not None:  # the number forms --trials takes (1e8, 100_000)
         from attacks.run_plan import check_whole_number

@@ -100,6 +100,7 @@ def test_shipped_configs_parse(name):
         (["--mechanism", "tests.attacks.test_attack_cli:noisy_text", "--datasets", DATASETS], "mechanism"),
         (["--mechanism", "attacks.probes.examples:laplace_count"], "mechanism"),
         (["gaussian", "--checkpoint", "/proc/no/such/dir"], "checkpoint"),
+        (["gaussian", "--fresh"], "fresh"),  # nothing to discard: the flag was silently ignored
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, field):

@@ -53,3 +53,26 @@ def test_unreachable_scheduler_leaves_no_checkpoint(tmp_path, capsys):
     argv = ["attack", "gaussian", "--trials", "200", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:1"]
     assert main([*argv, "--checkpoint", str(ck)]) == 2
     assert "cannot reach Dask scheduler" in capsys.readouterr().err and not ck.exists()
+
+
+def test_fresh_recomputes_even_the_same_attacks_batches(tmp_path):
+    """--fresh said "discard the checkpoint's batches and start afresh", but an unchanged attack resumed them."""
+    Checkpoint(tmp_path, {"seed": 1}).save(TASK, np.arange(3.0))
+    fresh = Checkpoint(tmp_path, {"seed": 1}, fresh=True)
+    assert fresh.load(TASK) is None
+    fresh.save(TASK, np.ones(3))
+    assert Checkpoint(tmp_path, {"seed": 1}).load(TASK).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_two_attacks_opened_on_one_empty_directory_never_share_it(tmp_path):
+    """Both found the directory empty; the second one's manifest replaced the first one's, so the first
+    attack's batch was later resumed as the second attack's."""
+    first, second = Checkpoint(tmp_path, {"seed": 1}), Checkpoint(tmp_path, {"seed": 2})
+    same = Checkpoint(tmp_path, {"seed": 1})
+    first.save(TASK, np.arange(3.0))
+    with pytest.raises(ConfigurationError, match="different attack"):
+        second.save(TASK, np.ones(3))
+    same.save(TASK, np.arange(3.0))  # the same attack run twice at once shares it
+    assert json.loads((tmp_path / MANIFEST).read_text()) == {"seed": 1}
+    assert Checkpoint(tmp_path, {"seed": 1}).load(TASK).tolist() == [0.0, 1.0, 2.0]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

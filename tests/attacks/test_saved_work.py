@@ -258,3 +258,92 @@ def test_a_checkpoint_under_other_project_code_is_not_resumed(tmp_path, monkeypa
     assert main(args) == 0
     monkeypatch.setattr(base, "project_code_hash", lambda root=None: "an edited dpfed")
     assert main(args) == 2 and "code differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change", [["--confidence", "0.99"], ["--delta", "1e-3"], ["--trials", "40000"]])
+def test_a_counts_checkpoint_is_not_resumed_over_a_grid_chosen_for_other_levels(tmp_path, capsys, change):
+    """The stored threshold grid of a counts reduction was chosen for the first run's trials, delta and
+    confidence: resuming it at others gave bounds that a fresh run with those inputs does not give."""
+    def args(*extra, checkpoint=True):
+        base = ["attack", "gaussian", "--seed", "1", "--reduction", "counts", "--batch-size", "5000",
+                "--format", "json", "--no-progress", *extra]
+        return base + (["--checkpoint", str(tmp_path / "ck")] if checkpoint else [])
+
+    assert main(args("--trials", "20000")) == 0
+    capsys.readouterr()
+    rest = change if "--trials" in change else ["--trials", "20000", *change]
+    assert main(args(*rest)) == 2
+    assert "grid differ" in capsys.readouterr().err
+    assert main(args(*rest, "--fresh")) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert main(args(*rest, checkpoint=False)) == 0
+    assert resumed["bounds"] == json.loads(capsys.readouterr().out)["bounds"]
+
+
+def test_the_torch_device_is_part_of_a_checkpoints_manifest():
+    """A CPU and a CUDA torch generator draw different scores from one seed (README, PyTorch)."""
+    from attacks.batches import attack_manifest
+    from attacks.executors import root_seed
+
+    probe, root = get_probe("gaussian"), root_seed(1)
+    cpu = attack_manifest(probe, root, 1000, "sorted", "torch", "cpu")
+    assert cpu != attack_manifest(probe, root, 1000, "sorted", "torch", "cuda")
+
+
+def recording_mechanism(dataset, rng, size):
+    """Records the processes that run it (DPAUDIT_TEST_PIDS) and takes a while, so that a run is mid-batch."""
+    import time
+
+    (Path(os.environ["DPAUDIT_TEST_PIDS"]) / f"{os.getpid()}-{os.getppid()}").touch()
+    time.sleep(0.2)
+    return float(len(dataset)) + rng.normal(0.0, 1.0, size)
+
+
+recording_mechanism.batched = True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_sigterm_stops_an_attack_like_ctrl_c_and_leaves_no_worker_running(tmp_path):
+    """SIGTERM (``timeout``, a batch scheduler) killed dpaudit outright: exit -15, and the worker processes
+    of ``--executor processes`` kept running without a parent. Now it is an interruption: exit 130, workers
+    shut down, finished batches kept."""
+    import subprocess
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = dict(os.environ, DPAUDIT_TEST_PIDS=str(pids))
+    argv = [sys.executable, "-m", "reports.cli", "attack", "--mechanism",
+            "tests.attacks.test_saved_work:recording_mechanism", "--datasets", DATASETS, "--trials", "2000",
+            "--batch-size", "100", "--seed", "1", "--executor", "processes", "--workers", "1",
+            "--checkpoint", str(tmp_path / "ck"), "--no-progress"]
+    root = Path(__file__).resolve().parents[2]
+    with open(tmp_path / "out", "w") as out, open(tmp_path / "err", "w") as err:
+        process = subprocess.Popen(argv, cwd=root, env=env, stdout=out, stderr=err)
+    try:
+        for _ in range(1200):  # until a worker runs a batch (at most 2 minutes)
+            if list(pids.iterdir()) or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=120)
+        helpers = {int(p) for name in os.listdir(pids) for p in name.split("-")} - {process.pid, os.getpid()}
+        assert helpers  # a worker ran a batch before the signal
+        left = sorted(pid for pid in helpers if _alive(pid))
+        assert code == 130, (tmp_path / "err").read_text()[-500:]
+        assert left == []
+        assert "interrupted; finished work is saved" in (tmp_path / "err").read_text()
+    finally:
+        process.kill()
+        for name in os.listdir(pids):
+            for pid in map(int, name.split("-")):
+                if pid not in (process.pid, os.getpid()) and _alive(pid):
+                    os.kill(pid, signal.SIGKILL)

@@ -125,3 +125,50 @@ def test_a_critical_finding_violation_is_consistent_only_with_a_critical_finding
     with pytest.raises(ConfigurationError) as err:
         model.validate_report(_critical_finding_report(with_critical=False))
     assert err.value.field == "targets/1/verdict/rule"
+
+
+def _raise_probe_bound(report: dict) -> None:
+    """The probe's rigorous bound raised above the claim, the lower bound and the gap edited to match, the
+    probe's status (CONSISTENT) and the target's verdict kept: rendered as before, with a bound above the
+    claim and above the upper bound."""
+    target = report["targets"][0]
+    target["probes"][0]["bounds"][0]["epsilon"] = 1.5
+    verdict = target["verdict"]
+    verdict["empirical"]["lower_bound"]["epsilon"] = 1.5
+    verdict["gap"] = verdict["upper_bound"]["epsilon"] - 1.5
+
+
+def _edit_upper_bound(report: dict) -> None:
+    verdict = report["targets"][0]["verdict"]
+    verdict["upper_bound"]["epsilon"] = 0.3
+    verdict["gap"] = 0.3 - verdict["empirical"]["lower_bound"]["epsilon"]
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (_raise_probe_bound, "targets/0/probes/0/status"),
+        (lambda r: r["targets"][0]["probes"][0].update(p_value=0.001), "targets/0/probes/0/status"),
+        (lambda r: r["targets"][0]["probes"][0].update(ceiling=0.5), "targets/0/probes/0/status"),
+        (_edit_upper_bound, "targets/0/verdict/upper_bound"),
+        (lambda r: r["targets"][0]["claim"].update(delta=0.5), "targets/0/accounting/rows/0/delta"),
+    ],
+)
+def test_edited_numbers_that_keep_a_verdict_are_refused(mutate, field):
+    """Each edit left every verdict field as it was, so the report rendered its old verdict beside numbers
+    that contradict it; the probe's status and the upper bound are now derived again from its numbers."""
+    report = synthetic_report()
+    model.validate_report(report)
+    mutate(report)
+    with pytest.raises(ConfigurationError) as err:
+        model.validate_report(report)
+    assert err.value.field.startswith(field)
+
+
+def test_a_key_given_twice_is_refused(tmp_path):
+    """JSON readers differ on which of two values wins; the last one won silently."""
+    text = json.dumps(synthetic_report())
+    path = tmp_path / "report.json"
+    path.write_text('{"status": "PASS", ' + text[1:])
+    with pytest.raises(ConfigurationError, match="given twice"):
+        model.load_report(path)
