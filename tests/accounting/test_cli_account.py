@@ -53,6 +53,8 @@ def test_account_table(capsys):
         (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1"], "delta"),
         (["--rate", "0.1", "--noise", "ten", "--steps", "5", "--delta", "1e-5"], "noise"),
         (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--accountants", "magic"], "accountants"),
+        # Poisson sampling has no batch: the population was accepted and silently ignored
+        (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--population", "10"], "population"),
     ],
 )
 def test_bad_input_one_line_exit_2(argv, field, capsys):
