@@ -39,6 +39,13 @@ def test_noiseless_release_is_private_above_its_exposure():
     assert answers(SubsampledGaussian(1e-3, 1e-300), 3, exposure / 2)["exact"].epsilon == math.inf
 
 
+def test_noiseless_unsampled_releases_are_explained_not_failed():
+    # q = 1 and several releases: the one-Gaussian rewrite of PLD squared a mean shift of 1e300 and failed with
+    # OverflowError; it now leaves such extremes to the original path, which says what it cannot do.
+    results = answers(SubsampledGaussian(1.0, 1e-300), 100, 1e-5)
+    assert results["exact"].epsilon == math.inf and results["pld"].status == "unsupported"
+
+
 def test_huge_noise_is_perfectly_private():
     results = answers(SubsampledGaussian(0.35, 1e300), 60, 1e-5)
     assert results["exact"].epsilon == 0.0
