@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -144,18 +143,11 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 
 def dumps(obj) -> str:
-    """JSON with non-finite floats turned into null (JSON has no NaN or infinity)."""
+    """JSON of a result file or ``--format json``: ``attacks.files.json_safe`` (non-finite floats as the
+    strings "inf", "-inf", "nan", as ``account`` writes them; never null, which reads as "no value")."""
+    from attacks.files import json_safe
 
-    def clean(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v) for v in value]
-        return value
-
-    return json.dumps(clean(obj), indent=2)
+    return json.dumps(json_safe(obj), indent=2, allow_nan=False)
 
 
 def write_curve_png(path, x, mean, se, title: str, xlabel: str, ylabel: str):
