@@ -55,7 +55,10 @@ def check_output_dir(field: str, path) -> Path:
     """Refuse, before any work, an output directory that cannot be written: one under a regular file,
     an existing file, or a place where nothing can be created (``/proc``, a read-only or unwritable
     directory). Nothing is left behind: writing is tested with a temporary directory that is removed.
+    An empty name (``--out ""``) is refused: Path reads it as the current directory.
     """
+    if not str(path).strip():
+        raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
     path = Path(path)
     try:
         if path.exists() and not path.is_dir():
@@ -70,7 +73,9 @@ def check_output_dir(field: str, path) -> Path:
 
 
 def check_output_file(field: str, path) -> Path:
-    """Refuse, before any work, an output file path that names a directory or cannot be written."""
+    """Refuse, before any work, an output file path that is empty, names a directory or cannot be written."""
+    if not str(path).strip():
+        raise ConfigurationError(field, "is empty; name a file")
     path = Path(path)
     try:
         if path.is_dir():

@@ -55,6 +55,13 @@ def test_report_set(tmp_path):
     assert "Mahloujifar" in markdown and (tmp_path / "rep" / "report.html").stat().st_size > 1000
 
 
+def test_an_empty_out_is_refused(tmp_path, monkeypatch, capsys):
+    # `--out ""` wrote report.json, report.md and report.html into the current directory
+    monkeypatch.chdir(tmp_path)
+    assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", ""]) == 2
+    assert "out: is empty" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
 def test_json_with_a_report_set_is_one_json_document(tmp_path, capsys):
     # "wrote report.json, ..." followed the JSON on stdout, so stdout did not parse
     assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", str(tmp_path / "rep"), "--format", "json"]) == 1
