@@ -138,3 +138,28 @@ def test_bad_input_is_one_line_and_exit_code_2(argv, field, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+
+
+def test_memory_estimate_covers_writing_the_result(tmp_path, capsys):
+    """The size check's estimate per pull must cover what the whole command allocates per pull, writing the
+    JSON result included (tracemalloc, the difference of two horizons, so imports and fixed costs cancel).
+    It left the writing out: 144 bytes per pull estimated, 293 allocated, so a horizon the check let through
+    could need twice the memory available."""
+    import tracemalloc
+
+    from reports.commands.run_pne import pne_bytes
+
+    def peak(horizon: int) -> int:
+        tracemalloc.start()
+        try:
+            out = str(tmp_path / str(horizon))
+            assert main(["run", "fed-pne", "--clients", "1", "--horizon", str(horizon), "--out", out]) == 0
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = 100_000, 500_000
+    peak(1000)  # imports and caches outside the measurement
+    measured = (peak(large) - peak(small)) / (large - small)
+    assert measured <= (pne_bytes(large, 1, 1) - pne_bytes(small, 1, 1)) / (large - small)
+    capsys.readouterr()
