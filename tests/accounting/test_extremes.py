@@ -46,6 +46,12 @@ def test_noiseless_unsampled_releases_are_explained_not_failed():
     assert results["exact"].epsilon == math.inf and results["pld"].status == "unsupported"
 
 
+def test_subnormal_noise_is_not_private_by_our_rdp_too():
+    # z = 5e-324 (the smallest subnormal): our RDP accountant failed with ZeroDivisionError (sigma / 12 is 0)
+    results = answers(SubsampledGaussian(0.1, 5e-324), 10, 1e-5)
+    assert results["rdp"].ok and results["rdp"].epsilon == math.inf == results["exact"].epsilon
+
+
 def test_huge_noise_is_perfectly_private():
     results = answers(SubsampledGaussian(0.35, 1e300), 60, 1e-5)
     assert results["exact"].epsilon == 0.0
