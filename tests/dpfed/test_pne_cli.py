@@ -163,3 +163,13 @@ def test_memory_estimate_covers_writing_the_result(tmp_path, capsys):
     measured = (peak(large) - peak(small)) / (large - small)
     assert measured <= (pne_bytes(large, 1, 1) - pne_bytes(small, 1, 1)) / (large - small)
     capsys.readouterr()
+
+
+def test_classic_calibration_at_a_tiny_epsilon_is_not_a_crash(tmp_path, capsys):
+    # sigma = sqrt(2 ln(1.25/delta)) / 1e-300 = 4.8e300: the noise-aware constant c sqrt(1 + 4 sigma^2)
+    # squared it and raised OverflowError (exit 4)
+    argv = ["run", "dp-fed-pne", "--horizon", "30", "--calibration", "classic", "--epsilon", "1e-300",
+            "--accountants", "exact", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "pne_dp-fed-pne_garland_classic.json").read_text())["privacy"]["noise_std"] > 1e300
+    capsys.readouterr()
