@@ -111,12 +111,14 @@ class NoiseCalibration:
 
 
 def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps: int, accountant: str = "pld",
-                               relative_tolerance: float = 1e-3, progress=None,
+                               relative_tolerance: float = 1e-3, progress=None, announce=None,
                                **mechanism_options) -> NoiseCalibration:
     """Noise multiplier of a Poisson-subsampled Gaussian run ``steps`` times so that ``accountant``
     certifies (epsilon, delta): a value that meets the target, at most ``relative_tolerance`` above one
     that misses it. Conservative: every answer was evaluated by ``accountant`` itself.
-    ``progress(evaluations, low, high)`` is called after each accountant evaluation.
+    ``progress(evaluations, low, high)`` is called after each accountant evaluation; an evaluation
+    predicted to take long (``accounting.cost``) is announced on ``announce`` (default stderr) before it
+    starts and every 10 s while it runs, as ``account_all`` does.
 
     The search starts from the RDP calibration (milliseconds; RDP is looser than a tight accountant, so
     its noise is an upper estimate), brackets the answer with growing steps, then narrows the bracket by
@@ -124,8 +126,11 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps:
     evaluations instead of 15 for plain bisection from a fixed bracket; ``benchmarks/calibrate_speed.py``).
     """
     from accounting.base import run_accountant
+    from accounting.cost import BUDGET_SECONDS, announce_if_slow, estimate_seconds, stderr_progress
     from accounting.mechanisms import Composition, SubsampledGaussian
     from accounting.registry import get_accountant
+
+    say = announce or stderr_progress
 
     epsilon, delta = validate_target(epsilon, delta)
     require_number("steps", steps, low=1, integer=True)
@@ -134,8 +139,12 @@ def calibrate_noise_multiplier(epsilon: float, delta: float, rate: float, steps:
     search = _NoiseSearch(epsilon, progress)
 
     def eps_at(z: float) -> float:
-        mechanism = SubsampledGaussian(rate, z, **mechanism_options)
-        result = run_accountant(engine, Composition.of(mechanism, int(steps)), delta=delta)
+        composition = Composition.of(SubsampledGaussian(rate, z, **mechanism_options), int(steps))
+        seconds, what = estimate_seconds(engine.name, composition)
+        if seconds > BUDGET_SECONDS:
+            say(f"{engine.name}: about {seconds:.0f} s for one evaluation at z = {z:.4g} ({what})")
+        with announce_if_slow(engine.name, what, say):
+            result = run_accountant(engine, composition, delta=delta)
         if not result.ok:
             raise ConfigurationError("accountant", f"{accountant} cannot answer: {result.reason}")
         return result.epsilon

@@ -34,13 +34,42 @@ def _log_ndtr_diff(a, b, eps):
     return la + np.log1p(-np.exp(np.minimum(lb - la, 0.0)))
 
 
+PRECISE_MU = 1e-4  # below, the float difference cancels (see ``gaussian_delta``); mpmath computes it
+
+
 def gaussian_delta(mu, epsilon):
-    """Tight delta(eps) of the mu-GDP Gaussian mechanism (mu = sensitivity / noise std); vectorised."""
+    """Tight delta(eps) of the mu-GDP Gaussian mechanism (mu = sensitivity / noise std); vectorised.
+
+    For tiny mu (huge noise) the two terms agree to about -log10(mu) digits at eps = 0 and twice that in
+    the tail, so the float formula cancels to nothing (mu = 2.8e-16: delta(1e-15) came out 0 instead of
+    1.1e-20, and the exact accountant said epsilon 0 at delta 1e-300). Those entries are computed with
+    mpmath at enough digits."""
     mu = np.asarray(mu, dtype=float)
     eps = np.asarray(epsilon, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = np.exp(_log_ndtr_diff(-eps / mu + mu / 2, -eps / mu - mu / 2, eps))
-    return np.clip(np.nan_to_num(value, nan=0.0), 0.0, 1.0)
+    value = np.clip(np.nan_to_num(value, nan=0.0), 0.0, 1.0)
+    tiny = (mu > 0) & (mu < PRECISE_MU) & np.isfinite(eps)
+    if np.any(tiny):
+        shape = np.broadcast_shapes(value.shape, mu.shape, eps.shape)
+        value, mu_b, eps_b, tiny = (np.broadcast_to(x, shape).ravel() for x in (value, mu, eps, tiny))
+        value = value.copy()
+        for i in np.flatnonzero(tiny):
+            value[i] = _precise_delta(float(mu_b[i]), float(eps_b[i]))
+        value = value.reshape(shape)[()]  # a 0-d result as a scalar, as the float path returns it
+    return value
+
+
+def _precise_delta(mu: float, epsilon: float) -> float:
+    """delta(eps) of mu-GDP by mpmath, with digits for the cancellation of its two terms."""
+    import mpmath
+
+    if -epsilon / mu + mu / 2 < -40.0:  # delta <= Phi(-40) < 1e-349: below the smallest float
+        return 0.0
+    with mpmath.workdps(30 + 2 * math.ceil(-math.log10(mu))):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        delta = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+        return min(1.0, max(0.0, float(delta)))
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
@@ -56,7 +85,12 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         high *= 2.0
         if not math.isfinite(high):
             return math.inf
-    return float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-12, rtol=1e-12))
+    # relative tolerance only: tiny noise gives tiny epsilons (an absolute 1e-12 left 1e-14 unresolved)
+    eps = float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-300, rtol=1e-12,
+                                maxiter=1000))
+    while gaussian_delta(mu, eps) > delta:  # the side that meets delta: an upper bound, never below it
+        eps = eps * (1 + 1e-12) + 1e-300
+    return eps
 
 
 def _exposure(mechanism) -> float:

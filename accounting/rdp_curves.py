@@ -55,7 +55,8 @@ def _log_a_integer(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
 
 def _common_grid(sigma: float, low: float, high: float) -> tuple[np.ndarray, float]:
     """A uniform grid resolving Gaussians of width ``sigma`` on [low, high], and its spacing."""
-    points = int(np.clip(np.ceil((high - low) / (sigma / 12.0)), 600, 40000))
+    with np.errstate(over="ignore"):  # a subnormal sigma: sigma / 12 is 0 (ZeroDivisionError), this is inf
+        points = int(np.clip(np.ceil(np.float64(high - low) * 12.0 / np.float64(sigma)), 600, 40000))
     grid = np.linspace(low, high, points)
     return grid, grid[1] - grid[0]
 

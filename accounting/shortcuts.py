@@ -30,7 +30,10 @@ def one_gaussian(composition: Composition) -> Gaussian | None:
     for mechanism, count in composition.parts:
         if not isinstance(mechanism, (Gaussian, SubsampledGaussian)) or not peers.is_unsampled(mechanism):
             return None
-        squares += count * peers.mean_shift(mechanism) ** 2
+        shift = peers.mean_shift(mechanism)
+        if not shift < 1e149:  # its square would overflow (a float's ** raises OverflowError)
+            return None
+        squares += count * shift**2
     mu = math.sqrt(squares)
     if not (math.isfinite(mu) and 1e-149 < mu < 1e149):
         return None  # extremes keep the original path, which says what it cannot do

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 
-from accounting.errors import require_number
+from accounting.errors import ConfigurationError, require_number
+
+MOST_TRIALS = 2.0**1022  # the doubling search stops here: twice as many no longer converts to a float
 
 
 def _check(delta, confidence):
@@ -98,12 +100,18 @@ def estimator_ceiling(trials: int, delta: float, confidence: float = 0.95) -> fl
 
 def _smallest(reaches, target: float) -> int:
     """Smallest n >= 1 found by doubling then bisection with ``reaches(n) >= target``; the answer always
-    satisfies it (bisection only ever moves ``high`` to a budget that reaches the target)."""
+    satisfies it (bisection only ever moves ``high`` to a budget that reaches the target). A target no
+    budget a float can count reaches is a ConfigurationError naming ``target_epsilon``."""
     if reaches(1) >= target:
         return 1
     high = 2
     while reaches(high) < target:
         high *= 2
+        if high > MOST_TRIALS:
+            raise ConfigurationError(
+                "target_epsilon", f"{target:g} needs more than {MOST_TRIALS:.3g} trials per world at this delta "
+                "and confidence, even for a perfect attack"
+            )
     low = high // 2  # reaches(low) < target <= reaches(high)
     while high - low > 1:
         mid = (low + high) // 2

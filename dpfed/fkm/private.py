@@ -44,7 +44,7 @@ class EventLevelFeedback(SequenceFeedback):
     @property
     def feedback_bound(self) -> float:
         """sqrt(E observed^2) <= B sqrt(1 + 4 sigma^2)."""
-        return self.losses.bound * math.sqrt(1.0 + 4.0 * self.mechanism.noise_multiplier**2)
+        return self.losses.bound * math.hypot(1.0, 2.0 * self.mechanism.noise_multiplier)  # no overflow at 1e300
 
     def observe(self, t, points, rng):
         value = self.losses.value(t, points)

@@ -88,7 +88,7 @@ def event_level_composition(mechanism: Gaussian) -> Composition:
 
 def noise_aware_c(c: float, mechanism: Gaussian) -> float:
     """``c sqrt(1 + 4 sigma^2)``: the confidence constant scaled for the injected noise (Lemma D.3)."""
-    return c * math.sqrt(1.0 + 4.0 * mechanism.noise_std**2)
+    return c * math.hypot(1.0, 2.0 * mechanism.noise_std)  # sqrt(1 + 4 sigma^2) without overflow
 
 
 def run_dp_fed_pne(

@@ -7,6 +7,7 @@ import textwrap
 
 from accounting import Composition, SubsampledGaussian, account_all
 from accounting.crosscheck import disagreements
+from accounting.errors import ConfigurationError
 from accounting.registry import ACCOUNTANTS, parse_accountant_names
 from accounting.zero_out import relation_note
 from attacks.files import dumps_json
@@ -63,7 +64,7 @@ def add_parser(subparsers) -> None:
     p.add_argument(
         "--population",
         type=number_arg("population", low=1, integer=True),
-        help="declared population (needed for fixed-size sampling)",
+        help="declared population (fixed-size sampling only, where it is needed)",
     )
     p.add_argument(
         "--accountants",
@@ -91,6 +92,11 @@ def _notes(results) -> list[str]:
 
 def run(args) -> int:
     names = parse_accountant_names(args.accountants)
+    if args.population is not None and args.sampling != "fixed-size":
+        raise ConfigurationError(
+            "population", "only fixed-size sampling uses it (Poisson sampling has no batch size); add "
+            "--sampling fixed-size or drop --population"
+        )
     mechanism = SubsampledGaussian(
         args.rate, args.noise, 1.0, sampling=args.sampling, neighbouring=args.neighbouring, population=args.population
     )

@@ -83,8 +83,8 @@ def run(args) -> int:
         print(dumps(result.to_dict()))
     else:
         print(
-            f"noise multiplier z = {result.noise_multiplier:.4f} gives epsilon = "
-            f"{result.achieved_epsilon:.4f} <= {args.epsilon:g} at delta = {args.delta!r} "
+            f"noise multiplier z = {format_number(result.noise_multiplier)} gives epsilon = "
+            f"{format_number(result.achieved_epsilon)} <= {args.epsilon:g} at delta = {args.delta!r} "
             f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
         )
     return 0
@@ -120,17 +120,17 @@ def _check_classic(args) -> int:
     if args.format == "json":
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return code
-    print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {check.noise_multiplier:.4f}")
+    print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {format_number(check.noise_multiplier)}")
     print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta!r})")
     if check.violated:
         print(
             f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta!r})-DP; "
-            f"the analytic calibration needs sigma/sensitivity = {check.analytic_noise_multiplier:.4f}"
+            f"the analytic calibration needs sigma/sensitivity = {format_number(check.analytic_noise_multiplier)}"
         )
     else:
         print(
             "holds: the classic calibration meets the claimed delta "
-            f"(analytic calibration would need only {check.analytic_noise_multiplier:.4f})"
+            f"(analytic calibration would need only {format_number(check.analytic_noise_multiplier)})"
         )
     if threshold is not None:
         print(f"for delta = {args.delta!r} the classic calibration fails from epsilon = {threshold:.2f}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -56,7 +55,10 @@ def check_output_dir(field: str, path) -> Path:
     """Refuse, before any work, an output directory that cannot be written: one under a regular file,
     an existing file, or a place where nothing can be created (``/proc``, a read-only or unwritable
     directory). Nothing is left behind: writing is tested with a temporary directory that is removed.
+    An empty name (``--out ""``) is refused: Path reads it as the current directory.
     """
+    if not str(path).strip():
+        raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
     path = Path(path)
     try:
         if path.exists() and not path.is_dir():
@@ -71,7 +73,9 @@ def check_output_dir(field: str, path) -> Path:
 
 
 def check_output_file(field: str, path) -> Path:
-    """Refuse, before any work, an output file path that names a directory or cannot be written."""
+    """Refuse, before any work, an output file path that is empty, names a directory or cannot be written."""
+    if not str(path).strip():
+        raise ConfigurationError(field, "is empty; name a file")
     path = Path(path)
     try:
         if path.is_dir():
@@ -144,18 +148,11 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
 
 
 def dumps(obj) -> str:
-    """JSON with non-finite floats turned into null (JSON has no NaN or infinity)."""
+    """JSON of a result file or ``--format json``: ``attacks.files.json_safe`` (non-finite floats as the
+    strings "inf", "-inf", "nan", as ``account`` writes them; never null, which reads as "no value")."""
+    from attacks.files import json_safe
 
-    def clean(value):
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v) for v in value]
-        return value
-
-    return json.dumps(clean(obj), indent=2)
+    return json.dumps(json_safe(obj), indent=2, allow_nan=False)
 
 
 def write_curve_png(path, x, mean, se, title: str, xlabel: str, ylabel: str):

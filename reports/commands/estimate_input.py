@@ -152,6 +152,8 @@ def read_scores(path, kind: str | None = None) -> Scores:
     path = Path(path)
     if kind is not None and kind not in KINDS:
         raise ConfigurationError("kind", f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    if path.is_dir():
+        raise ConfigurationError("scores", f"{path} is a directory; name a CSV or .npy file")
     if not path.is_file():
         raise ConfigurationError("scores", f"no such file: {path}")
     if path.suffix.lower() == ".npy":

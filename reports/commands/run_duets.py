@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from accounting.errors import ConfigurationError, read_toml, require_number
+from accounting.errors import ConfigurationError, require_number
+from accounting.strict import INTEGER, NUMBER_OR_STRING, dataclass_schema, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
@@ -49,6 +50,9 @@ DP_FLAGS = {
     "dp_delta": "delta at which epsilon is reported (default 1e-5)",
 }
 RUN_OPTIONS = {"runs": 1, "seed": 0, "threshold": 10.0}
+# DuetsConfig fields only dp-duets uses (``DuetsConfig``: "Privacy fields are used by dp-duets only")
+DP_FIELDS = ("unit", "rate", "noise_multiplier", "reward_clip", "agent_clip", "clip_scale", "neighbouring",
+             "noise_correction", "noise_delta", "dp_delta")
 
 
 def add_algorithms(subparsers) -> None:
@@ -79,15 +83,33 @@ def _number_or_word(value):
     return value
 
 
+def config_schema(algorithm: str) -> dict:
+    """The keys ``algorithm`` reads from a --config file, typed: DuetsConfig's fields (the privacy ones for
+    dp-duets only, as its flags), ``runs``, ``seed`` and ``threshold`` (diskernelucb only: ``read_config``)."""
+    from dpfed.duets import DuetsConfig
+
+    exclude = () if algorithm == "dp-duets" else DP_FIELDS
+    return {**dataclass_schema(DuetsConfig, exclude=exclude), "runs": INTEGER, "seed": INTEGER,
+            "threshold": NUMBER_OR_STRING}
+
+
+def read_config(algorithm: str, path) -> dict:
+    """A --config file read strictly (``accounting.strict``): an unknown key (one ``algorithm`` would
+    ignore included), a key beside a ``[duets]`` table or a wrong type is a ConfigurationError."""
+    data = read_strict_toml(path, config_schema(algorithm), table="duets")
+    if algorithm != "diskernelucb" and "threshold" in data:
+        raise ConfigurationError("threshold", f"only diskernelucb has an event-trigger threshold, not {algorithm}")
+    if isinstance(data.get("threshold"), str) and data["threshold"] != "inf":
+        raise ConfigurationError("threshold", f'expected a number or "inf", got {data["threshold"]!r} (in {path})')
+    return data
+
+
 def resolve(algorithm: str, args):
     """(DuetsConfig, run options): command line over config file over defaults, validated."""
     from dpfed.duets import DuetsConfig
     from dpfed.duets.config import FIELD_NAMES
 
-    data = dict(read_toml(args.config, "config")) if args.config is not None else {}
-    data = dict(data.get("duets", data))
-    if algorithm != "diskernelucb" and "threshold" in data:
-        raise ConfigurationError("threshold", f"only diskernelucb has an event-trigger threshold, not {algorithm}")
+    data = dict(read_config(algorithm, args.config)) if args.config is not None else {}
     options = {key: data.pop(key, default) for key, default in RUN_OPTIONS.items()}
     for key in list(FLAGS) + list(DP_FLAGS):
         value = getattr(args, key, None)
@@ -106,7 +128,8 @@ def resolve(algorithm: str, args):
     options["runs"] = int(require_number("runs", options["runs"], low=1, integer=True))
     options["seed"] = int(require_number("seed", options["seed"], low=0, integer=True))
     threshold = options["threshold"]
-    options["threshold"] = math.inf if str(threshold) == "inf" else require_number("threshold", threshold, low=0)
+    is_inf = str(threshold) == "inf" or threshold == math.inf  # the flag's word, or TOML's inf
+    options["threshold"] = math.inf if is_inf else require_number("threshold", threshold, low=0)
     if algorithm == "diskernelucb" and isinstance(config.beta, str):
         raise ConfigurationError("beta", "diskernelucb needs a numeric beta")
     from reports.commands.run_sizes import check_duets_sizes

@@ -34,6 +34,11 @@ ALGORITHM_HELP = {
 }
 
 
+# FTSConfig keys only the private server reads (its subsampled Gaussian and its empty-sample fallback): a
+# --config file giving one to a non-private run is refused, as ``run fed-pne`` refuses its privacy keys
+PRIVATE_ONLY = ("rate", "noise_multiplier", "clip", "delta", "sampling", "neighbouring", "empty_sample_fallback")
+
+
 def add_algorithms(subparsers) -> None:
     for name, help_text in ALGORITHM_HELP.items():
         p = subparsers.add_parser(name, help=help_text)
@@ -65,7 +70,15 @@ def load_config(algorithm: str, args):
         "rounds": require_number("rounds", args.rounds, low=1, integer=True) if args.rounds is not None else None,
     }
     if args.config is not None:  # an empty --config "" is an error, never ignored
-        stated = FTSConfig.toml_keys(args.config).get("algorithm", algorithm)
+        keys = FTSConfig.toml_keys(args.config)
+        stated = keys.get("algorithm", algorithm)
+        ignored = [key for key in PRIVATE_ONLY if key in keys] if not algorithm.startswith("dp-") else []
+        if ignored and stated == algorithm:
+            raise ConfigurationError(
+                ignored[0],
+                f"{algorithm} releases nothing private and would ignore it (in the config file {args.config}); "
+                "remove it, or run a dp- algorithm",
+            )
         if stated != algorithm:
             raise ConfigurationError(
                 "algorithm",

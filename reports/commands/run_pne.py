@@ -132,14 +132,9 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     from dpfed.pne import get_objective
 
     get_objective(opts["objective"])  # validates the name
-    # measured (tracemalloc): about 40-80 bytes per pull and 10 per client-pull while running, and each
-    # finished run keeps its curves (about 48 bytes per pull)
-    def need(horizon, runs, clients):  # the field to shrink is named with the largest value that fits (issue 21)
-        return float(horizon) * (80 + 16.0 * clients + 48.0 * runs)
-
-    refuse_unless_fits(
+    refuse_unless_fits(  # the field to shrink is named with the largest value that fits (issue 21)
         {"horizon": opts["horizon"], "runs": opts["runs"], "clients": opts["clients"]},
-        need,
+        pne_bytes,
         {
             "horizon": f" pulls ({opts['clients']} client(s), {opts['runs']} run(s))",
             "runs": f" runs ({opts['horizon']} pulls, {opts['clients']} client(s))",
@@ -151,6 +146,18 @@ def resolve_options(algorithm: str, args) -> tuple[dict, dict]:
     if algorithm != "hct":  # HCT expands one node at a time
         check_first_phase(opts, constants)
     return opts, constants
+
+
+RESULT_BYTES_PER_PULL = 200.0
+
+
+def pne_bytes(horizon, runs, clients) -> float:
+    """Estimated peak bytes of a run command. Measured (tracemalloc): about 40-80 bytes per pull and 10 per
+    client-pull while running, each finished run keeps its curves (about 48 bytes per pull), and writing the
+    result (the mean and standard-error curves as Python floats, their JSON text and its bytes) adds about
+    150 bytes per pull on top: 293 bytes per pull in all at one client and one run (it was left out, so
+    a horizon "that fits" could need twice the memory available)."""
+    return float(horizon) * (80 + 16.0 * clients + 48.0 * runs + RESULT_BYTES_PER_PULL)
 
 
 NODE_BYTES = 200  # measured peak: about 140-170 bytes per node of the first phase (k = 1000 and 3000)

@@ -81,3 +81,17 @@ def test_pld_calibration_is_the_smallest_noise_to_the_tolerance_by_dp_accounting
     assert reference(result.noise_multiplier) <= 0.5 < reference(result.noise_multiplier / 1.001)
     assert result.achieved_epsilon == pytest.approx(reference(result.noise_multiplier), rel=1e-9)
     assert len(evaluations) <= 8
+
+
+def test_an_evaluation_predicted_to_be_slow_is_announced(monkeypatch):
+    # `calibrate --steps 1e8` ran dp-accounting's PLD for hours without a line: the noise search called the
+    # accountant directly, past the cost guard that makes `account` say what a long evaluation will take.
+    # Here the prediction is forced (a slow evaluation would make this test slow); the answer is unchanged.
+    import accounting.cost
+
+    monkeypatch.setattr(accounting.cost, "estimate_seconds", lambda name, composition: (1234.0, "forced"))
+    lines = []
+    result = calibrate_noise_multiplier(2.0, 1e-5, 0.5, 10, "pld", announce=lines.append)
+    assert lines and all(line.startswith("pld: about 1234 s") and "(forced)" in line for line in lines)
+    monkeypatch.undo()
+    assert result == calibrate_noise_multiplier(2.0, 1e-5, 0.5, 10, "pld", announce=lines.append)

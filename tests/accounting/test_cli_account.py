@@ -1,6 +1,7 @@
 """`dpaudit account` and `dpaudit calibrate`: output shapes, exit codes, one-line errors."""
 
 import json
+import math
 
 import pytest
 
@@ -53,6 +54,8 @@ def test_account_table(capsys):
         (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1"], "delta"),
         (["--rate", "0.1", "--noise", "ten", "--steps", "5", "--delta", "1e-5"], "noise"),
         (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--accountants", "magic"], "accountants"),
+        # Poisson sampling has no batch: the population was accepted and silently ignored
+        (["--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", "1e-5", "--population", "10"], "population"),
     ],
 )
 def test_bad_input_one_line_exit_2(argv, field, capsys):
@@ -123,3 +126,11 @@ def test_the_delta_is_echoed_as_given(capsys):
         assert f"delta = {delta}\n" in capsys.readouterr().out
     assert main(["calibrate", "--check-classic", "--epsilon", "0.5", "--delta", "0.9999999999"]) == 0
     assert "(claimed 0.9999999999)" in capsys.readouterr().out
+
+
+def test_calibrate_prints_extreme_noise_in_scientific_notation(capsys):
+    # '{:.4f}' printed the classic sigma of (1e-300, 1e-300), 3.7e301, as 302 digits (and 0.0010 for 9.998e-4)
+    assert main(["calibrate", "--check-classic", "--epsilon", "1e-300", "--delta", "1e-300"]) == 0
+    out = capsys.readouterr().out
+    classic = math.sqrt(2 * math.log(1.25e300)) / 1e-300
+    assert f"= {classic:.3e}" in out and max(len(line) for line in out.splitlines()) < 200

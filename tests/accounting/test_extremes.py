@@ -39,6 +39,19 @@ def test_noiseless_release_is_private_above_its_exposure():
     assert answers(SubsampledGaussian(1e-3, 1e-300), 3, exposure / 2)["exact"].epsilon == math.inf
 
 
+def test_noiseless_unsampled_releases_are_explained_not_failed():
+    # q = 1 and several releases: the one-Gaussian rewrite of PLD squared a mean shift of 1e300 and failed with
+    # OverflowError; it now leaves such extremes to the original path, which says what it cannot do.
+    results = answers(SubsampledGaussian(1.0, 1e-300), 100, 1e-5)
+    assert results["exact"].epsilon == math.inf and results["pld"].status == "unsupported"
+
+
+def test_subnormal_noise_is_not_private_by_our_rdp_too():
+    # z = 5e-324 (the smallest subnormal): our RDP accountant failed with ZeroDivisionError (sigma / 12 is 0)
+    results = answers(SubsampledGaussian(0.1, 5e-324), 10, 1e-5)
+    assert results["rdp"].ok and results["rdp"].epsilon == math.inf == results["exact"].epsilon
+
+
 def test_huge_noise_is_perfectly_private():
     results = answers(SubsampledGaussian(0.35, 1e300), 60, 1e-5)
     assert results["exact"].epsilon == 0.0
@@ -86,3 +99,32 @@ def test_moments_is_finite_at_a_subnormal_delta():
     reference = min(steps * a / 2 - math.log(delta) / (a - 1) for a in range(2, 257))
     result = account_all(Composition.of(SubsampledGaussian(1.0, 1.0), steps), delta, ["moments"])[0]
     assert result.ok and result.epsilon == pytest.approx(reference, rel=1e-9)
+
+
+def _mp_delta(mu: float, epsilon: float, digits: int):
+    import mpmath
+
+    with mpmath.workdps(digits):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        return mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+
+
+def test_gaussian_profile_at_huge_noise_against_mpmath():
+    # mu = 2.8e-16 (noise 3.6e15): the float formula cancelled to delta(1e-15) = 0 (mpmath: 1.12e-20) and the
+    # exact accountant answered epsilon 0 at delta 1e-300; the answer must meet delta, 1e-9 less must not
+    from accounting.exact import gaussian_delta, gaussian_epsilon
+
+    mu = 1 / 3.593e15
+    assert float(gaussian_delta(mu, 1e-15)) == pytest.approx(float(_mp_delta(mu, 1e-15, 80)), rel=1e-9)
+    eps = gaussian_epsilon(mu, 1e-300)
+    assert _mp_delta(mu, eps, 700) <= 1e-300 < _mp_delta(mu, eps * (1 - 1e-9), 700)
+
+
+def test_analytic_calibration_at_tiny_targets_meets_them():
+    # (1e-300, 1e-300) was calibrated to noise 3.6e15, whose true delta at 1e-300 is 1e-16; (1e-10, 1e-200) to
+    # a noise whose exact epsilon was 1.002e-10
+    from accounting.calibration import analytic_gaussian_noise_multiplier
+
+    for epsilon, delta in ((1e-300, 1e-300), (1e-10, 1e-200)):
+        z = analytic_gaussian_noise_multiplier(epsilon, delta)
+        assert _mp_delta(1 / z, epsilon, 700) <= delta < _mp_delta(1 / (z * (1 - 1e-9)), epsilon, 700)

@@ -47,6 +47,9 @@ def test_single_threshold_trials_needed_is_the_smallest_sufficient_budget(target
         (lambda: max_certifiable_epsilon(10, 1e-5, 1.0), "confidence"),
         (lambda: max_certifiable_epsilon(10, 1e-5, 0.0), "confidence"),
         (lambda: trials_needed(-1.0, 1e-5), "target_epsilon"),
+        # beyond any budget a float can count: the error named "trials", which the caller never gave
+        (lambda: trials_needed(700.0, 0.999999), "target_epsilon"),
+        (lambda: single_threshold_trials_needed(700.0, 0.999999), "target_epsilon"),
     ],
 )
 def test_bad_input_names_the_field(call, field):

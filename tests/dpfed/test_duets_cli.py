@@ -66,3 +66,35 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, config_text):
     assert main([*argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "error" in err
+
+
+@pytest.mark.parametrize(
+    "algorithm, config_text, field",
+    [
+        ("dp-duets", "horizon = 1000000\n[duets]\nhorizon = 5\n", "horizon"),  # beside [duets]: was ignored
+        ("dp-duets", "runs = 3\n[duets]\nhorizon = 5\n", "runs"),  # likewise
+        ("dp-duets", 'horizon = "10"\n', "horizon"),  # a number from a string: was read
+        ("dp-duets", 'rate = "0.5"\n', "rate"),
+        ("dp-duets", "horizon = 10.0\n", "horizon"),  # a whole number as a float: was read
+        ("dp-duets", 'runs = "2"\n', "runs"),
+        ("dp-duets", "duets = 5\n", "duets"),  # was a TypeError, exit 4
+        ("duets", "horizon = 10\nnoise_multiplier = 2.0\n", "noise_multiplier"),  # duets adds no noise: was ignored
+        ("diskernelucb", "horizon = 10\nrate = 0.5\n", "rate"),
+        ("diskernelucb", 'horizon = 10\nthreshold = "2"\n', "threshold"),
+    ],
+)
+def test_config_file_is_read_strictly(tmp_path, capsys, algorithm, config_text, field):
+    path = tmp_path / "c.toml"
+    path.write_text(config_text)
+    assert main(["run", algorithm, "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"error: {field}" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_config_threshold_inf_is_accepted(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[duets]\nobjective = "cosine"\nnum_agents = 3\nhorizon = 15\nthreshold = inf\n')
+    assert main(["run", "diskernelucb", "--config", str(config), "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "duets_diskernelucb_cosine.json").read_text())
+    assert data["options"]["threshold"] == "inf"  # as account writes an infinite epsilon

@@ -133,3 +133,13 @@ def test_dp_fkm_dataset_level_at_a_vanishing_rate(tmp_path, capsys):
     assert err.count("\n") == 1 and "horizon: the corrected exploration radius" in err
     assert main([*base, "--exploration", "0.5"]) == 0
     assert "T^(3/4) at the optimum): inf;" in capsys.readouterr().out
+
+
+def test_dp_fkm_event_level_huge_noise_is_bad_input_or_runs_not_a_crash(tmp_path, capsys):
+    # sigma = 1e300: the feedback bound B sqrt(1 + 4 sigma^2) squared sigma and raised OverflowError (exit 4)
+    argv = ["run", "dp-fkm", "--horizon", "3000", "--noise-multiplier", "1e300", "--accountants", "exact"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2  # the corrected exploration radius exceeds the domain
+    assert "exploration radius" in capsys.readouterr().err
+    assert main([*argv, "--exploration", "0.5", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "fkm_dp-fkm_linear_event.json").read_text())
+    assert data["privacy"]["accounting"][0]["epsilon"] == 0.0  # one Gaussian release at sigma 1e300

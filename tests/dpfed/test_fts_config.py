@@ -86,6 +86,23 @@ def test_cli_bad_config_values_exit_2(tmp_path, capsys, text, field):
     assert field in capsys.readouterr().err
 
 
+SMALL = 'objective = "synthetic"\ndim = 1\nrounds = 2\n'
+
+
+@pytest.mark.parametrize("algorithm", ["fts", "fts-de", "ts"])
+@pytest.mark.parametrize("text,field", [(SMALL + "rate = 0.5", "rate"),
+                                        (SMALL + "noise_multiplier = 3.0", "noise_multiplier"),
+                                        ("[fts]\n" + SMALL + "clip = 2.0", "clip"),
+                                        (SMALL + 'sampling = "fixed-size"', "sampling")])
+def test_cli_non_private_run_refuses_privacy_keys_it_would_ignore(tmp_path, capsys, algorithm, text, field):
+    """A non-private run has no mechanism: these keys were accepted and silently ignored."""
+    path = tmp_path / "c.toml"
+    path.write_text(text + "\n")
+    assert main(["run", algorithm, "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"error: {field}:" in err and not (tmp_path / "out").exists()
+
+
 def test_cli_run_writes_json_and_plot(tmp_path, capsys):
     path = tmp_path / "small.toml"
     path.write_text(

@@ -138,3 +138,38 @@ def test_bad_input_is_one_line_and_exit_code_2(argv, field, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and field in err and "Traceback" not in err
+
+
+def test_memory_estimate_covers_writing_the_result(tmp_path, capsys):
+    """The size check's estimate per pull must cover what the whole command allocates per pull, writing the
+    JSON result included (tracemalloc, the difference of two horizons, so imports and fixed costs cancel).
+    It left the writing out: 144 bytes per pull estimated, 293 allocated, so a horizon the check let through
+    could need twice the memory available."""
+    import tracemalloc
+
+    from reports.commands.run_pne import pne_bytes
+
+    def peak(horizon: int) -> int:
+        tracemalloc.start()
+        try:
+            out = str(tmp_path / str(horizon))
+            assert main(["run", "fed-pne", "--clients", "1", "--horizon", str(horizon), "--out", out]) == 0
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = 100_000, 500_000
+    peak(1000)  # imports and caches outside the measurement
+    measured = (peak(large) - peak(small)) / (large - small)
+    assert measured <= (pne_bytes(large, 1, 1) - pne_bytes(small, 1, 1)) / (large - small)
+    capsys.readouterr()
+
+
+def test_classic_calibration_at_a_tiny_epsilon_is_not_a_crash(tmp_path, capsys):
+    # sigma = sqrt(2 ln(1.25/delta)) / 1e-300 = 4.8e300: the noise-aware constant c sqrt(1 + 4 sigma^2)
+    # squared it and raised OverflowError (exit 4)
+    argv = ["run", "dp-fed-pne", "--horizon", "30", "--calibration", "classic", "--epsilon", "1e-300",
+            "--accountants", "exact", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "pne_dp-fed-pne_garland_classic.json").read_text())["privacy"]["noise_std"] > 1e300
+    capsys.readouterr()

@@ -55,6 +55,19 @@ def test_report_set(tmp_path):
     assert "Mahloujifar" in markdown and (tmp_path / "rep" / "report.html").stat().st_size > 1000
 
 
+def test_an_empty_out_is_refused(tmp_path, monkeypatch, capsys):
+    # `--out ""` wrote report.json, report.md and report.html into the current directory
+    monkeypatch.chdir(tmp_path)
+    assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", ""]) == 2
+    assert "out: is empty" in capsys.readouterr().err and list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_is_named_as_one(tmp_path, capsys):
+    # it was refused as "no such file", which sends the user looking for a missing path
+    assert main(["estimate", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
 def test_json_with_a_report_set_is_one_json_document(tmp_path, capsys):
     # "wrote report.json, ..." followed the JSON on stdout, so stdout did not parse
     assert main(["estimate", ONE, "--claim-epsilon", "1", "--out", str(tmp_path / "rep"), "--format", "json"]) == 1

@@ -93,3 +93,22 @@ def test_fkm_prints_its_exploration_radius_not_a_second_delta(tmp_path, capsys):
     main([*FKM, "--out", str(tmp_path)])
     heading = capsys.readouterr().out.splitlines()[0]
     assert "exploration radius=" in heading and "delta=" not in heading
+
+
+def test_an_infinite_epsilon_is_written_as_inf_not_null(tmp_path):
+    """Noise 1e-300: the exact accountant's epsilon is inf (status ok). The run's JSON wrote null, which reads
+    as "no value" (an unsupported accountant's null); ``account --format json`` writes "inf"."""
+    argv = ["run", "dp-fedzero", "--rounds", "20", "--noise-multiplier", "1e-300", "--accountants", "exact"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    row = json.loads((tmp_path / "fedzero_dp-fedzero_l2_worker-scalar.json").read_text())["privacy"]["accounting"][0]
+    assert row["name"] == "exact" and row["status"] == "ok" and row["epsilon"] == "inf"
+
+
+def test_an_empty_out_is_refused_not_read_as_the_current_directory(tmp_path, monkeypatch, capsys):
+    """`--out ""` wrote the result files into the current directory (Path("") is "."), silently."""
+    monkeypatch.chdir(tmp_path)
+    for argv in ([*FKM], ["run", "fed-pne", "--horizon", "20"], ["run", "dp-fedzero", "--rounds", "10"]):
+        assert main([*argv, "--out", ""]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "out: is empty" in err
+    assert list(tmp_path.iterdir()) == []
