@@ -128,6 +128,11 @@ def plan_run(
     budget = MEMORY_SHARE * memory
     in_flight = max(1, int(workers))
     per_trial = max(1, int(getattr(probe, "memory_per_trial", 64)))
+    if per_trial * in_flight > budget:
+        raise ConfigurationError(
+            "workers", f"{in_flight} parallel batches of even one trial need about "
+            f"{per_trial * in_flight / 2**30:.1f} GiB of the {memory / 2**30:.1f} GiB available; use fewer workers"
+        )
     largest_batch = max(1, int(budget / (per_trial * in_flight)))
     if batch_size is not None:
         batch_size = int(require_number("batch_size", batch_size, low=1, integer=True))

@@ -112,3 +112,21 @@ def test_executor_arguments_are_validated():
         get_executor("inprocess", scheduler="tcp://x:1")
     with pytest.raises(ConfigurationError, match="seed"):
         plan_batches(10, 5, -1)
+
+
+@pytest.mark.parametrize("name", ["processes", "dask"])
+def test_local_workers_beyond_the_machine_are_refused_before_any_process_starts(name):
+    # the pool starts a process per pending batch up to `workers`: --workers 100000 tried to start one per batch
+    from attacks.executors import max_local_workers
+
+    with pytest.raises(ConfigurationError, match="workers.*local processes"):
+        get_executor(name, workers=max_local_workers() + 1)
+
+
+def test_plan_refuses_workers_whose_one_trial_batches_exceed_memory():
+    # --workers 1e9 used to clamp the batch to one trial and print a plan needing 61 GB on a 24 GB machine
+    from attacks.run_plan import plan_run
+
+    with pytest.raises(ConfigurationError, match="workers.*use fewer workers"):
+        plan_run(get_probe("gaussian"), 10**6, workers=10**9, memory=24 * 2**30)
+    assert plan_run(get_probe("gaussian"), 10**6, workers=16, memory=24 * 2**30).memory_bytes < 24 * 2**30
