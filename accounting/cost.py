@@ -5,7 +5,9 @@ No accountant may block for more than about ``BUDGET_SECONDS`` without saying so
 - ``estimate_seconds`` predicts the cost of dp-accounting's PLD from its grid (points of one release's
   privacy-loss support at the discretisation interval used, times the releases, times the sampling
   rate that thins the subsampled support); fitted on this project's measurements (BENCHMARKS.md,
-  "Accountant cost guard": within a factor of about 3 from 60 to 10^4 releases). Compositions the PLD
+  "Accountant cost guard": within a factor of about 3 from 60 to 10^4 releases), plus, where one release's
+  PMF is sparse (large noise), the exact integer power ``size ** count`` dp-accounting computes first
+  (superlinear in the releases: minutes at 1e8). Compositions the PLD
   analyses as one Gaussian (``accounting.shortcuts``) cost one release. The closed-form accountants
   (exact, rdp, moments, dpa-rdp) cost milliseconds. Opacus's PRV runs in a worker process and is given
   a real time limit instead (``accounting.prv``).
@@ -55,7 +57,34 @@ def pld_seconds(composition) -> tuple[float, str]:
         return 0.0, "refused before any work"
     work = sum(c * loss_range(m) / interval * _rate(m) for m, c in target.parts)
     what = f"dp-accounting's PLD over {composition.total_count} releases" + (" as one Gaussian" if note else "")
-    return PLD_FIXED_SECONDS + PLD_SECONDS_PER_POINT * work, what
+    power = sum(_sparse_power_seconds(m, c, interval) for m, c in target.parts)
+    if power > 1.0:
+        what += f"; {power:.0f} s of that an exact integer power, its sparse PMF's size bound"
+    return PLD_FIXED_SECONDS + PLD_SECONDS_PER_POINT * work + power, what
+
+
+SPARSE_POINTS = 1000  # dp-accounting keeps a release's PMF sparse up to this many points (pld_pmf)
+BIGINT_SECONDS = 1.15e-11  # seconds per bits**1.585 of Python's Karatsuba power (size**count, measured here)
+
+
+def _sparse_power_seconds(mechanism, count: int, interval: float) -> float:
+    """Seconds dp-accounting spends on ``size ** count`` as a Python integer before self-composing a
+    sparse PMF of ``size`` points (a bound it computes exactly: 2.8e8 bits, about 10 minutes, for 1e8
+    releases of 7 points, holding the interpreter's lock all along); 0 where the PMF is dense."""
+    import math
+
+    from accounting.mechanisms import Composition
+    from accounting.pld import _accountant, loss_range
+
+    if count < 2 or loss_range(mechanism) / interval > 20 * SPARSE_POINTS:
+        return 0.0  # one release, or a support far too wide to be sparse (not worth building to check)
+    try:
+        pld = _accountant(Composition.of(mechanism, 1), interval)._pld  # one release: milliseconds
+        pmfs = [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])
+        sizes = [pmf.size for pmf in pmfs if type(pmf).__name__ == "SparsePLDPmf"]
+    except Exception:  # dp-accounting's internals moved: no estimate of this term
+        return 0.0
+    return sum(BIGINT_SECONDS * (count * math.log2(max(size, 2))) ** 1.585 for size in sizes)
 
 
 def estimate_seconds(name: str, composition) -> tuple[float, str]:

@@ -83,6 +83,20 @@ def test_a_slow_pld_is_skipped_with_its_reason_unless_insisted(capsys):
     assert row.ok and messages and "running because it was asked for" in messages[0]
 
 
+def test_a_sparse_pld_counts_the_integer_power_it_computes_first():
+    # z = 404.5, q = 0.01: one release's PMF has 7 points, so dp-accounting computes 7**T exactly before it
+    # self-composes (2.8e8 bits at T = 1e8, about 10 minutes holding the interpreter); the grid-only estimate
+    # said 36 s. The power's cost is superlinear in T: ten times the releases, over 30 times the seconds.
+    import dp_accounting.pld.pld_pmf as pld_pmf
+
+    small, large = (Composition.of(SubsampledGaussian(0.01, 404.5), t) for t in (10**7, 10**8))
+    assert pld_pmf.SparsePLDPmf.self_compose  # the sparse path this estimate is about still exists
+    (seconds_small, _), (seconds_large, what) = estimate_seconds("pld", small), estimate_seconds("pld", large)
+    assert seconds_large > 30 * (seconds_small - 1.0) and "integer power" in what
+    (row,) = account_all(large, 1e-5, ["pld"])
+    assert row.status == "unsupported" and "integer power" in row.reason
+
+
 def test_a_long_accountant_says_so_while_it_runs():
     messages = []
     with announce_if_slow("pld", "a test", messages.append, after=0.05, every=0.05):
