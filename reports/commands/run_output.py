@@ -18,10 +18,11 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
+from reports.commands.run_progress import add_progress_argument, announce_write
 
 
 def add_run_arguments(parser, private: bool) -> None:
-    """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output."""
+    """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output, progress."""
     if private:
         add_accountants_argument(parser)
     parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
@@ -31,6 +32,7 @@ def add_run_arguments(parser, private: bool) -> None:
     )
     add_force_argument(parser)
     parser.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
+    add_progress_argument(parser)
 
 
 def regret_summary(curves: np.ndarray, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +91,6 @@ def write_outputs(args, run, paths: list[Path], payload: dict, mean: np.ndarray,
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {directory}: {exc.strerror}") from None
-    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
+    json_path = atomic_write_bytes(paths[0], announce_write(args, paths[0], dumps(payload).encode()))
     png_path = write_curve_png(paths[1], np.arange(1, len(mean) + 1), mean, se, title, "round", label)
     print(f"\nwrote {json_path} and {png_path}")
