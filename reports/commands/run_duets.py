@@ -21,14 +21,13 @@ from accounting.strict import INTEGER, NUMBER_OR_STRING, dataclass_schema, read_
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
-    dumps,
     format_number,
     mean_and_standard_error,
     print_table,
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
-from reports.commands.run_progress import add_progress_argument, announce_write, progress_bar
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 
 ALGORITHM_HELP = {
     "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
@@ -257,7 +256,7 @@ def _write(paths: list[Path], payload, regret, regret_se, comm, comm_se, algorit
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     x = np.arange(1, len(regret) + 1)
-    json_path = atomic_write_bytes(paths[0], announce_write(args, paths[0], dumps(payload).encode()))
+    json_path = atomic_write_bytes(paths[0], encode_result(args, paths[0], payload, len(regret) * len(payload["runs"])))
     title = f"{algorithm} on {objective}"
     regret_png = write_curve_png(paths[1], x, regret, regret_se, title, "step", "cumulative regret")
     comm_png = write_curve_png(paths[2], x, comm, comm_se, title, "step", "communication (reals)")

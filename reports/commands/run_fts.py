@@ -15,7 +15,6 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
-    dumps,
     format_number,
     mean_and_standard_error,
     number_arg,
@@ -23,7 +22,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell
-from reports.commands.run_progress import add_progress_argument, announce_write, progress_bar
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 from reports.commands.run_sizes import refuse_unless_fits
 
 ALGORITHM_HELP = {
@@ -148,7 +147,7 @@ def run_command(algorithm: str, args) -> int:
     }
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
-    json_path = atomic_write_bytes(json_out, announce_write(args, json_out, dumps(payload).encode()))
+    json_path = atomic_write_bytes(json_out, encode_result(args, json_out, payload, curves.size))
     png_path = write_curve_png(
         png_out, np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
     )

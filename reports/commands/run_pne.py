@@ -19,14 +19,13 @@ from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
     available_memory,
-    dumps,
     format_number,
     mean_and_standard_error,
     print_table,
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
-from reports.commands.run_progress import add_progress_argument, announce_write, progress_bar
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 from reports.commands.run_sizes import refuse_unless_fits
 from reports.exit_codes import ExitCode
 
@@ -318,7 +317,7 @@ def print_regret(algorithm: str, opts: dict, results: list, mean: np.ndarray, se
 def write_result(paths, algorithm: str, opts: dict, payload: dict, mean, se, label: str, args=None) -> None:
     """Write the JSON result and the regret plot to ``paths`` (atomically) and say where."""
     paths[0].parent.mkdir(parents=True, exist_ok=True)
-    json_path = atomic_write_bytes(paths[0], announce_write(args, paths[0], dumps(payload).encode()))
+    json_path = atomic_write_bytes(paths[0], encode_result(args, paths[0], payload, len(mean) * opts["runs"]))
     png_path = write_curve_png(
         paths[1],
         np.arange(1, len(mean) + 1),

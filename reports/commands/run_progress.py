@@ -10,6 +10,7 @@ import sys
 
 NO_PROGRESS_HELP = "no progress bar on stderr"
 ANNOUNCE_BYTES = 1 << 20  # results from 1 MB on are announced before they are written
+ANNOUNCE_POINTS = 100_000  # results with as many curve points (rounds x runs) are announced before encoding
 
 
 def add_progress_argument(parser) -> None:
@@ -29,9 +30,16 @@ def progress_bar(args, total: int, desc: str, unit: str):
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not progress_on(args), leave=False)
 
 
-def announce_write(args, path, data: bytes) -> bytes:
-    """Say on stderr "writing N MB to PATH" when progress is on and ``data`` is at least ``ANNOUNCE_BYTES``
-    long; returns ``data`` (the caller writes it)."""
-    if progress_on(args) and len(data) >= ANNOUNCE_BYTES:
+def encode_result(args, path, payload: dict, points: int) -> bytes:
+    """The JSON of ``payload`` for ``path`` (``common.dumps``, encoded), which the caller writes. When progress
+    is on, says on stderr "encoding the result for PATH" first if it holds at least ``ANNOUNCE_POINTS`` curve
+    ``points`` (encoding takes about 4 s a million), then "writing N MB to PATH" from ``ANNOUNCE_BYTES`` on."""
+    from reports.commands.common import dumps
+
+    on = progress_on(args)
+    if on and points >= ANNOUNCE_POINTS:
+        print(f"encoding the result for {path} ({points} curve points)", file=sys.stderr, flush=True)
+    data = dumps(payload).encode()
+    if on and len(data) >= ANNOUNCE_BYTES:
         print(f"writing {len(data) / 1e6:.0f} MB to {path}", file=sys.stderr, flush=True)
     return data

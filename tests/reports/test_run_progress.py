@@ -46,10 +46,15 @@ def test_progress_goes_to_stderr_only_and_changes_no_output(family, tmp_path, ca
 
 def test_a_large_result_file_is_announced_on_stderr(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("reports.commands.run_progress.ANNOUNCE_BYTES", 0)  # announce every file
+    monkeypatch.setattr("reports.commands.run_progress.ANNOUNCE_POINTS", 800)  # 400 rounds x 2 runs
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main([*FAMILIES["fkm"], "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"writing 0 MB to {tmp_path / 'fkm_dp-fkm_linear_event.json'}" in err
+    path = tmp_path / "fkm_dp-fkm_linear_event.json"
+    assert f"encoding the result for {path} (800 curve points)" in err and f"writing 0 MB to {path}" in err
+    monkeypatch.setattr("reports.commands.run_progress.ANNOUNCE_POINTS", 801)
+    assert main([*FAMILIES["fkm"], "--out", str(tmp_path), "--force"]) == 0
+    assert "encoding" not in capsys.readouterr().err
 
 
 def test_no_progress_appears_in_every_run_help(capsys):
