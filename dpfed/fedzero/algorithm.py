@@ -173,13 +173,15 @@ def run_fedzero(
     record_transcript: bool = True,
     track_regret: bool = True,
     algorithm: str = "fedzero",
+    on_rounds=None,
 ) -> FedZeroRun:
     """Run FedZero ``runs`` times in one vectorised loop (see the module docstring).
 
     ``seed`` derives the streams of the contexts, the shared directions, the workers' record draws and
     the privacy noise; ``directions``/``privacy_rng`` replace the shared-direction and noise streams
     (probes replay the directions in both worlds). ``uplink`` (default ``ExactUplink()``) decides what
-    crosses the network.
+    crosses the network. ``on_rounds(n)``, if given, is called after each block of ``n`` rounds (for a
+    progress display).
     """
     streams = spawn_generators(seed, STREAMS)
     streams["directions"] = streams["directions"] if directions is None else np.random.default_rng(directions)
@@ -199,6 +201,8 @@ def run_fedzero(
         dual, x, iterates = rounds.play(start, size, dual, x)
         if track_regret:
             instant[start : start + size] = regret_of(losses, iterates)
+        if on_rounds is not None:
+            on_rounds(size)
     if not np.all(np.isfinite(x)):
         raise ConfigurationError("step", "the iterates diverged (non-finite)")
     parameters = {"L": losses.lipschitz, "q": config.q, "R": rounds.space.R, "d1": config.d1, "minimum": losses.minimum}

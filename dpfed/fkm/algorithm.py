@@ -143,6 +143,7 @@ def run_fkm(
     shared_directions: bool = False,
     record_transcript: bool = True,
     algorithm: str = "fkm",
+    on_rounds=None,
 ) -> FKMRun:
     """Run FKM ``runs`` times in one vectorised loop.
 
@@ -150,7 +151,8 @@ def run_fkm(
     ``directions`` / ``privacy_rng`` (Generator or seed) replace the last two (probes replay public
     directions in both worlds and draw only the noise). ``shared_directions`` gives every run the same
     directions. ``feedback`` (default: exact feedback of ``config``'s loss sequence) decides what the
-    learner observes; its ``feedback_bound`` tunes delta and eta.
+    learner observes; its ``feedback_bound`` tunes delta and eta. ``on_rounds(n)``, if given, is called
+    after each block of ``n`` rounds (for a progress display).
     """
     streams = spawn_generators(seed, STREAMS)
     feedback = feedback or SequenceFeedback(make_losses(config, streams["losses"]))
@@ -169,6 +171,7 @@ def run_fkm(
         direction_rng=direction_rng,
         noise_rng=noise_rng,
         transcript=transcript if record_transcript else None,
+        on_rounds=on_rounds,
     )
     T = config.horizon
     bound = regret_bound(config.dim, T, losses.diameter, losses.lipschitz, feedback.feedback_bound, delta, eta)
@@ -183,7 +186,17 @@ def run_fkm(
 
 
 def _play(
-    config: FKMConfig, feedback, delta, eta, *, runs, direction_runs, direction_rng, noise_rng, transcript
+    config: FKMConfig,
+    feedback,
+    delta,
+    eta,
+    *,
+    runs,
+    direction_runs,
+    direction_rng,
+    noise_rng,
+    transcript,
+    on_rounds=None,
 ) -> np.ndarray:
     """FKM's rounds from ``x_1 = 0`` with exploration radius ``delta`` and step ``eta`` (``direction_runs``
     independent direction sequences). Returns the true losses at the played points, shape (T, runs), and
@@ -202,4 +215,6 @@ def _play(
                 transcript.add(t + 1, LEARNER, ENVIRONMENT, "play", y)
                 transcript.add(t + 1, ENVIRONMENT, LEARNER, "loss", observed)
             x = project_ball(x - eta * one_point_gradient(observed, v, delta), inner)
+        if on_rounds is not None:
+            on_rounds(len(block))
     return played

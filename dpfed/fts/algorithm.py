@@ -85,6 +85,7 @@ def run_fts_batch(
     backend: str = "numpy",
     device: str = "cpu",
     release_on_device: bool = False,
+    on_round=None,
 ) -> FTSBatchResult:
     """K = ``len(rngs)`` independent runs in one vectorised computation (BLAS limited to one thread).
 
@@ -95,6 +96,7 @@ def run_fts_batch(
     ``backend``/``device``: where the arithmetic runs (module docstring); ConfigurationError if it cannot.
     ``release_on_device``: ``uploads``, ``broadcasts``, ``sampled`` and ``final_release`` stay arrays of the
     backend (torch tensors on ``device``) instead of NumPy, for scores computed where the runs ran.
+    ``on_round()``, if given, is called after each round (for a progress display).
     """
     arrays = ArrayBackend(backend, device)
     with single_threaded(arrays):
@@ -103,6 +105,8 @@ def run_fts_batch(
         )
         for j in range(1, config.rounds + 1):
             state.round(j)
+            if on_round is not None:
+                on_round()
         return state.result(keep_on_device=release_on_device)
 
 

@@ -21,13 +21,13 @@ from accounting.strict import INTEGER, NUMBER_OR_STRING, dataclass_schema, read_
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
-    dumps,
     format_number,
     mean_and_standard_error,
     print_table,
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 
 ALGORITHM_HELP = {
     "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
@@ -71,6 +71,7 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plots")
         add_force_argument(p)
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        add_progress_argument(p)
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -138,13 +139,20 @@ def resolve(algorithm: str, args):
     return config, options
 
 
-def execute(algorithm: str, config, options: dict) -> list:
+def execute(algorithm: str, config, options: dict, args=None) -> list:
+    """The runs (seeds [S, r]), with a bar over them on stderr when ``args`` asks for progress."""
     from dpfed.duets import run_dis_kernel_ucb, run_duets
 
-    seeds = [np.random.SeedSequence([options["seed"], r]) for r in range(options["runs"])]
-    if algorithm == "diskernelucb":
-        return [run_dis_kernel_ucb(config, s, options["threshold"]) for s in seeds]
-    return [run_duets(config, s) for s in seeds]
+    results = []
+    with progress_bar(args, options["runs"], algorithm, "run") as bar:
+        for r in range(options["runs"]):
+            seed = np.random.SeedSequence([options["seed"], r])
+            if algorithm == "diskernelucb":
+                results.append(run_dis_kernel_ucb(config, seed, options["threshold"]))
+            else:
+                results.append(run_duets(config, seed))
+            bar.update(1)
+    return results
 
 
 def privacy_report(run, config, accountants) -> dict:
@@ -182,7 +190,7 @@ def run_command(algorithm: str, args) -> int:
     config, options = resolve(algorithm, args)
     stem = variant_stem("duets", algorithm, config.objective, config.unit if algorithm == "dp-duets" else None)
     paths = claim_outputs(args.out, [f"{stem}.json", f"{stem}_regret.png", f"{stem}_communication.png"], args.force)
-    results = execute(algorithm, config, options)
+    results = execute(algorithm, config, options, args)
     regret, regret_se = mean_and_standard_error(np.array([r.regret for r in results]))
     comm, comm_se = mean_and_standard_error(np.array([r.communication for r in results]))
     rounds = print_regret_and_communication(algorithm, config, options, results, regret, regret_se, comm, comm_se)
@@ -207,7 +215,7 @@ def run_command(algorithm: str, args) -> int:
         print("\nnot private: the statistics are sent unnoised (epsilon = infinity)")
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
-    _write(paths, payload, regret, regret_se, comm, comm_se, algorithm, config.objective)
+    _write(paths, payload, regret, regret_se, comm, comm_se, algorithm, config.objective, args)
     return 0
 
 
@@ -240,7 +248,7 @@ def print_regret_and_communication(algorithm, config, options, results, regret, 
     return rounds
 
 
-def _write(paths: list[Path], payload, regret, regret_se, comm, comm_se, algorithm, objective) -> None:
+def _write(paths: list[Path], payload, regret, regret_se, comm, comm_se, algorithm, objective, args=None) -> None:
     """Write the JSON and the two plots to ``paths`` (from ``claim_outputs``), atomically."""
     out = paths[0].parent
     try:
@@ -248,7 +256,7 @@ def _write(paths: list[Path], payload, regret, regret_se, comm, comm_se, algorit
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {out}: {exc.strerror}") from None
     x = np.arange(1, len(regret) + 1)
-    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
+    json_path = atomic_write_bytes(paths[0], encode_result(args, paths[0], payload, len(regret) * len(payload["runs"])))
     title = f"{algorithm} on {objective}"
     regret_png = write_curve_png(paths[1], x, regret, regret_se, title, "step", "cumulative regret")
     comm_png = write_curve_png(paths[2], x, comm, comm_se, title, "step", "communication (reals)")

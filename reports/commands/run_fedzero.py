@@ -20,6 +20,7 @@ from reports.commands.run_output import (
     regret_summary,
     write_outputs,
 )
+from reports.commands.run_progress import progress_bar
 
 DEFAULT_EPSILON = 4.0  # the privacy level the default DP-FedZero run spends (see default_noise_multiplier)
 
@@ -69,7 +70,7 @@ def default_noise_multiplier(rounds: int, delta: float, epsilon: float = DEFAULT
     return math.sqrt(rounds) * analytic_gaussian_noise_multiplier(epsilon, delta)
 
 
-def execute(algorithm: str, args):
+def execute(algorithm: str, args, on_rounds=None):
     from dpfed.fedzero import FedZeroConfig, run_dp_fedzero, run_fedzero
     from reports.commands.fedzero_sizes import check_fedzero_sizes
 
@@ -84,7 +85,7 @@ def execute(algorithm: str, args):
         randomisation=args.randomisation,
         records=int(args.records),
     )
-    common = dict(runs=int(args.runs), record_transcript=args.save_transcript)
+    common = dict(runs=int(args.runs), record_transcript=args.save_transcript, on_rounds=on_rounds)
     if algorithm == "fedzero":
         return run_fedzero(config, int(args.seed), **common)
     if args.noise_multiplier is None:
@@ -124,7 +125,8 @@ def run_command(algorithm: str, args) -> int:
     paths = claim_run_outputs(
         args, "fedzero", algorithm, args.geometry, f"{args.unit}-{args.noise}" if private else None
     )
-    run = execute(algorithm, args)
+    with progress_bar(args, int(args.rounds), algorithm, "round") as bar:  # the runs go in one loop
+        run = execute(algorithm, args, bar.update)
     cfg = run.config
     print(
         f"{run.algorithm}: {cfg.geometry} geometry, d={cfg.dim}, m={cfg.workers}, n={cfg.rounds}, "

@@ -19,6 +19,7 @@ from reports.commands.run_output import (
     regret_summary,
     write_outputs,
 )
+from reports.commands.run_progress import progress_bar
 
 ALGORITHM_HELP = {
     "fkm": "FKM bandit convex optimisation (one-point gradient, projected OGD; no privacy)",
@@ -77,7 +78,7 @@ def add_algorithms(subparsers) -> None:
         p.set_defaults(func=functools.partial(run_command, name))
 
 
-def execute(algorithm: str, args):
+def execute(algorithm: str, args, on_rounds=None):
     from dpfed.fkm import FKMConfig, event_mechanism, run_dp_fkm, run_fkm
 
     config = FKMConfig(
@@ -88,7 +89,7 @@ def execute(algorithm: str, args):
         exploration=args.exploration,
         step=args.step,
     )
-    common = dict(runs=int(args.runs), record_transcript=args.save_transcript)
+    common = dict(runs=int(args.runs), record_transcript=args.save_transcript, on_rounds=on_rounds)
     from reports.commands.run_sizes import check_fkm_sizes
 
     dataset = algorithm == "dp-fkm" and args.unit == "dataset"
@@ -136,7 +137,8 @@ def report_privacy(run, args) -> dict:
 
 def run_command(algorithm: str, args) -> int:
     paths = claim_run_outputs(args, "fkm", algorithm, args.loss, args.unit if algorithm == "dp-fkm" else None)
-    run = execute(algorithm, args)
+    with progress_bar(args, int(args.horizon), algorithm, "round") as bar:  # the runs go in one loop
+        run = execute(algorithm, args, bar.update)
     print(  # the exploration radius is FKM's "delta"; it is not the privacy delta, so it is not called that
         f"{run.algorithm}: n={run.config.dim}, T={run.config.horizon}, {run.config.loss} losses, "
         f"runs={args.runs} (seed {args.seed}); exploration radius={format_number(run.exploration)}, "

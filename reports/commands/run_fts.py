@@ -15,7 +15,6 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
-    dumps,
     format_number,
     mean_and_standard_error,
     number_arg,
@@ -23,6 +22,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 from reports.commands.run_sizes import refuse_unless_fits
 
 ALGORITHM_HELP = {
@@ -58,6 +58,7 @@ def add_algorithms(subparsers) -> None:
         if name.startswith("dp-"):  # non-private runs release nothing to account for
             add_accountants_argument(p)
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        add_progress_argument(p)
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -120,7 +121,11 @@ def run_command(algorithm: str, args) -> int:
     json_out, png_out = claim_outputs(args.out, [f"{stem}.json", f"{stem}.png"], args.force)
     out = json_out.parent
     objective = None if config.objective == "synthetic" else make_objective(config, 0)  # shared fit cache
-    results = [run_fts(config, np.random.default_rng([args.seed, r]), objective=objective) for r in range(runs)]
+    with progress_bar(args, runs * config.rounds, algorithm, "round") as bar:
+        results = [
+            run_fts(config, np.random.default_rng([args.seed, r]), objective=objective, on_round=bar.update)
+            for r in range(runs)
+        ]
     curves = np.array([r.utility for r in results])
     mean, se = mean_and_standard_error(curves)
     name = results[0].utility_name
@@ -142,7 +147,7 @@ def run_command(algorithm: str, args) -> int:
     }
     if args.save_transcript:
         payload["transcript"] = results[0].transcript.to_dict()
-    json_path = atomic_write_bytes(json_out, dumps(payload).encode())
+    json_path = atomic_write_bytes(json_out, encode_result(args, json_out, payload, curves.size))
     png_path = write_curve_png(
         png_out, np.arange(len(mean)), mean, se, f"{algorithm} on {config.objective}", "iteration", name
     )

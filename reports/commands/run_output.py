@@ -11,17 +11,17 @@ from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     STEPS,
     add_accountants_argument,
-    dumps,
     format_number,
     number_arg,
     print_table,
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
+from reports.commands.run_progress import add_progress_argument, encode_result
 
 
 def add_run_arguments(parser, private: bool) -> None:
-    """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output."""
+    """The options every FedZero/FKM run shares: accountants (private runs), runs, seed, output, progress."""
     if private:
         add_accountants_argument(parser)
     parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
@@ -31,6 +31,7 @@ def add_run_arguments(parser, private: bool) -> None:
     )
     add_force_argument(parser)
     parser.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")
+    add_progress_argument(parser)
 
 
 def regret_summary(curves: np.ndarray, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -89,6 +90,6 @@ def write_outputs(args, run, paths: list[Path], payload: dict, mean: np.ndarray,
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigurationError("out", f"cannot create {directory}: {exc.strerror}") from None
-    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
+    json_path = atomic_write_bytes(paths[0], encode_result(args, paths[0], payload, len(mean) * int(args.runs)))
     png_path = write_curve_png(paths[1], np.arange(1, len(mean) + 1), mean, se, title, "round", label)
     print(f"\nwrote {json_path} and {png_path}")

@@ -19,13 +19,13 @@ from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
     available_memory,
-    dumps,
     format_number,
     mean_and_standard_error,
     print_table,
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
+from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
 from reports.commands.run_sizes import refuse_unless_fits
 from reports.exit_codes import ExitCode
 
@@ -111,6 +111,7 @@ def add_algorithms(subparsers) -> None:
         add_force_argument(p)
         if name != "hct":  # HCT is centralised: nothing crosses a network
             p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
+        add_progress_argument(p)
         p.set_defaults(func=functools.partial(run_command, name))
 
 
@@ -180,33 +181,40 @@ def check_first_phase(opts: dict, constants: dict) -> None:
     refuse_unless_fits({"k": constants.get("k", 2)}, need, {"k": what})
 
 
-def execute(algorithm: str, opts: dict, constants: dict) -> list:
+def execute(algorithm: str, opts: dict, constants: dict, args=None) -> list:
+    """The runs (seeds [S, r]), with a bar over them on stderr when ``args`` asks for progress."""
+    one = run_one(algorithm, opts, constants)
+    with progress_bar(args, opts["runs"], algorithm, "run") as bar:
+        results = []
+        for r in range(opts["runs"]):
+            results.append(one(np.random.SeedSequence([opts["seed"], r])))
+            bar.update(1)
+    return results
+
+
+def run_one(algorithm: str, opts: dict, constants: dict):
+    """A function of the seed that runs ``algorithm`` once."""
     from dpfed.pne import ObservationNoise, run_dp_fed_pne, run_fed_pne, run_hct
 
-    noise = ObservationNoise("uniform", opts["noise_width"])
-    seeds = [np.random.SeedSequence([opts["seed"], r]) for r in range(opts["runs"])]
-    common = dict(noise=noise)
+    common = dict(noise=ObservationNoise("uniform", opts["noise_width"]))
     if algorithm == "hct":
         hct_keys = {k: v for k, v in constants.items() if k in ("k", "nu1", "rho", "c", "c1", "conf_delta")}
-        return [run_hct(opts["objective"], opts["horizon"], seed=s, **common, **hct_keys) for s in seeds]
+        return lambda s: run_hct(opts["objective"], opts["horizon"], seed=s, **common, **hct_keys)
     common.update(heterogeneity=opts["heterogeneity"], **constants)
     if algorithm == "fed-pne":
-        return [run_fed_pne(opts["objective"], opts["clients"], opts["horizon"], seed=s, **common) for s in seeds]
+        return lambda s: run_fed_pne(opts["objective"], opts["clients"], opts["horizon"], seed=s, **common)
     c = common.pop("c", 0.1)
-    return [
-        run_dp_fed_pne(
-            opts["objective"],
-            opts["clients"],
-            opts["horizon"],
-            epsilon=opts["epsilon"],
-            dp_delta=opts["delta"],
-            calibration=opts["calibration"],
-            c=c,
-            seed=s,
-            **common,
-        )
-        for s in seeds
-    ]
+    return lambda s: run_dp_fed_pne(
+        opts["objective"],
+        opts["clients"],
+        opts["horizon"],
+        epsilon=opts["epsilon"],
+        dp_delta=opts["delta"],
+        calibration=opts["calibration"],
+        c=c,
+        seed=s,
+        **common,
+    )
 
 
 def privacy_report(run, opts: dict) -> dict:
@@ -260,7 +268,7 @@ def run_command(algorithm: str, args) -> int:
     opts, constants = resolve_options(algorithm, args)
     stem = variant_stem("pne", algorithm, opts["objective"], opts["calibration"] if algorithm == "dp-fed-pne" else None)
     paths = claim_outputs(opts["out"], [f"{stem}.json", f"{stem}.png"], args.force)
-    results = execute(algorithm, opts, constants)
+    results = execute(algorithm, opts, constants, args)
     mean, se = mean_and_standard_error(np.array([r.regret for r in results]))
     label = print_regret(algorithm, opts, results, mean, se)
     payload = {
@@ -281,7 +289,7 @@ def run_command(algorithm: str, args) -> int:
         print("\nnot private: no differentially private release (epsilon = infinity)")
     if getattr(args, "save_transcript", False):
         payload["transcript"] = results[0].transcript.to_dict()
-    write_result(paths, algorithm, opts, payload, mean, se, label)
+    write_result(paths, algorithm, opts, payload, mean, se, label, args)
     classic = (payload["privacy"] or {}).get("classic_check") or {}
     return int(ExitCode.VIOLATION if classic.get("violated") else ExitCode.PASS)
 
@@ -306,10 +314,10 @@ def print_regret(algorithm: str, opts: dict, results: list, mean: np.ndarray, se
     return label
 
 
-def write_result(paths, algorithm: str, opts: dict, payload: dict, mean, se, label: str) -> None:
+def write_result(paths, algorithm: str, opts: dict, payload: dict, mean, se, label: str, args=None) -> None:
     """Write the JSON result and the regret plot to ``paths`` (atomically) and say where."""
     paths[0].parent.mkdir(parents=True, exist_ok=True)
-    json_path = atomic_write_bytes(paths[0], dumps(payload).encode())
+    json_path = atomic_write_bytes(paths[0], encode_result(args, paths[0], payload, len(mean) * opts["runs"]))
     png_path = write_curve_png(
         paths[1],
         np.arange(1, len(mean) + 1),
