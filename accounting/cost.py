@@ -19,6 +19,7 @@ No accountant may block for more than about ``BUDGET_SECONDS`` without saying so
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import threading
 import time
@@ -69,19 +70,20 @@ BIGINT_SECONDS = 1.15e-11  # seconds per bits**1.585 of Python's Karatsuba power
 
 def _sparse_power_seconds(mechanism, count: int, interval: float) -> float:
     """Seconds dp-accounting spends on ``size ** count`` as a Python integer before self-composing a
-    sparse PMF of ``size`` points (a bound it computes exactly: 2.8e8 bits, about 10 minutes, for 1e8
-    releases of 7 points, holding the interpreter's lock all along); 0 where the PMF is dense."""
-    import math
-
+    sparse PMF of ``size`` points (a bound it computes exactly: 2.8e8 bits per PMF, about 8 minutes for
+    both by this fit, for 1e8 releases of 7 points, holding the interpreter's lock all along); 0 where the
+    PMF is dense. Reads dp-accounting's PLD internals; if they move, this term is left out."""
     from accounting.mechanisms import Composition
     from accounting.pld import _accountant, loss_range
 
     if count < 2 or loss_range(mechanism) / interval > 20 * SPARSE_POINTS:
         return 0.0  # one release, or a support far too wide to be sparse (not worth building to check)
     try:
+        from dp_accounting.pld.pld_pmf import SparsePLDPmf
+
         pld = _accountant(Composition.of(mechanism, 1), interval)._pld  # one release: milliseconds
         pmfs = [pld._pmf_remove] + ([] if pld._symmetric else [pld._pmf_add])
-        sizes = [pmf.size for pmf in pmfs if type(pmf).__name__ == "SparsePLDPmf"]
+        sizes = [pmf.size for pmf in pmfs if isinstance(pmf, SparsePLDPmf)]
     except Exception:  # dp-accounting's internals moved: no estimate of this term
         return 0.0
     return sum(BIGINT_SECONDS * (count * math.log2(max(size, 2))) ** 1.585 for size in sizes)

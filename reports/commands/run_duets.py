@@ -27,7 +27,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
-from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
+from reports.commands.run_progress import add_progress_argument, each_run, encode_result
 
 ALGORITHM_HELP = {
     "duets": "DUETS (seed 001): uniform sampling with shared coins, sparse-GP elimination",
@@ -143,16 +143,10 @@ def execute(algorithm: str, config, options: dict, args=None) -> list:
     """The runs (seeds [S, r]), with a bar over them on stderr when ``args`` asks for progress."""
     from dpfed.duets import run_dis_kernel_ucb, run_duets
 
-    results = []
-    with progress_bar(args, options["runs"], algorithm, "run") as bar:
-        for r in range(options["runs"]):
-            seed = np.random.SeedSequence([options["seed"], r])
-            if algorithm == "diskernelucb":
-                results.append(run_dis_kernel_ucb(config, seed, options["threshold"]))
-            else:
-                results.append(run_duets(config, seed))
-            bar.update(1)
-    return results
+    seeds = [np.random.SeedSequence([options["seed"], r]) for r in range(options["runs"])]
+    if algorithm == "diskernelucb":
+        return each_run(args, algorithm, lambda s: run_dis_kernel_ucb(config, s, options["threshold"]), seeds)
+    return each_run(args, algorithm, lambda s: run_duets(config, s), seeds)
 
 
 def privacy_report(run, config, accountants) -> dict:

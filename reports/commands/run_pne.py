@@ -25,7 +25,7 @@ from reports.commands.common import (
     write_curve_png,
 )
 from reports.commands.run_files import add_force_argument, claim_outputs, stderr_cell, variant_stem
-from reports.commands.run_progress import add_progress_argument, encode_result, progress_bar
+from reports.commands.run_progress import add_progress_argument, each_run, encode_result
 from reports.commands.run_sizes import refuse_unless_fits
 from reports.exit_codes import ExitCode
 
@@ -183,13 +183,8 @@ def check_first_phase(opts: dict, constants: dict) -> None:
 
 def execute(algorithm: str, opts: dict, constants: dict, args=None) -> list:
     """The runs (seeds [S, r]), with a bar over them on stderr when ``args`` asks for progress."""
-    one = run_one(algorithm, opts, constants)
-    with progress_bar(args, opts["runs"], algorithm, "run") as bar:
-        results = []
-        for r in range(opts["runs"]):
-            results.append(one(np.random.SeedSequence([opts["seed"], r])))
-            bar.update(1)
-    return results
+    seeds = [np.random.SeedSequence([opts["seed"], r]) for r in range(opts["runs"])]
+    return each_run(args, algorithm, run_one(algorithm, opts, constants), seeds)
 
 
 def run_one(algorithm: str, opts: dict, constants: dict):

@@ -30,6 +30,16 @@ def progress_bar(args, total: int, desc: str, unit: str):
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not progress_on(args), leave=False)
 
 
+def each_run(args, desc: str, run_one, seeds) -> list:
+    """``[run_one(s) for s in seeds]`` with a bar over the runs on stderr when ``args`` asks for progress."""
+    results = []
+    with progress_bar(args, len(seeds), desc, "run") as bar:
+        for seed in seeds:
+            results.append(run_one(seed))
+            bar.update(1)
+    return results
+
+
 def encode_result(args, path, payload: dict, points: int) -> bytes:
     """The JSON of ``payload`` for ``path`` (``common.dumps``, encoded), which the caller writes. When progress
     is on, says on stderr "encoding the result for PATH" first if it holds at least ``ANNOUNCE_POINTS`` curve
