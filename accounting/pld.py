@@ -78,7 +78,7 @@ class PldAccountant:
         relation = peers.composition_relation(composition)
         target, note = collapsed(composition)
         interval = discretisation_interval(target, self.value_discretization_interval)
-        self.last_details = {"value_discretization_interval": interval, **note}
+        self.last_details = {"value_discretization_interval": interval, "releases_composed": target.total_count, **note}
         return _accountant(target, interval, relation)
 
     def epsilon(self, composition: Composition, delta: float) -> float:

@@ -23,6 +23,22 @@ def test_accountant_ordering(q, z, steps, delta):
     assert disagreements(results) == []
 
 
+def test_a_pld_above_rdp_by_its_grid_rounding_is_no_contradiction():
+    # z = 404.5, q = 0.01: each release's losses (about 2.5e-5) are far below the 1e-4 grid; dp-accounting's
+    # rounding lifts the PLD (0.14) above RDP (0.083), and dp-accounting's own RDP agrees with ours, so
+    # "theory forbids" was a false alarm. Rounding adds at most releases x interval (here 100).
+    from accounting.base import AccountingResult
+
+    results = account_all(Composition.of(SubsampledGaussian(0.01, 404.5), 10**6), 1e-5, ["rdp", "dpa-rdp", "pld"])
+    eps = {r.name: r.epsilon for r in results}
+    assert eps["pld"] > eps["rdp"] + PLD_TOLERANCE and abs(eps["rdp"] - eps["dpa-rdp"]) < 0.01
+    assert disagreements(results) == []
+    # beyond the rounding's bound it is still a contradiction
+    details = {"value_discretization_interval": 1e-4, "releases_composed": 60}
+    lifted = [AccountingResult("rdp", 1.0, 1e-5), AccountingResult("pld", 1.5, 1e-5, details=details)]
+    assert any("theory forbids" in note for note in disagreements(lifted))
+
+
 def _rdp(q, z, steps, delta):
     return RdpAccountant().epsilon(Composition.of(SubsampledGaussian(q, z), steps), delta)
 
