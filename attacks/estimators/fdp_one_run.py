@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import require_number
 from accounting.exact import gaussian_epsilon
+from attacks.estimators.one_run_guesses import guess_outcomes, guess_rule_counts  # noqa: F401 (re-exported)
 from attacks.estimators.types import EpsilonBound
 
 MU_MAX = 60.0      # beyond this every Gaussian mechanism is practically non-private at any usable delta
@@ -100,36 +101,11 @@ def fdp_one_run_lower_bound(canaries: int, guesses: int, correct: int, delta: fl
     )
 
 
-def guess_rule_counts(m: int, guess_counts=None) -> list[int]:
-    """The numbers of guesses to try (default: about 12, geometrically spaced from 2 to m)."""
-    if guess_counts is None:
-        guess_counts = np.unique(np.maximum(np.round(np.geomspace(2, m, 12) / 2).astype(int) * 2, 2))
-    return [int(require_number("guess_counts", g, low=1, high=m, integer=True)) for g in guess_counts]
-
-
-def guess_outcomes(scores, included, guess_counts=None) -> tuple[int, list[tuple[int, int]]]:
-    """(m, [(r, correct), ...]): for each r, "in" for the r - r//2 highest scores, "out" for the r//2 lowest."""
-    scores = np.asarray(scores, dtype=float).ravel()
-    included = np.asarray(included, dtype=bool).ravel()
-    if scores.size != included.size or scores.size == 0:
-        raise ConfigurationError("included", "needs one inclusion flag per canary score")
-    m = scores.size
-    ranked = included[np.argsort(scores, kind="stable")]
-    out = []
-    for r in guess_rule_counts(m, guess_counts):
-        k_out, k_in = r // 2, r - r // 2
-        correct = int(np.count_nonzero(ranked[m - k_in:])) + int(np.count_nonzero(~ranked[:k_out]))
-        out.append((r, correct))
-    return m, out
-
-
 def fdp_one_run_from_scores(scores, included, delta: float, confidence: float = 0.95,
                             guess_counts=None) -> EpsilonBound:
-    """The f-DP one-run bound from per-canary scores (the best guess rule, Bonferroni over all tried)."""
+    """The f-DP one-run bound from per-canary scores (the best guess rule, Bonferroni over all tried);
+    guesses depend on the score values only (``one_run_guesses``)."""
+    from attacks.estimators.one_run import best_of_rules
+
     m, outcomes = guess_outcomes(scores, included, guess_counts)
-    best = None
-    for r, correct in outcomes:
-        bound = fdp_one_run_lower_bound(m, r, correct, delta, confidence, corrected_for=len(outcomes))
-        if best is None or bound.epsilon > best.epsilon:
-            best = bound
-    return best
+    return best_of_rules(fdp_one_run_lower_bound, m, outcomes, delta, confidence)

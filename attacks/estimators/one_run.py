@@ -17,7 +17,8 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import require_number
+from attacks.estimators.one_run_guesses import TIE_RULE, guess_outcomes, guess_rule_counts
 from attacks.estimators.types import EpsilonBound
 
 
@@ -75,31 +76,30 @@ def one_run_from_scores(scores, included, delta: float, confidence: float = 0.95
 
     ``included`` is the boolean inclusion of each canary. ``guess_counts`` lists the numbers of guesses
     r to try (r/2 from each end); the best is kept and the p-value is Bonferroni-corrected over them.
+    Guesses depend on the score values only: tied scores are never split by row order
+    (``one_run_guesses``).
     """
-    scores = np.asarray(scores, dtype=float).ravel()
-    included = np.asarray(included, dtype=bool).ravel()
-    if scores.size != included.size or scores.size == 0:
-        raise ConfigurationError("included", "needs one inclusion flag per canary score")
-    m = scores.size
-    if guess_counts is None:
-        guess_counts = np.unique(np.round(np.geomspace(2, m, 12) / 2).astype(int) * 2)
-    guess_counts = [int(require_number("guess_counts", g, low=1, high=m, integer=True)) for g in guess_counts]
-    order = np.argsort(scores, kind="stable")
-    ranked = included[order]
+    m, outcomes = guess_outcomes(scores, included, guess_counts)
+    return best_of_rules(one_run_lower_bound, m, outcomes, delta, confidence)
+
+
+def best_of_rules(bound_from_counts, m: int, outcomes, delta: float, confidence: float) -> EpsilonBound:
+    """The largest of ``bound_from_counts`` over the guess rules' outcomes, Bonferroni over all of them;
+    its details say how many guesses the rule made (ties abstained) and the tie rule."""
     best = None
-    for r in guess_counts:
-        k_out, k_in = r // 2, r - r // 2
-        correct = int(np.count_nonzero(ranked[m - k_in:])) + int(np.count_nonzero(~ranked[:k_out]))
-        bound = one_run_lower_bound(m, r, correct, delta, confidence, corrected_for=len(guess_counts))
+    for outcome in outcomes:
+        bound = bound_from_counts(m, outcome.guesses, outcome.correct, delta, confidence,
+                                  corrected_for=len(outcomes))
         if best is None or bound.epsilon > best.epsilon:
             best = bound
+            made = outcome.made
+    best.details["guesses_made"] = int(made)
+    best.details["tie_rule"] = TIE_RULE
     return best
 
 
 def one_run_ceiling(canaries: int, delta: float, confidence: float = 0.95, guess_counts=None) -> float:
     """The most ``one_run_from_scores`` can certify with ``canaries`` canaries: every guess correct."""
-    from attacks.estimators.fdp_one_run import guess_rule_counts
-
     counts = guess_rule_counts(int(canaries), guess_counts)
     return max(one_run_lower_bound(canaries, r, r, delta, confidence, corrected_for=len(counts)).epsilon
                for r in counts)

@@ -43,8 +43,8 @@ SELECTION = {
     "clopper-pearson-split": "chosen on a random half, tested on the other half",
     "bayesian-jeffreys": "chosen on a random half, tested on the other half",
     "gdp": "Bonferroni over order-statistic thresholds (both directions)",
-    "one-run": "Bonferroni over the guess counts tried",
-    "fdp-one-run": "Bonferroni over the guess counts tried",
+    "one-run": "Bonferroni over the guess counts tried; cuts only between distinct scores (ties never split)",
+    "fdp-one-run": "Bonferroni over the guess counts tried; cuts only between distinct scores (ties never split)",
 }
 
 

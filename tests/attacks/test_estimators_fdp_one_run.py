@@ -45,7 +45,7 @@ def test_true_mu_rejected_at_most_at_the_nominal_rate():
         included = rng.random(200) < 0.5
         m, outcomes = guess_outcomes(rng.normal(size=200) + 1.0 * included, included)
         level = 0.05 / len(outcomes)
-        over += any(fdp_rejects(1.0, m, r, c, level)[0] for r, c in outcomes)
+        over += any(fdp_rejects(1.0, m, o.guesses, o.correct, level)[0] for o in outcomes)
     assert over <= ALLOWED, over
 
 
