@@ -147,8 +147,13 @@ def _run_with(run_config: dict):
     """The ``Run`` that ``_run_simulation`` makes when given none (its Python-API path), with the run config's
     overrides (each node's context fuses them with the project's defaults, as ``flwr run`` does)."""
     from flwr.server.superlink.linkstate.utils import generate_rand_int_from_bytes
-    from flwr.simulation.run_simulation import NOOP_FEDERATION_ID, RUN_ID_NUM_BYTES, SUPERLINK_NODE_ID
-    from flwr.simulation.run_simulation import TASK_ID_NUM_BYTES, TaskIdentity
+    from flwr.simulation.run_simulation import (
+        NOOP_FEDERATION_ID,
+        RUN_ID_NUM_BYTES,
+        SUPERLINK_NODE_ID,
+        TASK_ID_NUM_BYTES,
+        TaskIdentity,
+    )
     from flwr.supercore.run import Run
 
     run = Run.create_empty(run_id=generate_rand_int_from_bytes(RUN_ID_NUM_BYTES))

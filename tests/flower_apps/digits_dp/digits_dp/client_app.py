@@ -34,5 +34,6 @@ def train_fn(msg: Message, context: Context) -> Message:
 @app.evaluate()
 def evaluate_fn(msg: Message, context: Context) -> Message:
     x, y = my_data(context)
-    metrics = MetricRecord({"num-examples": len(y), "accuracy": accuracy(msg.content["arrays"].to_numpy_ndarrays(), x, y)})
+    weights = msg.content["arrays"].to_numpy_ndarrays()
+    metrics = MetricRecord({"num-examples": len(y), "accuracy": accuracy(weights, x, y)})
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
