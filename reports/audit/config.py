@@ -9,7 +9,7 @@ Layout::
     [[target]]
     name = "..."
     algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism" | "dp-duets" | "duets"
-              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "dp-flower"
+              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "flower-app"
     description = "..."      # optional
     accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
     utility_runs = 2         # optional

@@ -53,7 +53,7 @@ def dp_strategy(cfg) -> object:
         raise ValueError(f"unknown clipping {cfg['clipping']!r}")
     cls = type(f"Scaled{base.__name__}", (ScaledNoise, base), {"noise_scale": float(cfg["noise-scale"])})
     if cfg["clipping"] == "server-adaptive":
-        return cls(*args, initial_clipping_norm=clip)
+        return cls(*args, initial_clipping_norm=clip, clipped_count_stddev=float(cfg["clipped-count-stddev"]))
     return cls(*args)
 
 
