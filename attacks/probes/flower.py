@@ -110,7 +110,7 @@ class FlowerAppProbe(Probe):
                for f in findings]
         out.append(accounted_rows_finding(rows))
         details = {"config": dict(config.__dict__), "rows": rows, "population": config.nodes,
-                   "releases": len(run["round_numbers"])}
+                   "releases": len(run["round_numbers"]), "transcript": run["transcript"].to_dict()}
         if not canaries:
             return OneRunOutcome([], None, None, None, out, details)
         scored = canary_scores(run, canaries, int(seed) % 2**31, 1.0 / config.noise_multiplier, delta)
