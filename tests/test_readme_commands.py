@@ -52,12 +52,17 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_halved_noise_setup": (
         None, 1, "as written (2.6 CPU s; VIOLATION: the noise is halved behind opacus's back)"),
-    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config 'num-server-rounds=2' "
+    # (keys as extracted: shlex tokens joined by one space; the variants keep the run config quoted, one argument)
+    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
     "--out flower-audit.json": (
-        None, 0 if FLOWER_INSTALLED else 2, "as written (2 rounds, 6 nodes); exit 2 without the flower extra"),
-    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config 'num-server-rounds=2 "
-    "noise-scale=0.5'": (
-        None, 1 if FLOWER_INSTALLED else 2, "as written (VIOLATION: half the noise); exit 2 without the extra"),
+        "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config 'num-server-rounds=2' "
+        "--out flower-audit.json", 0 if FLOWER_INSTALLED else 2,
+        "as written (2 rounds, 6 nodes); exit 2 without the flower extra"),
+    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
+    "noise-scale=0.5": (
+        "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config "
+        "'num-server-rounds=2 noise-scale=0.5'", 1 if FLOWER_INSTALLED else 2,
+        "as written (VIOLATION: half the noise); exit 2 without the flower extra"),
     "dpaudit audit configs/audit_flower.toml --allow-code --out out/flower": (
         None,
         0 if FLOWER_INSTALLED else 2,
