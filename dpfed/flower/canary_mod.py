@@ -60,7 +60,7 @@ class CanaryMod:
         if CLIP_KEY not in config:
             raise RuntimeError(f"canary {index}: the training request carries no {CLIP_KEY} (no audit host?)")
         if "clipping_norm" in config:  # a client-side wrapper: the adaptive one reads a norm bit
-            metrics[KEY_NORM_BIT] = False
+            metrics[KEY_NORM_BIT] = 0  # as Flower's adaptiveclipping_mod: an int (MetricRecord takes no bool)
         name, arrays = next(iter(msg.content.array_records.items()))
         dim = sum(a.size for a in arrays.to_numpy_ndarrays())
         reply = shifted(arrays, self.direction(index, dim), float(config[CLIP_KEY]))
