@@ -1,10 +1,10 @@
 """Null audits of the Flower canary bounds on real Flower runs: canaries connected but never inserted.
 
-Each run is the example app on Flower's simulation engine with ``k`` canary clients that are sampled like
+Each run is the example app project on Flower's simulation engine with ``k`` canary SuperNodes, sampled like
 every other client but send an update of norm C in an independent direction (``insert_canaries=False``),
 so their own directions never enter a release. (A zero update would crash Flower's clipping, which divides
 by the update's norm.) Their random secret signs are scored exactly as an audit scores inserted canaries
-(``dpfed.flower.audit.canary_scores``, ``reports.audit.flower_canaries.canary_bounds``): both threat
+(the ``flower-app`` probe: ``attacks.probes.flower_bounds.canary_scores`` and ``canary_bounds``): both threat
 models with both one-run estimators, and the measured-shift bound over the rounds each canary took part
 in. Every positive bound is a false positive; at 95% confidence each estimator may be positive in at most
 5% of the runs in expectation. Prints one line per run and the counts; ``--json`` writes the numbers.
@@ -24,21 +24,21 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirna
 
 import numpy as np  # noqa: E402
 
-from dpfed.flower.audit import canary_scores  # noqa: E402
-from dpfed.flower.example_app import AppSettings  # noqa: E402
-from dpfed.flower.run import run_example  # noqa: E402
-from reports.audit.flower_canaries import canary_bounds  # noqa: E402
+from attacks.probes import get_probe  # noqa: E402
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dpfed", "flower", "example_app")
 
 
 def null_run(seed: int, args) -> dict:
     """One Flower run whose canary clients take part but never insert their directions."""
-    settings = AppSettings(nodes=args.nodes, canaries=args.canaries, insert_canaries=False, sampled=args.sampled,
-                           rounds=args.rounds, noise_multiplier=args.noise_multiplier, hidden=args.hidden, seed=seed)
+    run_config = {"clients-per-round": args.sampled, "num-server-rounds": args.rounds,
+                  "noise-multiplier": args.noise_multiplier, "hidden": args.hidden, "seed": seed}
+    probe = get_probe("flower-app", app=EXAMPLE, run_config=run_config, num_supernodes=args.nodes,
+                      insert_canaries=False)
     started = time.perf_counter()
-    result = run_example(settings)
+    outcome = probe.run_once(args.canaries, seed, 1e9, args.delta, args.confidence)
     seconds = time.perf_counter() - started
-    scored = canary_scores(settings, result, args.delta)
-    bounds = canary_bounds(scored, args.delta, args.confidence)
+    scored, bounds = outcome.details["canaries"], outcome.bounds
     estimates = {m: scored[m]["estimate"]["epsilon"] for m in ("final_model", "all_iterates")}
     estimates["measured_shift"] = scored["measured_shift"]["estimate"]["epsilon"]
     return {"seed": seed, "seconds": seconds, "bounds": bounds, "estimates": estimates,

@@ -772,26 +772,20 @@ HOSTILE_CASES = (
     ]
 )
 
-# dpaudit flower: every value is checked before flwr is imported, so these exit 2 with or without the extra
-FLOWER = ["flower"]
+# dpaudit flower APP_DIR: every value is checked before flwr is imported, so these exit 2 with or without the extra
+FLOWER = ["flower", "tests/flower_apps/digits_dp", "--num-supernodes", "4"]
 FLOWER_CASES = (
-    number_flag_cases("flower", FLOWER, "--nodes", {"one": ["1"], "negative": ["-1"], "text": ["x"]})
-    + bad("flower", FLOWER, {"sampled-above-nodes": ["--nodes", "10", "--sampled", "20"],
-                             "noise-zero": ["--noise-multiplier", "0"], "clip-negative": ["--clip", "-1"],
-                             "rounds-zero": ["--rounds", "0"], "bug-unknown": ["--bug", "bogus"],
-                             "claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
+    number_flag_cases("flower", ["flower", "tests/flower_apps/digits_dp"], "--num-supernodes",
+                      {"zero": ["0"], "negative": ["-1"], "text": ["x"]})
+    + bad("flower", FLOWER, {"claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
                              "claimed-epsilon-zero": ["--claimed-epsilon", "0"],
-                             "sampled-text": ["--sampled", "most"], "hidden-negative": ["--hidden", "-1"],
-                             "canaries-negative": ["--canaries", "-3"],
+                             "canaries-negative": ["--canaries", "-3"], "canaries-too-few": ["--canaries", "3"],
                              "claim-repeated": ["--claim", "poisson,z-unchanged,poisson"],
                              "claim-empty-item": ["--claim", "poisson,"],
                              "seed-beyond-numpy": ["--seed", str(2**32)],
-                             "skip-round-one-round": ["--bug", "skip-round", "--rounds", "1"],
                              "confidence-without-canaries": ["--confidence", "0.9"],
-                             "out-directory": ["--out", "."], "clip-overflows-float32": ["--clip", "1e40"],
-                             "noise-overflows-float32": ["--noise-multiplier", "1e20", "--clip", "1e20"],
-                             "hidden-beyond-memory": ["--hidden", "1000000000"],
-                             "rounds-beyond-memory": ["--rounds", "10000000000000"]})
+                             "out-directory": ["--out", "."], "out-empty": ["--out", ""],
+                             "alpha-one": ["--transcript-alpha", "1"]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs

@@ -52,30 +52,21 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_halved_noise_setup": (
         None, 1, "as written (2.6 CPU s; VIOLATION: the noise is halved behind opacus's back)"),
-    "dpaudit flower --claim no-amplification,poisson,z-unchanged --out flower-audit.json": (
-        "dpaudit flower --rounds 2 --claim no-amplification,poisson,z-unchanged --out flower-audit.json",
-        1 if FLOWER_INSTALLED else 2,
-        "2 rounds; exit 2 where the flower extra is not installed",
-    ),
-    "dpaudit flower --nodes 20 --canaries 200 --sampled all --rounds 3 --noise-multiplier 2.5 --hidden 64 "
-    "--claim no-amplification,z-unchanged --out flower-canaries.json": (
-        "dpaudit flower --nodes 10 --canaries 20 --sampled all --rounds 1 --noise-multiplier 2.5 "
-        "--claim no-amplification,z-unchanged --out flower-canaries.json",
-        1 if FLOWER_INSTALLED else 2,
-        "20 canaries, 1 round, no hidden layer; exit 2 where the flower extra is not installed",
-    ),
-    "dpaudit flower --nodes 20 --canaries 200 --sampled 44 --rounds 20 --noise-multiplier 1.0 --hidden 64 "
-    "--claim no-amplification,z-unchanged --out flower-sampled.json": (
-        "dpaudit flower --nodes 10 --canaries 20 --sampled 10 --rounds 2 --noise-multiplier 1.0 "
-        "--claim no-amplification,z-unchanged --out flower-sampled.json",
-        1 if FLOWER_INSTALLED else 2,
-        "10 of 30 a round, 2 rounds, no hidden layer (z-unchanged 5.02 below the realised pair's 11.8); exit 2 "
-        "where the flower extra is not installed",
-    ),
-    "dpaudit audit configs/audit_flower.toml --out out/flower": (
+    # (keys as extracted: shlex tokens joined by one space; the variants keep the run config quoted, one argument)
+    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
+    "--out flower-audit.json": (
+        "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config 'num-server-rounds=2' "
+        "--out flower-audit.json", 0 if FLOWER_INSTALLED else 2,
+        "as written (2 rounds, 6 nodes); exit 2 without the flower extra"),
+    "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
+    "noise-scale=0.5": (
+        "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config "
+        "'num-server-rounds=2 noise-scale=0.5'", 1 if FLOWER_INSTALLED else 2,
+        "as written (VIOLATION: half the noise); exit 2 without the flower extra"),
+    "dpaudit audit configs/audit_flower.toml --allow-code --out out/flower": (
         None,
-        0 if FLOWER_INSTALLED else 3,
-        "as written (one small Flower run); without the flower extra its probe fails (INCONCLUSIVE)",
+        0 if FLOWER_INSTALLED else 2,
+        "as written (one small Flower run); without the flower extra the target cannot be built (exit 2)",
     ),
     "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
     "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (

@@ -47,6 +47,8 @@ PROBES: dict[str, tuple[str, dict]] = {
                                    {"unit": "reward", "elimination": "paper"}),
     "duets-end-to-end": ("attacks.probes.duets_end_to_end:PlainDuetsEndToEndProbe", {}),
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
+    # one-run probes (``one_run = True``): one run of the system with ``trials`` canaries (``run_once``)
+    "flower-app": ("attacks.probes.flower:FlowerAppProbe", {}),
     # DP-SGD on opacus (dpfed.dpsgd): three threat models of one training, and the planted half noise
     "dpsgd-all-iterates": ("attacks.probes.dpsgd:DpsgdAllIteratesProbe", {}),
     "dpsgd-last-iterate": ("attacks.probes.dpsgd:DpsgdLastIterateProbe", {}),

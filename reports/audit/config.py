@@ -9,7 +9,7 @@ Layout::
     [[target]]
     name = "..."
     algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism" | "dp-duets" | "duets"
-              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "dp-flower"
+              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "flower-app"
     description = "..."      # optional
     accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
     utility_runs = 2         # optional
@@ -148,7 +148,7 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     return ProbeSpec(name, kind, trials, params, batch)
 
 
-def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
+def _target(field: str, data: dict, allow_code: bool, base_dir: str = "") -> TargetSpec:
     try:
         accountants = tuple(parse_accountant_names(data["accountants"])) if "accountants" in data else None
     except ConfigurationError as exc:
@@ -164,6 +164,8 @@ def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
         accountants=accountants or TargetSpec.accountants,
         utility_runs=int(require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)),
         reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)),
+        base_dir=base_dir,
+        allow_code=allow_code,
     )
 
 
@@ -179,9 +181,10 @@ def _check_unique_names(specs) -> None:
         first[spec.name] = i
 
 
-def parse_config(text: str, source: str = "<string>", allow_code: bool = False) -> dict:
+def parse_config(text: str, source: str = "<string>", allow_code: bool = False, base_dir: str = "") -> dict:
     """Validate a configuration strictly (unknown keys, misplaced keys and wrong types are errors naming
-    the key's path); returns {title, seed, confidence, targets, raw, text, hash, source}."""
+    the key's path); returns {title, seed, confidence, targets, raw, text, hash, source}. ``base_dir``: the
+    directory a target's relative paths start from (the configuration file's)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -191,7 +194,7 @@ def parse_config(text: str, source: str = "<string>", allow_code: bool = False) 
     strict.check_table("", raw, CONFIG_SCHEMA)
     if not raw["target"]:
         raise ConfigurationError("target", "missing: the configuration audits no target ([[target]])")
-    specs = [_target(f"target[{i}]", t, allow_code) for i, t in enumerate(raw["target"])]
+    specs = [_target(f"target[{i}]", t, allow_code, base_dir) for i, t in enumerate(raw["target"])]
     _check_unique_names(specs)
     confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True)
     return {
@@ -216,4 +219,4 @@ def load_config(path: str | Path | None, allow_code: bool = False) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError("config", f"cannot read {path} ({exc})") from None
     source = "built-in default (reports/defaults/default_audit.toml)" if path == DEFAULT_CONFIG else str(path)
-    return parse_config(text, source, allow_code)
+    return parse_config(text, source, allow_code, str(path.resolve().parent))

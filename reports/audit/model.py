@@ -76,6 +76,8 @@ class TargetSpec:
     accountants: tuple[str, ...] = ("moments", "rdp", "pld", "prv", "exact", "dpa-rdp")
     utility_runs: int = 1
     reference_delta: float = 1e-5
+    base_dir: str = ""  # the configuration file's directory: a parameter naming a path is relative to it
+    allow_code: bool = False  # the audit may run code the configuration names (``--allow-code``)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ class ProbeSection:
     batches_total: int = 0
     batches_resumed: int = 0
     power: dict | None = None  # attacks.power.Power.to_dict(): what this budget would refute (None: no reduction)
+    findings: tuple[dict, ...] = ()  # a one-run probe's checks of its run: {"code", "severity", "message", "values"}
 
     def best_rigorous(self) -> dict | None:
         return max((b for b in self.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)

@@ -121,6 +121,8 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
+    if getattr(probe, "one_run", False):  # one run of the system with ``trials`` canaries, in this process
+        return PlannedProbe(spec, trials, probe, params)
     check_fits(probe, trials, spec.batch_size, 1)  # before the timed batches, which are a part of a batch
     seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
     executor, workers = choose_executor(probe, trials, seconds, options, spec.batch_size)
@@ -142,6 +144,8 @@ def run_probe(
     from attacks.planner import bonferroni_ceiling
 
     claim = target.claim
+    if getattr(planned.probe, "one_run", False):
+        return run_one_run_probe(target, planned, seed, confidence)
     result = run_attack(
         planned.probe,
         planned.trials,
@@ -181,6 +185,28 @@ def run_probe(
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,
         power=_power(planned.probe, int(result.trials), claim, confidence),
+    )
+
+
+def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: float) -> ProbeSection:
+    """One run of a one-run probe (``run_once``) with ``planned.trials`` canaries against the target's claim."""
+    claim, probe = target.claim, planned.probe
+    outcome = probe.run_once(planned.trials, seed, claim.epsilon, claim.delta, confidence)
+    return ProbeSection(
+        name=planned.spec.name,
+        kind=planned.spec.kind,
+        outcome="ran",
+        threat_model=probe.threat_model,
+        description=probe.description,
+        trials=int(planned.trials),
+        seed=seed,
+        params=probe.params(),
+        bounds=tuple({**b, "delta": claim.delta} for b in outcome.bounds),
+        status=outcome.status,
+        p_value=outcome.p_value,
+        ceiling=outcome.ceiling,
+        confidence=confidence,
+        findings=tuple(outcome.findings),
     )
 
 

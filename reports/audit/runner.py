@@ -58,8 +58,7 @@ class PlannedTarget:
 
     @property
     def confidence_per_probe_divisor(self) -> int:
-        own = getattr(self.target, "own_probes", 0)  # a target that runs its own probe (dp-flower)
-        return max(1, sum(p.probe is not None for p in self.probes) + own)
+        return max(1, sum(p.probe is not None for p in self.probes))
 
 
 def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedTarget:
@@ -139,7 +138,9 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
         if probe.probe is None:
             sections.append(declined_section(probe))
             continue
-        log(f"[{target.spec.name}] probe {probe.spec.name} ({probe.spec.kind}, {probe.trials} trials per world)")
+        budget = f"one run, {probe.trials} canaries" if getattr(probe.probe, "one_run", False) else (
+            f"{probe.trials} trials per world")
+        log(f"[{target.spec.name}] probe {probe.spec.name} ({probe.spec.kind}, {budget})")
         seed = named_seed(options.seed, "audit", planned.index, "probe", i, probe.spec.name)
         key = [
             _system_key(target),
@@ -167,9 +168,6 @@ def _probe_sections(planned: PlannedTarget, options: AuditOptions, cache: Sectio
                 fingerprint,
             )
         )
-    own = getattr(target, "own_probe_sections", None)  # run every time (never cached): findings depend on it
-    if own is not None:
-        sections.extend(own(options.seed, confidence, log))
     return tuple(sections)
 
 
@@ -252,6 +250,9 @@ def preflight_lines(planned: list[PlannedTarget]) -> list[str]:
             head = f"  [{target.target.spec.name}] {p.spec.name} ({p.spec.kind}): "
             if p.probe is None:
                 lines.append(head + f"declined: {p.reason}")
+                continue
+            if getattr(p.probe, "one_run", False):
+                lines.append(head + f"one run with {p.trials} canaries in this process")
                 continue
             where = {"processes": f"on {p.workers} worker processes", "inprocess": "in this process"}.get(
                 p.executor, f"on {p.executor}"

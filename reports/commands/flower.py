@@ -1,5 +1,11 @@
-"""``dpaudit flower``: audit the Flower example app (configuration check, a run on Flower's simulation
-engine with every release recorded, transcript check). Needs the ``flower`` extra."""
+"""``dpaudit flower APP_DIR``: audit a Flower app project as ``flwr run APP_DIR`` runs it in simulation.
+
+The project's ``pyproject.toml`` is read as flwr 1.42 reads it; ``--run-config`` overrides its run config with
+flwr's syntax; ``--num-supernodes`` sets the simulation's size. Naming the directory is the opt-in to running its
+code. The audit is the ``flower-app`` one-run probe (``attacks.probes.flower``): the configuration check of the
+strategy the ServerApp starts (before Flower starts), one run with ``--canaries`` canary SuperNodes and every
+release recorded, the transcript check, and the canaries' bounds. Needs the ``flower`` extra.
+"""
 
 from __future__ import annotations
 
@@ -8,86 +14,31 @@ from reports.exit_codes import ExitCode
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("flower", help="audit the Flower example app (needs pip install -e '.[flower]')")
-    p.add_argument("--nodes", type=int, default=40, help="real clients (Flower nodes besides the canaries; default 40)")
-    p.add_argument("--sampled", default="8",
-                   help="clients sampled per round m, of the real clients and canaries together, or 'all' "
-                   "(default 8)")
-    p.add_argument("--rounds", type=int, default=5, help="server rounds (default 5)")
-    p.add_argument("--noise-multiplier", type=float, default=1.0, help="z of the DP wrapper (default 1)")
-    p.add_argument("--clip", type=float, default=1.0, help="clipping norm C (default 1)")
+    p = sub.add_parser("flower", help="audit a Flower app project as flwr run runs it (needs pip install -e "
+                                      "'.[flower]')")
+    p.add_argument("app", metavar="APP_DIR", help="the Flower app project (a directory with its pyproject.toml); its "
+                   "code is run")
+    p.add_argument("--run-config", default="", help="overrides of [tool.flwr.app.config], as flwr run takes them: "
+                   "'key=value ...' with TOML values, strings quoted (e.g. 'num-server-rounds=3 mode=\"fast\"')")
+    p.add_argument("--num-supernodes", type=int, required=True,
+                   help="SuperNodes of the simulation (flwr run ... --federation-config 'num-supernodes=N'); the "
+                   "canaries come on top")
+    p.add_argument("--canaries", type=int, default=0,
+                   help="k canary SuperNodes added by the audit, each answering current + s C u with a secret random "
+                   "sign s (one-run audit, replace-one); 0 or at least 4 (default 0)")
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--claim", default="",
                    help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
                    "z-unchanged (default: none; every row is shown)")
-    p.add_argument("--claimed-epsilon", type=float, default=None, help="the epsilon the user states, if any")
-    p.add_argument("--bug", default="none", help="planted bug: none, noise-cut, skip-round, unequal-weights")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--canaries", type=int, default=0,
-                   help="k canary clients, each answering current + s C u with a secret random sign s (one-run "
-                   "audit, replace-one)")
-    p.add_argument("--hidden", type=int, default=0,
-                   help="hidden units of the example model (default 0: logistic regression, 650 parameters)")
+    p.add_argument("--claimed-epsilon", type=float, default=None,
+                   help="the epsilon the user states (replace-one), if any; the canaries test it (default: what "
+                   "Flower runs, our upper bound)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the canaries' directions and signs")
     p.add_argument("--confidence", type=float, default=None,
                    help="confidence of the canary lower bounds (default 0.95; needs --canaries)")
-    p.add_argument("--out", default=None, help="write the full audit (with the transcript) as JSON here")
+    p.add_argument("--transcript-alpha", type=float, default=1e-3, help="level of each transcript test (default 1e-3)")
+    p.add_argument("--out", default=None, help="write the full audit (findings, bounds, canary scores) as JSON here")
     p.set_defaults(func=run)
-
-
-def summary_lines(audit: dict) -> list[str]:
-    lines = [f"Flower audit: verdict {audit['verdict']}"]
-    for name, row in audit["rows"].items():
-        lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
-    for kind in ("configuration_findings", "transcript_findings"):
-        for f in audit[kind]:
-            lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
-    canaries = audit.get("canaries")
-    if canaries:
-        lines.extend(canary_lines(canaries, audit["accounted_epsilon"], audit["realised_epsilon"]))
-    if not audit["transcript_findings"]:
-        lines.append("  transcript check: every release matches the accountant's assumptions")
-    seconds = audit["seconds"]
-    lines.append(f"  time: accounting {seconds['accounting']:.1f} s, Flower run {seconds['flower_run']:.1f} s")
-    return lines
-
-
-def canary_lines(canaries: dict, accounted: float, realised: float) -> list[str]:
-    plus = sum(1 for s in canaries["signs"] if s > 0)
-    lines = [f"  canaries: {len(canaries['signs'])} ({plus} with sign +1), d = {canaries['dim']}, "
-             f"{canaries['rounds']} rounds; what Flower runs spends epsilon >= {realised:.4g} (the pair its sampler "
-             f"realises) and <= {accounted:.4g} (RDP)"]
-
-    def share(epsilon: float) -> str:
-        return f"{epsilon / realised:.0%} of the realised pair" if realised > 0 else "no realised pair"
-
-    for model in ("final_model", "all_iterates"):
-        e = canaries[model]["estimate"]
-        stderr = f" +- {e['mu_stderr']:.2g}" if e["mu_stderr"] is not None else ""
-        lines.append(f"  [{model}] mean-shift GDP estimate: epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g}{stderr}; "
-                     f"{share(e['epsilon'])}); an estimate, not a bound")
-    measured = canaries.get("measured_shift")
-    if measured and measured["participations"]:
-        e = measured["estimate"]
-        stderr = f" +- {e['stderr']:.2g}" if e["stderr"] is not None else ""
-        at_least = ">= " if e.get("at_least") else ""
-        lines.append(f"  [took part] measured-shift estimate: epsilon {at_least}{e['epsilon']:.4g} "
-                     f"({share(e['epsilon'])}; "
-                     f"shift a {e['shift']:.3g}{stderr} noise stds a round, 1/z {measured['configured_shift']:.3g}; "
-                     f"{measured['canaries']} canaries in {measured['participations']} canary-rounds, rate "
-                     f"{measured['rate']:.3g}); an estimate, not a bound")
-    for b in canaries["bounds"]:
-        lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
-                     f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")
-    return lines
-
-
-def parse_sampled(text: str, nodes: int, canaries: int) -> int:
-    if str(text).strip().lower() == "all":
-        return nodes + canaries
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigurationError("sampled", f"expected a whole number or 'all', got {text!r}") from None
 
 
 def parse_claim_list(text: str) -> tuple[str, ...]:
@@ -102,54 +53,81 @@ def parse_claim_list(text: str) -> tuple[str, ...]:
     return parse_claims(items)
 
 
-def check_run_memory(settings) -> None:
-    """Refuse a model or a run too large for memory before Flower starts. Per parameter, about: the transcript's
-    noise of every round as Python floats (32 bytes) and the recorder's round deltas (8), its float64 updates of
-    the sampled clients and working copies (8 bytes each); the model is checked at one round, then the rounds."""
-    from dpfed.flower.example_app import CLASSES, PARAMETERS_PER_HIDDEN, parameter_count
-    from reports.commands.common import check_memory
+def summary_lines(audit: dict) -> list[str]:
+    lines = [f"Flower app audit of {audit['app']}: verdict {audit['verdict']}"]
+    for name, row in audit["rows"].items():
+        lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
+    for f in audit["findings"]:
+        if f["severity"] != "info" or f["code"] == "canary-estimate":
+            lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
+    for b in audit["bounds"]:
+        lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
+                     f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")
+    if audit["canary_status"] is not None:
+        lines.append(f"  canaries against epsilon {audit['tested_epsilon']:.4g}: {audit['canary_status']} "
+                     f"(p = {audit['p_value']:.3g}, ceiling {audit['ceiling']:.3g})")
+    lines.append(f"  time: {audit['seconds']:.1f} s")
+    return lines
 
-    per_round, fixed = 40, 8 * (settings.sampled + 8)
-    if settings.hidden:
-        check_memory("hidden", settings.hidden, PARAMETERS_PER_HIDDEN * (per_round + fixed),
-                     CLASSES * (per_round + fixed), " hidden units")
-    d = parameter_count(settings)
-    check_memory("rounds", settings.rounds, per_round * d, fixed * d, " rounds")
+
+def check_arguments(args) -> None:
+    from accounting.errors import require_number
+    from attacks.probes.flower_bounds import MIN_CANARIES
+    from reports.commands.common import check_output_file
+
+    require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
+    require_number("canaries", args.canaries, low=0, integer=True)
+    if 0 < args.canaries < MIN_CANARIES:
+        raise ConfigurationError("canaries", f"0 or at least {MIN_CANARIES} (the one-run estimators' guesses need "
+                                             f"them), got {args.canaries}")
+    require_number("seed", args.seed, low=0, high=2**32 - 1, integer=True)
+    require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
+    require_number("transcript-alpha", args.transcript_alpha, low=0, high=1, low_open=True, high_open=True)
+    if args.confidence is not None:
+        require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
+        if not args.canaries:
+            raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
+    if args.claimed_epsilon is not None:
+        require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
+    if args.out is not None:
+        check_output_file("out", args.out)  # before the run, not after it
 
 
 def run(args) -> int:
-    from accounting.errors import require_number
-    from dpfed.flower.example_app import AppSettings
-    from reports.commands.common import check_output_file
+    import time
 
-    settings = AppSettings(nodes=args.nodes, sampled=parse_sampled(args.sampled, args.nodes, args.canaries),
-                           rounds=args.rounds, noise_multiplier=args.noise_multiplier, clip=args.clip,
-                           seed=args.seed, bug=args.bug, canaries=args.canaries, hidden=args.hidden)
-    confidence = 0.95 if args.confidence is None else args.confidence
-    require_number("confidence", confidence, low=0, high=1, low_open=True, high_open=True)
-    if args.confidence is not None and not settings.canaries:
-        raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
-    require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
-    if args.claimed_epsilon is not None:
-        require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
+    check_arguments(args)
     claims = parse_claim_list(args.claim)
-    if args.out:
-        check_output_file("out", args.out)  # before the run, not after it
-    check_run_memory(settings)
     try:
         import flwr  # noqa: F401
     except ModuleNotFoundError as exc:
-        message = "flwr is not installed; pip install -c constraints.txt -e '.[flower]'"
-        raise ConfigurationError("flower", message) from exc
-    from dpfed.flower.audit import audit_example
-    from reports.audit.flower_canaries import canary_bounds
+        raise ConfigurationError("flower", "flwr is not installed; pip install -c constraints.txt -e '.[flower]'") \
+            from exc
+    from attacks.probes import get_probe
+    from dpfed.flower.app_project import parse_run_config
 
-    audit = audit_example(settings, args.delta, claims, args.claimed_epsilon)
-    if audit["canaries"]:
-        audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, confidence)
+    overrides = parse_run_config(args.run_config)
+    probe = get_probe("flower-app", app=args.app, run_config=overrides, num_supernodes=args.num_supernodes,
+                      claims=claims, claimed_epsilon=args.claimed_epsilon, transcript_alpha=args.transcript_alpha)
+    probe.project()  # a bad project or run config: one line, before anything runs
+    started = time.perf_counter()
+    config, configured_m = probe.configuration(args.canaries)  # the strategy, before Flower starts
+    from dpfed.flower.check import check_config
+
+    rows = check_config(config, args.delta, configured_m, None, ())["rows"]
+    tested = args.claimed_epsilon if args.claimed_epsilon is not None else rows["runs"]["epsilon"]
+    confidence = 0.95 if args.confidence is None else args.confidence
+    outcome = probe.run_once(args.canaries, args.seed, tested, args.delta, confidence)
+    critical = any(f["severity"] == "critical" for f in outcome.findings)
+    verdict = "VIOLATION" if critical or outcome.status == "VIOLATION" else "PASS"
+    audit = {"app": args.app, "run_config": overrides, "num_supernodes": args.num_supernodes,
+             "canaries": args.canaries, "delta": args.delta, "claims": list(claims), "verdict": verdict,
+             "rows": outcome.details["rows"], "findings": outcome.findings, "bounds": outcome.bounds,
+             "canary_status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
+             "tested_epsilon": tested, "details": outcome.details, "seconds": time.perf_counter() - started}
     print("\n".join(summary_lines(audit)))
-    if args.out:
+    if args.out is not None:
         from attacks.files import atomic_write_text, dumps_json
 
         atomic_write_text(args.out, dumps_json(audit, indent=1))  # "inf", never Infinity; no half-written file
-    return int(ExitCode.VIOLATION if audit["verdict"] == "VIOLATION" else ExitCode.PASS)
+    return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)

@@ -12,17 +12,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpfed.flower.canaries import (
+from attacks.probes.flower_bounds import best_bound, canary_bounds
+from attacks.probes.flower_scores import (
     all_iterates_direction,
-    canary_direction,
-    canary_directions,
-    canary_signs,
     cosines,
     mean_shift_estimate,
     null_cosine_sf,
     null_cosines,
 )
-from reports.audit.flower_canaries import best_bound, canary_bounds
+from dpfed.flower.canaries import canary_direction, canary_directions, canary_signs
 
 DIM = 650
 
@@ -103,7 +101,7 @@ def _round_null_scores(rng, canaries: int, rounds: int, correlation: float) -> n
 def test_measured_shift_recovers_the_shift_of_the_rounds_taken_part_in():
     """Canaries shifted by a = 0.4 only in the rounds they took part in (rate 0.2): the estimate is a within
     4 standard errors (false failure < 1e-4), and the other rounds do not dilute it."""
-    from dpfed.flower.canaries import measured_shift
+    from attacks.probes.flower_scores import measured_shift
 
     rng = np.random.default_rng(5)
     took_part = rng.random((400, 20)) < 0.2
@@ -119,8 +117,8 @@ def test_measured_shift_bound_on_null_canaries_is_positive_at_most_at_the_nomina
     the 95% measured-shift bound is positive in at most 19 (P[Binom(200, 0.05) >= 20] = 0.0079, the
     false-failure probability; this seed gives 10). A naive t-test over the canary-rounds as if independent is
     positive in 31 of the same 200: the clustering by canary is what keeps the rate."""
-    from dpfed.flower.canaries import measured_shift
-    from reports.audit.flower_canaries import measured_shift_bound
+    from attacks.probes.flower_bounds import measured_shift_bound
+    from attacks.probes.flower_scores import measured_shift
 
     rng = np.random.default_rng(2025)
     positives = 0
@@ -133,8 +131,8 @@ def test_measured_shift_bound_on_null_canaries_is_positive_at_most_at_the_nomina
 
 def test_measured_shift_bound_is_the_pair_epsilon_at_the_lower_confidence_shift():
     from accounting.replace_one_pair import worst_pair_epsilon
-    from dpfed.flower.canaries import shift_lower_bound
-    from reports.audit.flower_canaries import measured_shift_bound
+    from attacks.probes.flower_bounds import measured_shift_bound
+    from attacks.probes.flower_scores import shift_lower_bound
 
     measured = {"shift": 1.0, "stderr": 0.05, "canaries": 100, "participations": 800, "rate": 0.2, "releases": 20}
     low = shift_lower_bound(measured, 0.95)

@@ -1,28 +1,27 @@
-"""Real flwr objects and real runs on Flower's simulation engine (skipped without the flower extra).
+"""Real flwr objects and a real run of the example app project on Flower's simulation engine, through the
+``flower-app`` probe as ``dpaudit flower`` runs it (skipped without the flower extra).
 
-Runs: the example app, 40 nodes, 8 sampled per round, z = 1, C = 1; the correct app 3 rounds with 40
-canaries (11-20 s on 2 cores, most of it Ray's start and stop; the planted bugs run through the audit
-target in test_audit_target.py). The transcript check tests at alpha = 1e-3 per check kind (over seeds:
-a false failure with probability below ~4e-3). At a fixed seed the verdict does not vary between runs:
-Flower's DP wrapper draws its noise from NumPy's global generator, which the ServerApp seeds, so every
-round's noise is the seed's draw (``test_released_noise_is_the_seeds_draw``); Flower's random node ids
-change only which clients are sampled and the float32 rounding of the aggregate (below 1e-6). At seed 0
-the noise test's p-values are 0.44, 0.15 and 0.15 against the threshold 1e-3 / 3. Before the generator was
-seeded the noise was fresh on every run and the test failed once in a full-suite run (p = 1.3e-4).
+Run: the example app (dpfed/flower/example_app), 40 SuperNodes and 40 canary SuperNodes, 8 trained a round,
+z = 1, C = 1, 3 rounds (20-60 s on 2 cores, most of it Ray's start and stop). The transcript check tests at
+alpha = 1e-3 per check kind (a false failure with probability below ~4e-3). Flower's DP wrapper draws its noise
+from NumPy's global generator, which the example's ServerApp seeds, so every round's noise is the seed's draw
+(``test_released_noise_is_the_seeds_draw``).
 """
+
+from pathlib import Path
 
 import pytest
 
 flwr = pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
 
-from dpfed.flower.audit import assumptions_for, audit_example  # noqa: E402
-from dpfed.flower.example_app import AppSettings, build_strategy  # noqa: E402
 from dpfed.flower.read import config_from_local_dp_mod, config_from_strategy  # noqa: E402
 from dpfed.flower.records import releases  # noqa: E402
 from dpfed.transcript import Transcript  # noqa: E402
 
-SMALL = dict(nodes=40, sampled=8, rounds=3, seed=0)
-# Flower simulations (20-30 s each on 2 cores): slow, so tests/conftest.py starts this module early
+EXAMPLE = Path(__file__).resolve().parents[2] / "dpfed" / "flower" / "example_app"
+RUN_CONFIG = {"num-server-rounds": 3, "clients-per-round": 8, "seed": 0}
+NODES, CANARIES = 40, 40
+# a Flower simulation: slow, so tests/conftest.py starts this module early
 pytestmark = pytest.mark.slow
 
 
@@ -52,30 +51,34 @@ def test_reads_local_dp_mod():
     assert (config.kind, config.local_epsilon, config.local_delta, config.clip) == ("local", 4.0, 1e-5, 1.0)
 
 
-def test_recorder_is_a_flower_strategy_wrapping_the_dp_wrapper():
-    from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, Strategy
-
-    strategy = build_strategy(AppSettings(**SMALL), Transcript())
-    assert isinstance(strategy, Strategy)
-    assert isinstance(strategy.strategy, DifferentialPrivacyServerSideFixedClipping)
-
-
-CANARIES = 40
-
-
 @pytest.fixture(scope="module")
 def correct():
-    return audit_example(AppSettings(**SMALL, canaries=CANARIES))
+    from attacks.probes import get_probe
+
+    probe = get_probe("flower-app", app=str(EXAMPLE), run_config=RUN_CONFIG, num_supernodes=NODES)
+    outcome = probe.run_once(CANARIES, 5, 100.0, 1e-5, 0.95)
+    return probe, outcome
+
+
+def test_recorder_and_host_wrap_the_strategy_the_serverapp_starts():
+    from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping
+
+    from dpfed.flower.app_project import fused_run_config, read_project
+    from dpfed.flower.run import inspect_app
+
+    project = read_project(EXAMPLE)
+    started = inspect_app(project, fused_run_config(project, RUN_CONFIG))
+    assert type(started.strategy) is DifferentialPrivacyServerSideFixedClipping and started.rounds == 3
 
 
 def test_correct_app_passes_and_records_every_round(correct):
-    assert correct["verdict"] == "PASS", correct["transcript_findings"]
-    assert correct["transcript_findings"] == []
-    records = releases(Transcript.from_dict(correct["transcript"]))
+    _, outcome = correct
+    assert not [f for f in outcome.findings if f["severity"] == "critical"], outcome.findings
+    records = releases(Transcript.from_dict(outcome.details["transcript"]))
     assert [r for r, _ in records] == [1, 2, 3]
     for _, payload in records:
         assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8
-        assert payload["population"] == 40 + CANARIES  # the canary clients are always connected
+        assert payload["population"] == NODES + CANARIES  # the canary SuperNodes are connected like the others
         assert payload["weights"] == pytest.approx([1 / 8] * 8)
         assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / 8, rel=0.15)  # 650 coordinates: ~3% sd
 
@@ -85,8 +88,8 @@ def test_released_noise_is_the_seeds_draw(correct):
     the weight, then the bias), to the float32 rounding of the release: the same seed, the same noise."""
     import numpy as np
 
-    draws = np.random.RandomState(SMALL["seed"])
-    for _, payload in releases(Transcript.from_dict(correct["transcript"])):
+    draws = np.random.RandomState(RUN_CONFIG["seed"])
+    for _, payload in releases(Transcript.from_dict(correct[1].details["transcript"])):
         expected = np.concatenate([draws.normal(0, 1.0 * 1.0 / 8, shape).astype(np.float32).ravel()
                                    for shape in ((10, 64), (10,))])
         assert np.asarray(payload["noise"]) == pytest.approx(expected, abs=1e-5)
@@ -95,27 +98,23 @@ def test_released_noise_is_the_seeds_draw(correct):
 def test_canary_scores_of_both_threat_models_are_recorded(correct):
     import numpy as np
 
-    canaries = correct["canaries"]
+    canaries = correct[1].details["canaries"]
     assert canaries["dim"] == 650 and len(canaries["signs"]) == CANARIES and canaries["rounds"] == 3
     assert 0 < sum(s > 0 for s in canaries["signs"]) < CANARIES
     for model in ("final_model", "all_iterates"):
         scores = np.asarray(canaries[model]["scores"])
         assert scores.shape == (CANARIES,) and np.all(np.abs(scores) <= 1)
-        assert canaries[model]["estimate"]["mu_stderr"] > 0
     assert not np.allclose(canaries["final_model"]["scores"], canaries["all_iterates"]["scores"])
 
 
 def test_measured_shift_counts_the_rounds_each_canary_replied_in(correct):
-    """40 canaries of 80 nodes, 8 sampled a round: the canary-rounds are the canary replies in the transcript
-    (partition ids >= 40), at most 8 a round; the sampling rate is 8/80."""
-    import numpy as np
-
-    measured = correct["canaries"]["measured_shift"]
-    took_part = np.asarray(measured["took_part"])
-    assert took_part.shape == (CANARIES, 3) and measured["releases"] == 3
-    assert measured["rate"] == pytest.approx(8 / 80) and measured["configured_shift"] == pytest.approx(1.0)
-    assert np.all(took_part.sum(axis=0) <= 8) and measured["participations"] == int(took_part.sum()) > 0
-    assert measured["estimate"]["epsilon"] >= 0 and len(measured["scores"]) == CANARIES
+    """40 canaries of 80 nodes, 8 trained a round: the canary-rounds are the canary replies in the transcript
+    (the nodes the host saw answer as canaries), at most 8 a round; the sampling rate is 8/80."""
+    measured = correct[1].details["canaries"]["measured_shift"]
+    assert measured["releases"] == 3 and measured["rate"] == pytest.approx(8 / 80)
+    assert measured["configured_shift"] == pytest.approx(1.0)
+    assert 0 < measured["participations"] <= 3 * 8
+    assert measured["estimate"]["epsilon"] >= 0
 
 
 def test_canary_reply_is_an_update_of_norm_clip():
@@ -123,20 +122,25 @@ def test_canary_reply_is_an_update_of_norm_clip():
     from flwr.app import Array, ArrayRecord
 
     from dpfed.flower.canaries import canary_directions
-    from dpfed.flower.example_app import canary_reply
+    from dpfed.flower.canary_mod import shifted
 
     current = ArrayRecord({"w": Array(np.zeros((10, 64), np.float32)), "b": Array(np.ones(10, np.float32))})
-    direction = canary_directions(1, 650, 0)[0]
-    reply = canary_reply(current, direction, 0.7)
-    update = np.concatenate([np.ravel(a) for a in reply.to_numpy_ndarrays()]) - np.r_[np.zeros(640), np.ones(10)]
-    assert np.linalg.norm(update) == pytest.approx(0.7, rel=1e-5)
-    assert update @ direction == pytest.approx(0.7, rel=1e-5)
+    direction = canary_directions(1, 650, 3)[0]
+    reply = shifted(current, -direction, 0.7)
+    update = np.concatenate([a.ravel() for a in reply.to_numpy_ndarrays()]) - np.r_[np.zeros(640), np.ones(10)]
+    assert np.linalg.norm(update) == pytest.approx(0.7, rel=1e-6)
+    assert update == pytest.approx(-0.7 * direction, abs=1e-6)
 
 
 def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
+    from attacks.probes.flower import assumptions_for
+    from dpfed.flower.app_project import fused_run_config, read_project
     from dpfed.flower.check import check_config
+    from dpfed.flower.run import inspect_app
 
-    config, configured = config_from_strategy(build_strategy(AppSettings(**SMALL), None), nodes=40, rounds=3)
+    project = read_project(EXAMPLE)
+    started = inspect_app(project, fused_run_config(project, RUN_CONFIG))
+    config, configured = config_from_strategy(started.strategy, nodes=40, rounds=started.rounds)
     out = check_config(config, 1e-5, configured, claims=("no-amplification", "z-unchanged"))
     by_code = {f.code: f for f in out["findings"]}
     assert by_code["understated-z-unchanged"].values["corrected_epsilon"] == out["rows"]["runs"]["epsilon"]

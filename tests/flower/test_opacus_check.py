@@ -20,7 +20,10 @@ def test_engine_built_per_message_is_found(app, where):
 
 
 def test_app_without_engine_and_the_example_app_have_no_finding():
-    from dpfed.flower.example_app import AppSettings, build_client_app
+    from pathlib import Path
 
+    from dpfed.flower.app_project import load_apps, read_project
+
+    example = read_project(Path(__file__).resolve().parents[2] / "dpfed" / "flower" / "example_app")
     assert opacus_findings(apps.plain) == []
-    assert opacus_findings(build_client_app(AppSettings())) == []
+    assert opacus_findings(load_apps(example)[1]) == []

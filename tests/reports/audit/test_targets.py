@@ -43,11 +43,11 @@ def _count_calls_from_the_audit(monkeypatch, owner, name, counter: Counter):
 )
 def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypatch):
     import attacks.probes.duets
+    import attacks.probes.flower
     import dpfed.fedzero.private
     import dpfed.fkm.private
     import dpfed.pne.private
     import reports.audit.probes
-    import reports.audit.target_flower
     import reports.audit.target_mechanism
     from dpfed.duets.config import DuetsConfig
     from dpfed.fedzero.config import FedZeroConfig
@@ -67,7 +67,7 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
         (dpfed.fedzero.private, "dp_fedzero_release"),
         (FKMConfig, "__init__"),
         (dpfed.fkm.private, "dp_fkm_release"),
-        (reports.audit.target_flower, "settings_from"),
+        (attacks.probes.flower.FlowerAppProbe, "configuration"),
     ):
         _count_calls_from_the_audit(monkeypatch, owner, name, counter)
     # the probes' own runs and the utility runs are the algorithms' code, not the audit's: stub them
@@ -79,9 +79,6 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
     monkeypatch.setattr("reports.audit.runner.run_probe", reports.audit.probes.run_probe)
     for cls in {type(build_target(s)) for s in load_config(path, allow_code=True)["targets"]}:
         monkeypatch.setattr(cls, "utility", lambda self, *a: Unavailable("stubbed"))
-    # the Flower target's own run is Flower's code too
-    monkeypatch.setattr(reports.audit.target_flower.FlowerTarget, "own_probe_sections",
-                        lambda self, *a: (ProbeSection("flower-canaries", "end-to-end", "failed", "stubbed"),))
     counter.clear()
     specs = [dataclasses.replace(s, accountants=("rdp",)) for s in load_config(path, allow_code=True)["targets"]]
     options = AuditOptions(estimate=False, progress=False)
@@ -93,8 +90,8 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
             assert built == Counter({"from_preset": 1, "mechanism": 1}), (spec.name, built)
         elif spec.algorithm == "dp-fed-pne":
             assert built == Counter({"dp_mechanism": 1}), (spec.name, built)
-        elif spec.algorithm == "dp-flower":
-            assert built == Counter({"settings_from": 1}), (spec.name, built)
+        elif spec.algorithm == "flower-app":  # the strategy the ServerApp starts, read once (the probe is stubbed)
+            assert built == Counter({"configuration": 1}), (spec.name, built)
         elif spec.algorithm in NEW_SYSTEMS:
             config, release = NEW_SYSTEMS[spec.algorithm]
             expected = Counter({config: 1, release: 1}) if spec.algorithm.startswith("dp-") else Counter({config: 1})

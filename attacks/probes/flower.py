@@ -1,0 +1,149 @@
+"""One-run audit of a Flower app project (``flower-app``): one Flower run with canary SuperNodes.
+
+A one-run probe (``one_run = True``): instead of ``scores(world, trials, rng)`` over two worlds it runs the
+system once with ``trials`` canaries (``run_once``). Here: the project is read and its strategy inspected
+(``dpfed.flower.run.inspect_app``: the configuration check, before Flower starts), run on Flower's simulation
+engine with the canaries and the recorder (``run_app``), its transcript checked against what the accountant
+assumed (``dpfed.flower.transcript_check``), and the canaries scored and bounded
+(``attacks.probes.flower_bounds``). Every check's finding comes back with the bounds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from accounting.errors import ConfigurationError
+from attacks.probes.base import Probe
+
+
+@dataclass
+class OneRunOutcome:
+    """What a one-run probe found: its bounds (dicts as ``ProbeSection.bounds``), its decision on the claim, the
+    findings of its run's checks (``{"code", "severity", "message", "values"}``) and plain details."""
+
+    bounds: list
+    status: str | None
+    p_value: float | None
+    ceiling: float | None
+    findings: list
+    details: dict = field(default_factory=dict)
+
+
+def assumptions_for(config):
+    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round."""
+    from dpfed.flower.transcript_check import Assumptions
+
+    return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip)
+
+
+@dataclass
+class FlowerAppProbe(Probe):
+    """The Flower app project in ``app`` (a directory), run with ``run_config`` overrides on ``num_supernodes``
+    real SuperNodes plus the canaries; ``claims``: the usual claims to check (``dpfed.flower.config.CLAIMS``);
+    ``claimed_epsilon``: the user's epsilon (replace-one), if any; ``insert_canaries=False``: a null run."""
+
+    app: str = ""
+    run_config: dict = field(default_factory=dict)
+    num_supernodes: int = 10
+    claims: tuple = ()
+    claimed_epsilon: float | None = None
+    transcript_alpha: float = 1e-3
+    insert_canaries: bool = True
+
+    name = "flower-app"
+    one_run = True
+    threat_model = "final model and all iterates"
+    description = ("canary SuperNodes answering current + s C u (secret sign s) in one run of the Flower app on "
+                   "Flower's simulation engine; signs guessed from the cosines with the released models")
+
+    def scores(self, world, trials, rng):
+        raise ConfigurationError("probe", "flower-app is a one-run probe: it runs the app once (run_once)")
+
+    def project(self):
+        """The project and its fused run config (ConfigurationError for a bad project or run config)."""
+        from dpfed.flower.app_project import fused_run_config, read_project
+
+        project = read_project(self.app)
+        return project, fused_run_config(project, dict(self.run_config))
+
+    def configuration(self, canaries: int):
+        """``(FlowerDpConfig, configured m)`` of the strategy the ServerApp starts, with ``canaries`` more nodes."""
+        from dpfed.flower.read import config_from_strategy
+        from dpfed.flower.run import inspect_app
+
+        project, run_config = self.project()
+        started = inspect_app(project, run_config)
+        return config_from_strategy(started.strategy, nodes=self.num_supernodes + canaries, rounds=started.rounds)
+
+    def provenance(self) -> dict:
+        """Our code's hashes and the project's own (its .py and .toml files): a saved section of another version
+        of the app is not reused."""
+        digest = hashlib.sha256()
+        root = Path(self.app)
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".toml") and p.is_file()):
+            digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
+        return {**super().provenance(), "app_code": digest.hexdigest()}
+
+    def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
+        """Check, run and score the app once with ``canaries`` canaries; the claim ``(epsilon, delta)``."""
+        from attacks.probes.flower_bounds import MIN_CANARIES, canary_bounds, canary_scores, one_run_decision
+        from dpfed.flower.app_project import load_apps
+        from dpfed.flower.check import check_config
+        from dpfed.flower.opacus_check import opacus_findings
+        from dpfed.flower.run import RunSettings, run_app
+        from dpfed.flower.transcript_check import check_transcript
+
+        if 0 < canaries < MIN_CANARIES:
+            raise ConfigurationError("canaries", f"0 or at least {MIN_CANARIES} (the one-run estimators' guesses "
+                                                 f"need them), got {canaries}")
+        project, run_config = self.project()
+        config, configured_m = self.configuration(canaries)
+        checked = check_config(config, delta, configured_m, self.claimed_epsilon, tuple(self.claims))
+        findings = checked["findings"] + opacus_findings(load_apps(project)[1])
+        run = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, int(seed) % 2**31,
+                                                       self.insert_canaries))
+        findings += check_transcript(run["transcript"], assumptions_for(config), self.transcript_alpha)
+        rows = checked["rows"]
+        out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
+               for f in findings]
+        out.append(accounted_rows_finding(rows))
+        details = {"config": dict(config.__dict__), "rows": rows, "population": config.nodes,
+                   "releases": len(run["round_numbers"]), "transcript": run["transcript"].to_dict()}
+        if not canaries:
+            return OneRunOutcome([], None, None, None, out, details)
+        scored = canary_scores(run, canaries, int(seed) % 2**31, 1.0 / config.noise_multiplier, delta)
+        bounds = canary_bounds(scored, delta, confidence)
+        status, p_value, ceiling = one_run_decision(bounds, canaries, epsilon, delta, confidence)
+        out.append(canary_estimate_finding(scored, rows))
+        return OneRunOutcome(bounds, status, p_value, ceiling, out, {**details, "canaries": scored})
+
+
+def accounted_rows_finding(rows: dict) -> dict:
+    values = {f"{name}_epsilon": row["epsilon"] for name, row in rows.items()}
+    return {"code": "accounted-rows", "severity": "info", "values": values,
+            "message": f"what Flower runs (fixed-size without replacement, replace-one, z/2 to the accountant) spends "
+                       f"epsilon {rows['runs']['epsilon']:.4g} ({rows['runs']['accountant']}) and at least "
+                       f"{rows['worst-pair']['epsilon']:.4g} (the replace-one pair its sampler realises); Flower's "
+                       f"accountant without amplification would report {rows['no-amplification']['epsilon']:.4g}, "
+                       f"Poisson at m/N {rows['poisson']['epsilon']:.4g}, replace-one with z unchanged "
+                       f"{rows['z-unchanged']['epsilon']:.4g}"}
+
+
+def canary_estimate_finding(canaries: dict, rows: dict) -> dict:
+    accounted, realised = rows["runs"]["epsilon"], rows["worst-pair"]["epsilon"]
+    values, parts = {"accounted_epsilon": accounted, "realised_epsilon": realised}, []
+    for model in ("final_model", "all_iterates"):
+        e = canaries[model]["estimate"]
+        values[f"{model}_epsilon"], values[f"{model}_mu"] = e["epsilon"], e["mu"]
+        parts.append(f"{model.replace('_', ' ')} mean-shift epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g})")
+    measured = canaries["measured_shift"]
+    if measured["participations"]:
+        values["measured_shift_epsilon"], values["measured_shift"] = measured["estimate"]["epsilon"], measured["shift"]
+        parts.append(f"measured-shift epsilon {measured['estimate']['epsilon']:.4g} (shift {measured['shift']:.3g} "
+                     f"per round against 1/z = {measured['configured_shift']:.3g}, {measured['participations']} "
+                     "canary-rounds)")
+    return {"code": "canary-estimate", "severity": "info", "values": values,
+            "message": f"canary estimates (not bounds): {'; '.join(parts)}; what Flower runs spends at least "
+                       f"{realised:.4g} (the replace-one pair its sampler realises) and at most {accounted:.4g}"}

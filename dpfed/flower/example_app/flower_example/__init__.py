@@ -1,0 +1,1 @@
+"""The bundled Flower example app (see its pyproject.toml)."""

@@ -1,0 +1,141 @@
+"""Take hold of the strategy a ServerApp starts, without changing the project's code.
+
+A Message-API ServerApp builds its strategy in ``@app.main()`` and calls ``strategy.start(grid, ...)``, which
+every Flower strategy inherits from ``flwr.serverapp.strategy.Strategy``. ``started_strategy(on_start)`` patches
+that method for the duration of a ``with`` block: the first strategy started is handed to ``on_start(strategy,
+num_rounds)``, which returns the strategy to run instead (``start`` then runs on it), or raises to stop the app
+(``inspect``: read the strategy without running anything). A subclass that overrides ``start`` without calling
+``Strategy.start`` is not seen (``on_start`` is then never called, which the caller reports).
+
+``CanaryHost`` is the strategy the audit runs: outermost around the recorder and the project's strategy, it puts
+each round's clip in the training requests (for the canary mod, ``dpfed.flower.canary_mod``), completes the
+canaries' replies to the keys and the weight of the round's real replies (the mean of their weights: equal when
+theirs are equal), notes which node is which canary, and drops canary replies to evaluation requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from dpfed.flower.canary_mod import CLIP_KEY, MARKER
+from dpfed.flower.read import wrapper_of
+
+_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def started_strategy(on_start):
+    """Within the block, ``Strategy.start`` hands the first strategy started to ``on_start``."""
+    from flwr.serverapp.strategy import Strategy
+
+    original = Strategy.start
+    state = {"taken": False}
+
+    def start(self, grid, initial_arrays, num_rounds=3, *args, **kwargs):
+        with _lock:
+            first = not state["taken"]
+            state["taken"] = True
+        if first:
+            self = on_start(self, initial_arrays, num_rounds)
+        return original(self, grid, initial_arrays, num_rounds, *args, **kwargs)
+
+    Strategy.start = start
+    try:
+        yield state
+    finally:
+        Strategy.start = original
+
+
+def _weight_key(strategy) -> str:
+    while strategy is not None:
+        if hasattr(strategy, "weighted_by_key"):
+            return strategy.weighted_by_key
+        strategy = getattr(strategy, "strategy", None)
+    return "num-examples"
+
+
+def canary_host(inner):
+    """``inner`` (the recorder around the project's strategy) inside a ``CanaryHost``."""
+    import numpy as np
+    from flwr.app import MetricRecord
+    from flwr.serverapp.strategy import Strategy
+
+    class CanaryHost(Strategy):
+        def __init__(self):
+            super().__init__()
+            self.strategy = inner
+            self.canary_nodes = {}  # node id -> canary index
+
+        def configure_train(self, server_round, arrays, config, grid):
+            from flwr.app import ConfigRecord
+
+            clip = float(wrapper_of(self.strategy).clipping_norm)
+            messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
+            for message in messages:
+                for name, record in list(message.content.config_records.items()):
+                    message.content[name] = ConfigRecord({**record, CLIP_KEY: clip})
+            return messages
+
+        def _split(self, replies):
+            real, canaries = [], []
+            for reply in replies:
+                metrics = reply.content.metric_records if reply.has_content() else {}
+                index = next((r[MARKER] for r in metrics.values() if MARKER in r), None)
+                if index is None:
+                    real.append(reply)
+                else:
+                    self.canary_nodes[int(reply.metadata.src_node_id)] = int(index)
+                    canaries.append(reply)
+            return real, canaries
+
+        def aggregate_train(self, server_round, replies):
+            replies = list(replies)
+            real, canaries = self._split(replies)
+            real = [r for r in real if r.has_content()]
+            template = real[0].content if real else None
+            key = _weight_key(self.strategy)
+            weights = [float(next(iter(r.content.metric_records.values()))[key]) for r in real]
+            for reply in canaries:
+                metrics = dict(next(iter(reply.content.metric_records.values())))
+                metrics.pop(MARKER)
+                if template is None:
+                    metrics.setdefault(key, 1)
+                    continue
+                name, reference = next(iter(template.metric_records.items()))
+                completed = {k: _mean([next(iter(r.content.metric_records.values()))[k] for r in real])
+                             for k in reference}
+                completed[key] = float(np.mean(weights)) if len(set(weights)) > 1 else weights[0]
+                completed.update({k: v for k, v in metrics.items() if k in reference})
+                for old in list(reply.content.metric_records):
+                    del reply.content[old]
+                reply.content[name] = MetricRecord(completed)
+                array_name = next(iter(template.array_records))
+                for old, record in list(reply.content.array_records.items()):
+                    if old != array_name:
+                        del reply.content[old]
+                        reply.content[array_name] = record
+            return self.strategy.aggregate_train(server_round, replies)
+
+        def configure_evaluate(self, server_round, arrays, config, grid):
+            return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+        def aggregate_evaluate(self, server_round, replies):
+            return self.strategy.aggregate_evaluate(server_round, self._split(list(replies))[0])
+
+        def summary(self):
+            self.strategy.summary()
+
+    return CanaryHost()
+
+
+def _mean(values):
+    """The mean of one metric over the real replies, of the type Flower aggregates (lists element-wise)."""
+    import numpy as np
+
+    if isinstance(values[0], list):
+        return [float(v) for v in np.mean(np.asarray(values, dtype=float), axis=0)]
+    if isinstance(values[0], bool):
+        return values[0]
+    mean = float(np.mean(values))
+    return int(round(mean)) if isinstance(values[0], int) and mean == round(mean) else mean

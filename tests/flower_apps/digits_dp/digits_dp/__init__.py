@@ -1,0 +1,1 @@
+"""digits-dp: a Flower app written without dpfed-audit (softmax regression in NumPy on digits)."""
