@@ -17,7 +17,7 @@ import pytest
 
 from attacks.estimators import METHODS, estimate_all
 from attacks.estimators.one_run_guesses import guess_outcomes
-from reports.audit.flower_canaries import canary_bounds
+from attacks.probes.flower_bounds import canary_bounds
 from reports.cli import main
 from reports.commands.estimate import compute_bounds
 from reports.commands.estimate_input import Scores
