@@ -18,7 +18,7 @@ Under a ``BatchMemoryManager`` (``max_physical_batch_size``) each measured step 
 the way it makes them: physical batches of at most that size, all but the last signalled to skip, so the
 noise measured is the noise of the logical step. Skip signals already queued in the user's optimizer are
 set aside while measuring and put back after. Parameters the model trains but the optimizer does not hold
-(``outside``) are kept out of the measurement (``requires_grad`` off, restored after): opacus would
+(``outside``, found if not given) are kept out of the measurement (``requires_grad`` off, restored after): opacus would
 accumulate their per-sample gradients across the steps and refuse the next one.
 """
 
@@ -127,7 +127,11 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int, max_physica
         optimizer.zero_grad()
     finally:
         del inner.step
-    if len(recorded) != repetitions:
+    if len(recorded) > repetitions:
+        raise ConfigurationError("optimizer", f"{len(recorded)} updates for {repetitions} logical steps of "
+                                 f"{len(physical)} physical batches: the optimizer does not skip the steps a "
+                                 "BatchMemoryManager asks it to skip")
+    if len(recorded) < repetitions:
         raise ConfigurationError("optimizer", f"{repetitions - len(recorded)} of {repetitions} optimizer steps were "
                                  "skipped (gradient accumulation or skip_step): cannot measure the noise")
     return torch.stack(recorded).numpy()
@@ -173,8 +177,13 @@ class _SetAside:
 
 def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int = DEFAULT_REPETITIONS,
                   false_alarm: float = DEFAULT_FALSE_ALARM, max_physical_batch_size: int | None = None,
-                  outside=()) -> NoiseFacts:
-    """Measure the optimizer's noise at several realised batch sizes (see the module docstring)."""
+                  outside=None) -> NoiseFacts:
+    """Measure the optimizer's noise at several realised batch sizes (see the module docstring); ``outside``:
+    the parameters outside the optimizer (default: found with ``parameters.parameters_outside``)."""
+    if outside is None:
+        from dpfed.opacus_setup.parameters import parameters_outside
+
+        outside = [p.parameter for p in parameters_outside(model, optimizer)]
     accountant = privacy_engine.accountant
     history = list(accountant.history)
     expected = float(optimizer.expected_batch_size or 1)
