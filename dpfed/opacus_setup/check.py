@@ -3,7 +3,9 @@ told, as findings with corrected epsilons.
 
 Told: the noise multiplier and sample rate the accountant's step hook records, and the steps of the claim
 (``accounted_steps``, ``accounted_epochs / sample_rate`` as ``make_private_with_epsilon`` computes them,
-or the steps the loop runs). Runs: the data loader's scheme and rates over one iterated epoch
+or, when neither is given, the steps the loop runs: an assumption, said as the ``steps-assumed`` finding).
+Also: parameters the model trains outside the private optimizer (``parameters``) and identical records
+(``records``: the guarantee is per record). Runs: the data loader's scheme and rates over one iterated epoch
 (``sampler``), the noise measured (``noise``), and ``epochs`` times the realised batches per epoch.
 
 Corrected epsilons come from our accountants (``epsilons``), each changing one thing from what the
@@ -24,6 +26,8 @@ from dpfed.opacus_setup import epsilons as eps
 from dpfed.opacus_setup.findings import OpacusFinding, worst
 from dpfed.opacus_setup.load import OpacusSetup
 from dpfed.opacus_setup.noise import NoiseFacts
+from dpfed.opacus_setup.parameters import OutsideParameter, outside_findings
+from dpfed.opacus_setup.records import DuplicateFacts, duplicate_findings
 from dpfed.opacus_setup.sampler import SamplerFacts
 
 RATE_TOLERANCE = 1e-3  # relative: rates this close are the same (float rounding of 1 / len)
@@ -41,6 +45,13 @@ def accounted_steps(setup: OpacusSetup, told_rate: float, run_steps: int) -> int
                                      f"{told_rate:.4g} are {steps} steps; the claim must be for at least one step")
         return steps
     return run_steps
+
+
+def steps_source(setup: OpacusSetup) -> str:
+    """Where the accounted steps come from: ``accounted_steps``, ``accounted_epochs`` or ``loop`` (assumed)."""
+    if setup.accounted_steps is not None:
+        return "accounted_steps"
+    return "accounted_epochs" if setup.accounted_epochs is not None else "loop"
 
 
 def runs_epsilon(facts: SamplerFacts, noise_multiplier: float, steps: int, delta: float,
@@ -85,7 +96,8 @@ class _Told:
     delta: float
 
 
-def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delta: float) -> dict:
+def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delta: float, *,
+                outside: list[OutsideParameter] = (), duplicates: DuplicateFacts | None = None) -> dict:
     """Rows (epsilons of what is told and what runs) and findings, as one JSON-ready dict."""
     mechanism = setup.privacy_engine.accountant.mechanism()
     z_told, q_told = noise.told_noise_multiplier, noise.told_sample_rate
@@ -94,7 +106,9 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
     opacus_eps = eps.opacus_epsilon(mechanism, z_told, q_told, acc_steps, delta)
     reported = setup.claimed_epsilon if setup.claimed_epsilon is not None else opacus_eps
     told = _Told(reported, z_told, q_told, acc_steps, run_steps, delta)
+    source = steps_source(setup)
     findings = [
+        *outside_findings(list(outside)),
         *_rate_findings(told, facts),
         *_scheme_findings(told, facts),
         *_normalisation_findings(told, facts, noise),
@@ -107,6 +121,13 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
                                    else "the user's claim")
     z_runs = noise.effective_upper if noise.noise_flagged else z_told
     runs, runs_how = runs_epsilon(facts, z_runs, run_steps, delta, noise.realised_normalisation)
+    if outside:
+        runs, runs_how = math.inf, (f"none: {', '.join(p.name for p in outside)} trained outside the private "
+                                    "optimizer (no clipping, no noise)")
+    if duplicates is not None:
+        findings += duplicate_findings(duplicates, facts.scheme, facts.poisson_rate, z_runs, run_steps, delta)
+    if source == "loop":
+        findings.append(_assumed_steps_finding(told, setup.claimed_epsilon is not None))
     rows = {
         "opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
                    f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"},
@@ -121,8 +142,20 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
         "findings": [f.to_dict() for f in findings],
         "sampler": facts.to_dict(),
         "noise": noise.to_dict(),
-        "steps": {"run": run_steps, "accounted": acc_steps, "epochs": setup.epochs},
+        "steps": {"run": run_steps, "accounted": acc_steps, "epochs": setup.epochs, "accounted_from": source},
+        "unit": {"protects": "record", "duplicates": duplicates.to_dict() if duplicates is not None else None},
     }
+
+
+def _assumed_steps_finding(told: _Told, claimed: bool) -> OpacusFinding:
+    """The accounted steps were not given: they are taken from the loop, so a step mismatch cannot be seen."""
+    right = "" if claimed else " (right for opacus's accountant read after the loop: it counts the steps run)"
+    return OpacusFinding(
+        "steps-assumed", "info",
+        f"no accounted_epochs or accounted_steps given: the reported epsilon is assumed to be for the "
+        f"{told.run_steps} steps the loop runs{right}; if it was computed for fewer (make_private_with_epsilon's "
+        "target for its epochs, or a claim), pass accounted_epochs so that a step mismatch can be found",
+        {"run_steps": told.run_steps})
 
 
 def _rate_findings(told: _Told, facts: SamplerFacts) -> list[OpacusFinding]:
@@ -244,12 +277,18 @@ def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int |
     """Load ``file.py:function``, read its loader, measure its noise and check it (one dict)."""
     from dpfed.opacus_setup.load import build_setup
     from dpfed.opacus_setup.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
+    from dpfed.opacus_setup.parameters import parameters_outside
+    from dpfed.opacus_setup.records import find_duplicates
     from dpfed.opacus_setup.sampler import read_loader
 
     setup = build_setup(spec)
     delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)
-    facts = read_loader(setup.data_loader)
+    outside = parameters_outside(setup.model, setup.optimizer)  # before a step fails on their gradients
+    facts = read_loader(setup.data_loader, setup.optimizer)
     noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader.dataset,
                           repetitions=repetitions or DEFAULT_REPETITIONS,
-                          false_alarm=false_alarm or DEFAULT_FALSE_ALARM)
-    return check_setup(setup, facts, noise, delta)
+                          false_alarm=false_alarm or DEFAULT_FALSE_ALARM,
+                          max_physical_batch_size=facts.max_physical_batch_size,
+                          outside=[p.parameter for p in outside])
+    duplicates = find_duplicates(setup.data_loader.dataset)
+    return check_setup(setup, facts, noise, delta, outside=outside, duplicates=duplicates)

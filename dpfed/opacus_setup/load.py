@@ -12,12 +12,15 @@ The function takes no arguments and returns a dict with these keys (``SETUP_KEYS
   steps the loop runs).
 
 The first element of a batch (``dataset[i][0]``) must be the model's input. Naming the file is the
-explicit opt-in to running its code.
+explicit opt-in to running its code. Every failure is one line: a function that needs arguments is refused
+before it runs, opacus refusing the model (``ModuleValidator``: BatchNorm and the like) is summarised with
+its fix, and any other error of the user's code is cut to ``MESSAGE_LIMIT`` characters.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 import warnings
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ REQUIRED_KEYS = ("model", "optimizer", "data_loader", "privacy_engine", "epochs"
 OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps")
 SETUP_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 DEFAULT_FUNCTION = "make_setup"
+MESSAGE_LIMIT = 200  # characters of an error raised by the user's code, in the one-line message
 
 
 @dataclass
@@ -72,13 +76,56 @@ def load_function(spec: str):
             spec_obj.loader.exec_module(module)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module (sys.exit too): a bad input
         sys.modules.pop(module_name, None)
-        raise ConfigurationError("setup", f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+        raise ConfigurationError("setup", f"importing {path} failed: {type(exc).__name__}: {one_line(exc)}") from None
     function = getattr(module, name, None)
     if function is None:
         raise ConfigurationError("setup", f"{path} has no function {name!r}")
     if not callable(function):
         raise ConfigurationError("setup", f"{path}:{name} is not a function")
+    _require_no_arguments(function, f"{path}:{name}")
     return function
+
+
+def _require_no_arguments(function, where: str) -> None:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature: calling it will tell
+        return
+    required = [p.name for p in parameters if p.default is p.empty
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if required:
+        raise ConfigurationError("setup", f"{where} takes argument{'s' if len(required) > 1 else ''} "
+                                 f"({', '.join(required)}); the set-up function must take none (give "
+                                 "defaults, or wrap it in a function without arguments)")
+
+
+def one_line(text) -> str:
+    """``text`` on one line, cut to ``MESSAGE_LIMIT`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def _module_refusal(exc) -> str | None:
+    """opacus's ``UnsupportedModuleError`` (a list of errors, ~900 characters for BatchNorm) in one line."""
+    from opacus.validators.errors import UnsupportedModuleError
+
+    if not isinstance(exc, UnsupportedModuleError):
+        return None
+    errors = exc.args[0] if exc.args and isinstance(exc.args[0], (list, tuple)) else [exc]
+    problems = []
+    for error in errors:
+        text = str(error)
+        if "BatchNorm" in text:
+            problem = ("BatchNorm (it normalises each record by the others in its batch): replace it with "
+                       "GroupNorm, e.g. model = opacus.validators.ModuleValidator.fix(model) before make_private")
+        elif "training mode" in text:
+            problem = "the model is in eval mode: call model.train() before make_private"
+        else:
+            first = text.split(". ")[0]
+            problem = f"{one_line(first)} (opacus.validators.ModuleValidator.fix(model) replaces what it can)"
+        if problem not in problems:
+            problems.append(problem)
+    return "opacus refuses the model: " + "; ".join(problems)
 
 
 def build_setup(spec: str) -> OpacusSetup:
@@ -89,7 +136,10 @@ def build_setup(spec: str) -> OpacusSetup:
             warnings.simplefilter("ignore")  # opacus's secure-RNG notice and the like
             value = function()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's code (sys.exit too): a bad input
-        raise ConfigurationError("setup", f"{spec} raised {type(exc).__name__}: {exc}") from None
+        refusal = _module_refusal(exc)
+        if refusal:
+            raise ConfigurationError("setup", f"{spec}: {refusal}") from None
+        raise ConfigurationError("setup", f"{spec} raised {type(exc).__name__}: {one_line(exc)}") from None
     return validate(value, spec)
 
 

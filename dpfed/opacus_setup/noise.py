@@ -13,6 +13,13 @@ the noise is what the accountant is told; a batch size is flagged when the two-s
 ``false_alarm / (number of batch sizes)`` (Bonferroni), so a correct set-up is flagged with
 probability at most ``false_alarm``. The steps' accountant records are read (what it was told: the
 noise multiplier and sample rate) and then removed, so the user's accountant is left as it was.
+
+Under a ``BatchMemoryManager`` (``max_physical_batch_size``) each measured step is one logical step made
+the way it makes them: physical batches of at most that size, all but the last signalled to skip, so the
+noise measured is the noise of the logical step. Skip signals already queued in the user's optimizer are
+set aside while measuring and put back after. Parameters the model trains but the optimizer does not hold
+(``outside``, found if not given) are kept out of the measurement (``requires_grad`` off, restored after): opacus would
+accumulate their per-sample gradients across the steps and refuse the next one.
 """
 
 from __future__ import annotations
@@ -81,14 +88,25 @@ def _collate(dataset, size: int):
     return batch[0] if isinstance(batch, (list, tuple)) else batch
 
 
-def _zero_gradient_steps(model, optimizer, inputs, repetitions: int):
-    """Run ``repetitions`` optimizer steps with zero per-sample gradients; return the released gradients."""
+def _physical_batches(inputs, max_physical_batch_size: int | None) -> list:
+    """``inputs`` split as ``BatchSplittingSampler`` splits a logical batch (``array_split`` into equal parts)."""
+    import torch
+
+    if not max_physical_batch_size or len(inputs) <= max_physical_batch_size:
+        return [inputs]
+    return list(torch.tensor_split(inputs, math.ceil(len(inputs) / max_physical_batch_size)))
+
+
+def _zero_gradient_steps(model, optimizer, inputs, repetitions: int, max_physical_batch_size: int | None = None):
+    """Run ``repetitions`` (logical) optimizer steps with zero per-sample gradients; return the released
+    gradients."""
     import torch
 
     inner = optimizer.original_optimizer
     recorded = []
     device = next(iter(optimizer.params)).device
     inputs = inputs.to(device) if hasattr(inputs, "to") else inputs
+    physical = _physical_batches(inputs, max_physical_batch_size)
 
     def record(*args, **kwargs):
         recorded.append(torch.cat([p.grad.detach().reshape(-1).double().cpu().clone() for p in optimizer.params]))
@@ -97,14 +115,23 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int):
     try:
         for _ in range(repetitions):
             optimizer.zero_grad()
-            output = model(inputs)
-            output = output[0] if isinstance(output, (list, tuple)) else output
-            (output.sum() * 0.0).backward()
-            optimizer.step()
+            for i, batch in enumerate(physical):
+                if len(physical) > 1:
+                    optimizer.signal_skip_step(do_skip=i < len(physical) - 1)
+                output = model(batch)
+                output = output[0] if isinstance(output, (list, tuple)) else output
+                (output.sum() * 0.0).backward()
+                optimizer.step()
+                if i < len(physical) - 1:
+                    optimizer.zero_grad()  # keeps the clipped sum of a skipped step, as in a BatchMemoryManager loop
         optimizer.zero_grad()
     finally:
         del inner.step
-    if len(recorded) != repetitions:
+    if len(recorded) > repetitions:
+        raise ConfigurationError("optimizer", f"{len(recorded)} updates for {repetitions} logical steps of "
+                                 f"{len(physical)} physical batches: the optimizer does not skip the steps a "
+                                 "BatchMemoryManager asks it to skip")
+    if len(recorded) < repetitions:
         raise ConfigurationError("optimizer", f"{repetitions - len(recorded)} of {repetitions} optimizer steps were "
                                  "skipped (gradient accumulation or skip_step): cannot measure the noise")
     return torch.stack(recorded).numpy()
@@ -126,9 +153,37 @@ def measurement_batch_sizes(expected: float, population: int) -> tuple[int, ...]
     return tuple(sorted({max(1, b // 4), b, min(max(2 * b, b + 1), max(population, b + 1))}))
 
 
+class _SetAside:
+    """While measuring: the user's queued skip signals set aside and ``outside`` parameters' gradients off."""
+
+    def __init__(self, optimizer, outside):
+        self.optimizer, self.outside = optimizer, list(outside)
+
+    def __enter__(self):
+        self.queue = list(getattr(self.optimizer, "_step_skip_queue", []))
+        self.skipped = getattr(self.optimizer, "_is_last_step_skipped", False)
+        self.optimizer._step_skip_queue, self.optimizer._is_last_step_skipped = [], False
+        self.requires = [p.requires_grad for p in self.outside]
+        for p in self.outside:
+            p.requires_grad_(False)
+        return self
+
+    def __exit__(self, *exc):
+        self.optimizer._step_skip_queue, self.optimizer._is_last_step_skipped = self.queue, self.skipped
+        for p, requires in zip(self.outside, self.requires, strict=True):
+            p.requires_grad_(requires)
+        return False
+
+
 def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int = DEFAULT_REPETITIONS,
-                  false_alarm: float = DEFAULT_FALSE_ALARM) -> NoiseFacts:
-    """Measure the optimizer's noise at several realised batch sizes (see the module docstring)."""
+                  false_alarm: float = DEFAULT_FALSE_ALARM, max_physical_batch_size: int | None = None,
+                  outside=None) -> NoiseFacts:
+    """Measure the optimizer's noise at several realised batch sizes (see the module docstring); ``outside``:
+    the parameters outside the optimizer (default: found with ``parameters.parameters_outside``)."""
+    if outside is None:
+        from dpfed.opacus_setup.parameters import parameters_outside
+
+        outside = [p.parameter for p in parameters_outside(model, optimizer)]
     accountant = privacy_engine.accountant
     history = list(accountant.history)
     expected = float(optimizer.expected_batch_size or 1)
@@ -143,17 +198,20 @@ def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int
     level = false_alarm / len(sizes)
     results = {}
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _SetAside(optimizer, outside):
             warnings.simplefilter("ignore")  # torch's note on full backward hooks with inputs not requiring grad
             for size in sizes:
-                values = _zero_gradient_steps(model, optimizer, _collate(dataset, size), repetitions)
+                values = _zero_gradient_steps(model, optimizer, _collate(dataset, size), repetitions,
+                                              max_physical_batch_size)
                 results[size] = _test(values, expected_std, size, level, false_alarm)
         told = accountant.history[-1] if len(accountant.history) > len(history) else None
     except ConfigurationError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's model or optimizer failed on a batch of the dataset
+        from dpfed.opacus_setup.load import one_line
+
         raise ConfigurationError("setup", f"an optimizer step on a batch of the dataset failed: "
-                                 f"{type(exc).__name__}: {exc}") from None
+                                 f"{type(exc).__name__}: {one_line(exc)}") from None
     finally:
         accountant.history = history
     if told is None:

@@ -12,6 +12,12 @@ what runs, not what the loader's arguments suggest. Schemes:
 - ``with-replacement``: a ``BatchSampler`` over a ``RandomSampler(replacement=True)`` or a
   ``WeightedRandomSampler``: each batch is ``batch_size`` draws with replacement, record ``i`` drawn
   with probability ``p_i`` each draw (``p_i`` from the weights), so a record can repeat in a batch.
+
+opacus's ``BatchMemoryManager`` wraps the batch sampler in a ``BatchSplittingSampler`` that splits each
+logical batch into physical ones and tells the optimizer, per physical batch, whether to skip its step.
+The facts are then about the logical batches (one optimizer step each, what the accountant counts): the
+splitter is iterated with a stand-in that records its skip signals in place of the user's optimizer (so
+the user's optimizer is left as it was), and the physical batches are regrouped by those signals.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ class SamplerFacts:
     """Facts about one epoch of a data loader.
 
     population : records in the dataset (``len(dataset)``).
-    loader_length : ``len(data_loader)`` (what opacus derives its sample rate from: 1 / length).
+    loader_length : ``len(data_loader)`` (what opacus derives its sample rate from: 1 / length; under a
+        ``BatchMemoryManager`` the length of the loader it wraps, whose batches are the logical ones).
     batches_per_epoch, batch_sizes : realised over one iterated epoch.
     worst_inclusion_rate : the largest probability that one record is in one batch (the rate an
         accountant needs for the most exposed record); for ``shuffled``/``sequential`` the fraction
@@ -37,6 +44,8 @@ class SamplerFacts:
     draws_per_batch, max_draw_probability : for ``with-replacement`` (draws B, largest p_i).
     once_per_epoch : every record appeared exactly once in the iterated epoch.
     max_multiplicity : the most times one record appeared in one batch.
+    splitter_class, physical_batches_per_epoch, max_physical_batch_size : a ``BatchMemoryManager``'s
+        splitting sampler (None without one); the other fields are then about the logical batches.
     """
 
     loader_class: str
@@ -53,6 +62,9 @@ class SamplerFacts:
     max_draw_probability: float | None = None
     once_per_epoch: bool = False
     max_multiplicity: int = 1
+    splitter_class: str | None = None
+    physical_batches_per_epoch: int | None = None
+    max_physical_batch_size: int | None = None
 
     @property
     def mean_batch_size(self) -> float:
@@ -76,6 +88,49 @@ def _epoch_batches(batch_sampler) -> list[list[int]]:
     except Exception as exc:  # noqa: BLE001 - the user's sampler: a failure is a bad set-up, said in one line
         raise ConfigurationError("data_loader", f"iterating its batch sampler ({type(batch_sampler).__name__}) "
                                  f"failed: {type(exc).__name__}: {exc}") from None
+
+
+class _SkipRecorder:
+    """Stands in for the optimizer of a ``BatchSplittingSampler`` while it is iterated: records its signals."""
+
+    def __init__(self):
+        self.signals = []
+
+    def signal_skip_step(self, do_skip=True):
+        self.signals.append(bool(do_skip))
+
+
+def _logical_batches(splitter) -> tuple[list[list[int]], int]:
+    """Iterate a ``BatchSplittingSampler`` for one epoch without touching the user's optimizer; return the
+    logical batches (physical ones joined up to each signal not to skip) and the number of physical ones."""
+    recorder = _SkipRecorder()
+    optimizer = splitter.optimizer
+    splitter.optimizer = recorder
+    try:
+        physical = _epoch_batches(splitter)
+    finally:
+        splitter.optimizer = optimizer
+    if len(recorder.signals) != len(physical):
+        raise ConfigurationError("data_loader", f"its {type(splitter).__name__} signalled {len(recorder.signals)} "
+                                 f"skips for {len(physical)} batches: cannot tell its logical batches")
+    logical, current = [], []
+    for batch, skip in zip(physical, recorder.signals, strict=True):
+        current += batch
+        if not skip:
+            logical.append(current)
+            current = []
+    if current:
+        raise ConfigurationError("data_loader", f"its {type(splitter).__name__} ends an epoch inside a logical "
+                                 "batch (the last physical batch asks the optimizer to skip its step)")
+    return logical, len(physical)
+
+
+def splitting_sampler(data_loader):
+    """The ``BatchSplittingSampler`` a ``BatchMemoryManager`` put in ``data_loader`` (None if none)."""
+    from opacus.utils.batch_memory_manager import BatchSplittingSampler
+
+    batch_sampler = getattr(data_loader, "batch_sampler", None)
+    return batch_sampler if isinstance(batch_sampler, BatchSplittingSampler) else None
 
 
 def _scheme(batch_sampler, sampler) -> str:
@@ -104,21 +159,33 @@ def _max_draw_probability(sampler, population: int) -> float:
     return 1.0 / population
 
 
-def read_loader(data_loader) -> SamplerFacts:
-    """Iterate one epoch of ``data_loader``'s batch sampler and describe what it does."""
+def read_loader(data_loader, optimizer=None) -> SamplerFacts:
+    """Iterate one epoch of ``data_loader``'s batch sampler and describe what it does (about logical batches
+    under a ``BatchMemoryManager``, whose splitter must signal ``optimizer`` when one is given)."""
     batch_sampler = getattr(data_loader, "batch_sampler", None)
     if batch_sampler is None:
         raise ConfigurationError("data_loader", "the data loader does not batch (batch_size=None): not a DP-SGD "
                                  "data loader")
+    splitter = splitting_sampler(data_loader)
+    if splitter is not None:
+        if optimizer is not None and splitter.optimizer is not optimizer:
+            raise ConfigurationError("data_loader", "its BatchMemoryManager was given another optimizer than the "
+                                     "one returned with it: the private optimizer would step on every physical "
+                                     "batch (give BatchMemoryManager the optimizer make_private returned)")
+        batch_sampler = splitter.sampler
     try:
         population = len(data_loader.dataset)
-        loader_length = len(data_loader)
+        loader_length = len(batch_sampler)
     except TypeError:
         raise ConfigurationError("data_loader", "the dataset has no length (an IterableDataset): opacus cannot "
                                  "sample it") from None
     sampler = getattr(batch_sampler, "sampler", None)
     scheme = _scheme(batch_sampler, sampler)
-    batches = _epoch_batches(batch_sampler)
+    physical = None
+    if splitter is not None:
+        batches, physical = _logical_batches(splitter)
+    else:
+        batches = _epoch_batches(batch_sampler)
     if not batches:
         raise ConfigurationError("data_loader", "the data loader yields no batch in an epoch")
     counts = Counter(i for batch in batches for i in batch)
@@ -137,4 +204,6 @@ def read_loader(data_loader) -> SamplerFacts:
         worst = max(sizes) / population
     return SamplerFacts(type(data_loader).__name__, type(batch_sampler).__name__,
                         type(sampler).__name__ if sampler is not None else "-", scheme, population, loader_length,
-                        len(batches), sizes, float(worst), poisson_rate, draws, p_max, once, int(multiplicity))
+                        len(batches), sizes, float(worst), poisson_rate, draws, p_max, once, int(multiplicity),
+                        type(splitter).__name__ if splitter is not None else None, physical,
+                        int(splitter.max_batch_size) if splitter is not None else None)

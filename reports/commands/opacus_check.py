@@ -3,8 +3,9 @@ what opacus's accountant was told, with corrected epsilons from our accountants.
 
 FUNCTION (default ``make_setup``) takes no arguments and returns a dict with ``model``, ``optimizer``,
 ``data_loader`` (as ``make_private`` returned them), ``privacy_engine`` and ``epochs``, and optionally
-``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see dpfed/opacus_setup/load.py).
-Naming the file runs its code. Exit codes: 0 PASS (no critical finding), 1 VIOLATION (a critical
+``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see dpfed/opacus_setup/load.py;
+without the last two the steps are assumed to be the loop's, and the output says so). Naming the file runs its
+code. Exit codes: 0 PASS (no critical finding), 1 VIOLATION (a critical
 finding: the reported epsilon is below the corrected one), 2 bad input.
 """
 
@@ -28,20 +29,41 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _loader_line(s: dict) -> str:
+    split = ""
+    if s.get("splitter_class"):
+        split = (f" (logical batches; {s['splitter_class']} of a BatchMemoryManager: {s['physical_batches_per_epoch']} "
+                 f"physical batches of at most {s['max_physical_batch_size']} per epoch)")
+    return (f"  loader: {s['loader_class']} / {s['batch_sampler_class']} over {s['sampler_class']}: scheme "
+            f"{s['scheme']}, {s['population']} records, len {s['loader_length']}, {s['batches_per_epoch']} batches "
+            f"per epoch{split}, batch size mean {s['mean_batch_size']:.4g} (min {min(s['batch_sizes'])}, max "
+            f"{max(s['batch_sizes'])}), worst per-record rate {s['worst_inclusion_rate']:.4g}")
+
+
+def _steps_line(result: dict) -> str:
+    n, steps = result["noise"], result["steps"]
+    told = (f"  accountant told: noise multiplier {n['told_noise_multiplier']:.4g}, sample rate "
+            f"{n['told_sample_rate']:.4g}")
+    if steps.get("accounted_from", "loop") == "loop":
+        return (f"{told}; steps not told (no accounted_epochs or accounted_steps): assumed to be the "
+                f"{steps['run']} the loop runs")
+    return f"{told}, {steps['accounted']} steps (from {steps['accounted_from']}); the loop runs {steps['run']} steps"
+
+
 def summary_lines(result: dict) -> list[str]:
-    s, n = result["sampler"], result["noise"]
+    from dpfed.opacus_setup.records import DuplicateFacts, unit_line
+
+    n = result["noise"]
     lines = [f"opacus check: verdict {result['verdict']} (reported epsilon {result['reported_epsilon']:.4g} by "
              f"{result['reported_by']}, delta {result['delta']:g})",
-             f"  loader: {s['loader_class']} / {s['batch_sampler_class']} over {s['sampler_class']}: scheme "
-             f"{s['scheme']}, {s['population']} records, len {s['loader_length']}, {s['batches_per_epoch']} batches "
-             f"per epoch, batch size mean {s['mean_batch_size']:.4g} (min {min(s['batch_sizes'])}, max "
-             f"{max(s['batch_sizes'])}), worst per-record rate {s['worst_inclusion_rate']:.4g}",
-             f"  accountant told: noise multiplier {n['told_noise_multiplier']:.4g}, sample rate "
-             f"{n['told_sample_rate']:.4g}, {result['steps']['accounted']} steps; the loop runs "
-             f"{result['steps']['run']} steps",
+             _loader_line(result["sampler"]),
+             _steps_line(result),
              f"  noise measured: multiplier {n['effective_noise_multiplier']:.4g} (upper limit "
              f"{n['effective_upper']:.4g}), std ~ batch size^{n['normalisation_slope']:.2f}, false-alarm "
              f"{n['false_alarm']:g}"]
+    duplicates = (result.get("unit") or {}).get("duplicates")
+    if duplicates is not None:
+        lines.append("  unit: " + unit_line(DuplicateFacts(**duplicates)))
     for name, row in result["rows"].items():
         lines.append(f"  epsilon {row['epsilon']:9.4g}  [{name}] {row['analysis']}")
     for f in result["findings"]:
