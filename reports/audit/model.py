@@ -191,6 +191,7 @@ class ProbeSection:
     batches_total: int = 0
     batches_resumed: int = 0
     power: dict | None = None  # attacks.power.Power.to_dict(): what this budget would refute (None: no reduction)
+    roc_metrics: dict | None = None  # attacks.estimators.roc_metrics (descriptive; None: only counts were kept)
 
     def best_rigorous(self) -> dict | None:
         return max((b for b in self.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)

@@ -181,7 +181,18 @@ def run_probe(
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,
         power=_power(planned.probe, int(result.trials), claim, confidence),
+        roc_metrics=_roc_metrics(result, confidence, seed),
     )
+
+
+def _roc_metrics(result, confidence: float, seed: int) -> dict | None:
+    """TPR at fixed FPRs, hull AUROC and maximum accuracy where the probe kept its scores (the sorted
+    reduction); None where it kept per-threshold counts only."""
+    from attacks.estimators.roc_metrics import roc_metrics
+
+    if result.scores_out is None or result.scores_in is None:
+        return None
+    return roc_metrics(result.scores_out, result.scores_in, confidence=confidence, seed=seed)
 
 
 def _power(probe, trials: int, claim, confidence: float) -> dict | None:
