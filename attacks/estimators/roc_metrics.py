@@ -21,6 +21,8 @@ same bootstrap distribution). Above ``BOOTSTRAP_MAX_SCORES`` no interval is comp
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import optimize, special, stats
 
@@ -103,9 +105,15 @@ def _intervals(out_scores, in_scores, statistic, confidence, seed, resamples):
         return None, None, None
     batch = max(1, int(2_000_000 // size))
     if size <= BCA_MAX_SCORES:
-        res = stats.bootstrap((out_scores, in_scores), statistic, vectorized=True, method="BCa", batch=batch,
-                              n_resamples=resamples, confidence_level=confidence, rng=seed)
-        return "BCa", res.confidence_interval.low, res.confidence_interval.high
+        with warnings.catch_warnings():  # a degenerate distribution (every resample equal) has no BCa interval
+            warnings.simplefilter("ignore")
+            res = stats.bootstrap((out_scores, in_scores), statistic, vectorized=True, method="BCa", batch=batch,
+                                  n_resamples=resamples, confidence_level=confidence, rng=seed)
+        low, high = np.array(res.confidence_interval.low), np.array(res.confidence_interval.high)
+        dist = res.bootstrap_distribution
+        bad = ~(np.isfinite(low) & np.isfinite(high))  # then the range of the resamples (a single value)
+        low[bad], high[bad] = dist[bad].min(axis=1), dist[bad].max(axis=1)
+        return "BCa", low, high
     res = stats.bootstrap((out_scores, in_scores), statistic, vectorized=True, method="percentile", batch=batch,
                           n_resamples=resamples, confidence_level=confidence, rng=seed)
     dist = res.bootstrap_distribution  # (metrics, resamples)
