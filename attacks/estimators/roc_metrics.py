@@ -101,7 +101,7 @@ def _thresholds(grid, fpr, tpr, fprs) -> tuple[list, float | None]:
 def _intervals(out_scores, in_scores, statistic, confidence, seed, resamples):
     """(method, low, high) from ``scipy.stats.bootstrap`` (see the module docstring)."""
     size = out_scores.size + in_scores.size
-    if size > BOOTSTRAP_MAX_SCORES:
+    if size > BOOTSTRAP_MAX_SCORES or resamples == 0:
         return None, None, None
     batch = max(1, int(2_000_000 // size))
     if size <= BCA_MAX_SCORES:
@@ -162,7 +162,8 @@ def roc_metrics(scores_out, scores_in, confidence: float = 0.95, fprs=FPR_LEVELS
         "interval_method": method,
         "bootstrap": {"resamples": int(resamples), "seed": int(seed), "resampled": "each world independently",
                       "computed": method is not None,
-                      "why_not": None if method is not None else f"more than {BOOTSTRAP_MAX_SCORES} scores"},
+                      "why_not": None if method is not None else ("no resamples asked" if resamples == 0 else
+                                                                  f"more than {BOOTSTRAP_MAX_SCORES} scores")},
         "rule": "guess 'in' when score >= threshold (null threshold: never)",
         "tpr_at_fpr": [entry(k, fpr=a, threshold=shown(t), fpr_attained=f)
                        for k, (a, (t, f)) in enumerate(zip(fprs, at_fpr, strict=True))],
