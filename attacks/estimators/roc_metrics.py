@@ -98,13 +98,13 @@ def _thresholds(grid, fpr, tpr, fprs) -> tuple[list, float | None]:
     return out, values[j]
 
 
-def _intervals(out_scores, in_scores, statistic, confidence, seed, resamples):
+def _intervals(out_scores, in_scores, statistic, confidence, seed, resamples, bca_max_scores, bootstrap_max_scores):
     """(method, low, high) from ``scipy.stats.bootstrap`` (see the module docstring)."""
     size = out_scores.size + in_scores.size
-    if size > BOOTSTRAP_MAX_SCORES or resamples == 0:
+    if size > bootstrap_max_scores or resamples == 0:
         return None, None, None
     batch = max(1, int(2_000_000 // size))
-    if size <= BCA_MAX_SCORES:
+    if size <= bca_max_scores:
         with warnings.catch_warnings():  # a degenerate distribution (every resample equal) has no BCa interval
             warnings.simplefilter("ignore")
             res = stats.bootstrap((out_scores, in_scores), statistic, vectorized=True, method="BCa", batch=batch,
@@ -127,10 +127,12 @@ def _intervals(out_scores, in_scores, statistic, confidence, seed, resamples):
 
 
 def roc_metrics(scores_out, scores_in, confidence: float = 0.95, fprs=FPR_LEVELS, seed: int = BOOTSTRAP_SEED,
-                resamples: int | None = None) -> dict:
+                resamples: int | None = None, bca_max_scores: int = BCA_MAX_SCORES,
+                bootstrap_max_scores: int = BOOTSTRAP_MAX_SCORES) -> dict:
     """The descriptive metrics of scores without / with the canary (or not included / included), with
     bootstrap intervals at ``confidence`` and the threshold attaining each (a JSON-ready dict).
-    ``resamples`` defaults to ``RESAMPLES``, or ``RESAMPLES_LARGE`` above ``LARGE_SCORES`` unique values."""
+    ``resamples`` defaults to ``RESAMPLES``, or ``RESAMPLES_LARGE`` above ``LARGE_SCORES`` unique values; BCa
+    up to ``bca_max_scores`` scores in all, BC above, no interval above ``bootstrap_max_scores``."""
     out_scores = np.sort(np.asarray(scores_out, dtype=float).ravel())
     in_scores = np.sort(np.asarray(scores_in, dtype=float).ravel())
     if out_scores.size == 0 or in_scores.size == 0 or not (np.all(np.isfinite(out_scores))
@@ -147,7 +149,8 @@ def roc_metrics(scores_out, scores_in, confidence: float = 0.95, fprs=FPR_LEVELS
     at_fpr, accuracy_threshold = _thresholds(grid, fpr, tpr, fprs)
     if resamples is None:
         resamples = RESAMPLES if grid.size <= LARGE_SCORES else RESAMPLES_LARGE
-    method, low, high = _intervals(out_pos, in_pos, statistic, confidence, seed, resamples)
+    method, low, high = _intervals(out_pos, in_pos, statistic, confidence, seed, resamples, bca_max_scores,
+                                   bootstrap_max_scores)
 
     def entry(k, **extra):
         interval = {} if method is None else {"low": float(low[k]), "high": float(high[k])}
@@ -163,7 +166,7 @@ def roc_metrics(scores_out, scores_in, confidence: float = 0.95, fprs=FPR_LEVELS
         "bootstrap": {"resamples": int(resamples), "seed": int(seed), "resampled": "each world independently",
                       "computed": method is not None,
                       "why_not": None if method is not None else ("no resamples asked" if resamples == 0 else
-                                                                  f"more than {BOOTSTRAP_MAX_SCORES} scores")},
+                                                                  f"more than {bootstrap_max_scores} scores")},
         "rule": "guess 'in' when score >= threshold (null threshold: never)",
         "tpr_at_fpr": [entry(k, fpr=a, threshold=shown(t), fpr_attained=f)
                        for k, (a, (t, f)) in enumerate(zip(fprs, at_fpr, strict=True))],

@@ -185,14 +185,19 @@ def run_probe(
     )
 
 
+# an audit runs many probes: BC intervals from 200 resamples up to 20,000 scores, none above (``estimate``: BCa)
+AUDIT_RESAMPLES, AUDIT_BOOTSTRAP_MAX_SCORES = 200, 20_000
+
+
 def _roc_metrics(result, confidence: float, seed: int) -> dict | None:
     """TPR at fixed FPRs, hull AUROC and maximum accuracy where the probe kept its scores (the sorted
-    reduction); None where it kept per-threshold counts only."""
+    reduction), with BC bootstrap intervals; None where it kept per-threshold counts only."""
     from attacks.estimators.roc_metrics import roc_metrics
 
     if result.scores_out is None or result.scores_in is None:
         return None
-    return roc_metrics(result.scores_out, result.scores_in, confidence=confidence, seed=seed)
+    return roc_metrics(result.scores_out, result.scores_in, confidence=confidence, seed=seed,
+                       resamples=AUDIT_RESAMPLES, bca_max_scores=0, bootstrap_max_scores=AUDIT_BOOTSTRAP_MAX_SCORES)
 
 
 def _power(probe, trials: int, claim, confidence: float) -> dict | None:
