@@ -31,7 +31,7 @@ BOOTSTRAP_SEED = 0
 RESAMPLES = 1000
 RESAMPLES_LARGE = 200  # above LARGE_SCORES unique values (each resample's hull costs a pass over them)
 LARGE_SCORES = 20_000
-BCA_MAX_SCORES = 4_000
+BCA_MAX_SCORES = 2_000
 BOOTSTRAP_MAX_SCORES = 200_000
 NOTE = "descriptive metrics of the attack, not lower bounds on epsilon; never used in a verdict"
 
