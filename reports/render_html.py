@@ -35,6 +35,7 @@ def _environment() -> Environment:
     env.globals["accounting_table"] = _accounting_table
     env.globals["ceiling_words"] = words.CEILING_WORDS
     env.globals["audit_power_text"] = audit_power_text
+    env.globals["roc_metrics_text"] = words.roc_metrics_text
     return env
 
 

@@ -111,6 +111,7 @@ def _probe(p: dict) -> list[str]:
         "- Parameters: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(p["params"].items())),
         f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
         f"- AUC of the attack: {f(p['auc'])}",
+        f"- ROC metrics: {esc(words.roc_metrics_text(p.get('roc_metrics')))}",
         f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} (confidence {f(p['confidence'])})",
         f"- Power: {esc(_power_words(p.get('power')))}",
         "",

@@ -327,3 +327,25 @@ def planner_text(pl: dict) -> str:
         f"{f(pl['confidence'])} per probe, {_ceiling(pl['ceiling'])} with the estimator used "
         f"({pl['estimator']}); with one threshold fixed in advance {f(pl['perfect_ceiling'])}{needed}."
     )
+
+
+def roc_metrics_text(metrics: dict | None) -> str:
+    """The probe's descriptive ROC metrics (``attacks.estimators.roc_metrics``) in one sentence."""
+    if not metrics:
+        return "not computed (this probe kept per-threshold counts, not the scores)"
+
+    def value(entry):
+        interval = f" [{f(entry['low'])}, {f(entry['high'])}]" if "low" in entry else ""
+        return f"{f(entry['value'])}{interval}"
+
+    def rule(threshold):
+        return "no threshold" if threshold is None else f"score >= {f(threshold)}"
+
+    parts = [f"TPR at FPR {f(e['fpr'])}: {value(e)} ({rule(e['threshold'])})" for e in metrics["tpr_at_fpr"]]
+    parts.append(f"max accuracy (TPR + TNR)/2: {value(metrics['max_accuracy'])} "
+                 f"({rule(metrics['max_accuracy']['threshold'])})")
+    parts.append(f"AUROC of the ROC hull: {value(metrics['auroc_hull'])}")
+    boot = metrics["bootstrap"]
+    how = (f"{f(metrics['confidence'])} {metrics['interval_method']} bootstrap intervals, {boot['resamples']} "
+           f"resamples, seed {boot['seed']}" if boot["computed"] else f"no intervals ({boot['why_not']})")
+    return "; ".join(parts) + f". Descriptive, not epsilon bounds, never in the verdict; {how}."

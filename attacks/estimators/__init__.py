@@ -18,7 +18,8 @@ from attacks.estimators.types import EpsilonBound
 
 DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
-ONE_RUN_METHODS = ("one-run", "fdp-one-run")
+ONE_RUN_METHODS = ("one-run", "fdp-one-run", "one-run-split-median", "fdp-one-run-split-median")
+DEFAULT_ONE_RUN_METHODS = ("one-run", "fdp-one-run")
 
 
 def check_methods(methods) -> tuple[str, ...]:
@@ -63,15 +64,31 @@ def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, 
 
 
 def estimate_one_run(scores, included, delta: float, confidence: float = 0.95,
-                     guess_counts=None) -> list[EpsilonBound]:
-    """Both one-run estimators on per-canary scores: Steinke et al. (rigorous) and Gaussian f-DP
-    (Mahloujifar et al., model-based), each the best of the same guess rules, Bonferroni over them."""
-    return [one_run_from_scores(scores, included, delta, confidence, guess_counts),
-            fdp_one_run_from_scores(scores, included, delta, confidence, guess_counts)]
+                     guess_counts=None, methods=None, seed: int = 0) -> list[EpsilonBound]:
+    """One-run estimators on per-canary scores (``DEFAULT_ONE_RUN_METHODS`` unless ``methods`` names some of
+    ``ONE_RUN_METHODS``): Steinke et al. (rigorous) and Gaussian f-DP (Mahloujifar et al., model-based), each
+    the best of the same guess rules, Bonferroni over them; the ``*-split-median`` variants choose the rule
+    on held-out canaries (``one_run_split``, splits drawn from ``seed``; ``guess_counts`` does not apply)."""
+    from accounting.errors import ConfigurationError
+    from attacks.estimators.one_run_split import split_median_from_scores
+
+    methods = DEFAULT_ONE_RUN_METHODS if methods is None else tuple(methods)
+    unknown = [m for m in methods if m not in ONE_RUN_METHODS]
+    if unknown or not methods:
+        raise ConfigurationError("methods", f"unknown or no one-run estimator {unknown[:1]}; choose from "
+                                 f"{', '.join(ONE_RUN_METHODS)}")
+    run = {
+        "one-run": lambda: one_run_from_scores(scores, included, delta, confidence, guess_counts),
+        "fdp-one-run": lambda: fdp_one_run_from_scores(scores, included, delta, confidence, guess_counts),
+        "one-run-split-median": lambda: split_median_from_scores(scores, included, delta, confidence, seed=seed),
+        "fdp-one-run-split-median": lambda: split_median_from_scores(scores, included, delta, confidence,
+                                                                     fdp=True, seed=seed),
+    }
+    return [run[m]() for m in methods]
 
 
 __all__ = [
-    "DEFAULT_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound",
+    "DEFAULT_METHODS", "DEFAULT_ONE_RUN_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound",
     "clopper_pearson_lower_bound",
     "cp_lower", "cp_upper", "estimate_all", "estimate_one_run", "fdp_one_run_from_scores",
     "fdp_one_run_lower_bound", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",

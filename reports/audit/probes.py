@@ -185,9 +185,11 @@ def run_probe(
         batches_total=result.batches_total,
         batches_resumed=result.batches_resumed,
         power=_power(planned.probe, int(result.trials), claim, confidence),
+        roc_metrics=_roc_metrics(result, confidence, seed),
     )
 
 
+<<<<<<< HEAD
 def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: float) -> ProbeSection:
     """One run of a one-run probe (``run_once``) with ``planned.trials`` canaries against the target's claim."""
     claim, probe = target.claim, planned.probe
@@ -208,6 +210,21 @@ def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: floa
         confidence=confidence,
         findings=tuple(outcome.findings),
     )
+=======
+# an audit runs many probes: BC intervals from 200 resamples up to 20,000 scores, none above (``estimate``: BCa)
+AUDIT_RESAMPLES, AUDIT_BOOTSTRAP_MAX_SCORES = 200, 20_000
+
+
+def _roc_metrics(result, confidence: float, seed: int) -> dict | None:
+    """TPR at fixed FPRs, hull AUROC and maximum accuracy where the probe kept its scores (the sorted
+    reduction), with BC bootstrap intervals; None where it kept per-threshold counts only."""
+    from attacks.estimators.roc_metrics import roc_metrics
+
+    if result.scores_out is None or result.scores_in is None:
+        return None
+    return roc_metrics(result.scores_out, result.scores_in, confidence=confidence, seed=seed,
+                       resamples=AUDIT_RESAMPLES, bca_max_scores=0, bootstrap_max_scores=AUDIT_BOOTSTRAP_MAX_SCORES)
+>>>>>>> roc-peer
 
 
 def _power(probe, trials: int, claim, confidence: float) -> dict | None:

@@ -40,6 +40,12 @@ def add_parser(subparsers) -> None:
                         type=number_arg("confidence", low=0.0, high=1.0, low_open=True, high_open=True))
     parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0,
                         help="seed of the random selection half (default 0)")
+    parser.add_argument("--fpr", action="append", type=number_arg("fpr", low=0.0, high=1.0, low_open=True,
+                                                                  high_open=True),
+                        help="FPR at which to report the attack's TPR (repeatable; default 0.001 and 0.01)")
+    parser.add_argument("--resamples", type=number_arg("resamples", low=0, integer=True), default=None,
+                        help="bootstrap resamples of the ROC metrics' intervals (0: none; default 1000, 200 above "
+                             "20000 unique scores)")
     parser.add_argument("--out", help="write report.json, report.md and report.html to this directory")
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.set_defaults(func=run)
@@ -105,12 +111,43 @@ def inclusion_note(data) -> str | None:
             "one-run bounds assume each canary was included independently with probability 1/2")
 
 
-def print_table(data, bounds, verdict, auc: float, out=None) -> None:
+def metric_lines(metrics: dict) -> list[str]:
+    """The descriptive ROC metrics (``attacks.estimators.roc_metrics``) as text lines."""
+    def value(entry):
+        interval = f" [{entry['low']:.4f}, {entry['high']:.4f}]" if "low" in entry else ""
+        return f"{entry['value']:.4f}{interval}"
+
+    def at(threshold):
+        return "never 'in'" if threshold is None else f"score >= {threshold:.6g}"
+
+    boot = metrics["bootstrap"]
+    how = (f"{metrics['confidence']:.0%} {metrics['interval_method']} intervals, {boot['resamples']} resamples, "
+           f"seed {boot['seed']}" if boot["computed"] else f"no intervals: {boot['why_not']}")
+    lines = [f"ROC metrics (descriptive, not epsilon bounds, never in the verdict; {how})"]
+    for entry in metrics["tpr_at_fpr"]:
+        lines.append(f"  TPR at FPR {entry['fpr']:<9g}{value(entry):<30} {at(entry['threshold'])}")
+    accuracy = metrics["max_accuracy"]
+    lines.append(f"  {'max accuracy':<20}{value(accuracy):<30} {at(accuracy['threshold'])}  ((TPR + TNR) / 2)")
+    lines.append(f"  {'AUROC (hull)':<20}{value(metrics['auroc_hull'])}")
+    return lines
+
+
+def compute_metrics(data, confidence: float, fprs, seed: int, resamples=None) -> dict:
+    """TPR at the FPRs, hull AUROC and maximum accuracy of the scores, with seeded bootstrap intervals."""
+    from attacks.estimators.roc_metrics import FPR_LEVELS, roc_metrics
+
+    return roc_metrics(*data.worlds(), confidence=confidence, fprs=FPR_LEVELS if not fprs else tuple(fprs),
+                       seed=int(seed), resamples=None if resamples is None else int(resamples))
+
+
+def print_table(data, bounds, verdict, auc: float, out=None, metrics=None) -> None:
     out = sys.stdout if out is None else out
     low, high = data.worlds()
     names = ("not included", "included") if data.kind == "one-run" else ("world 0", "world 1")
     print(f"scores      {data.source}: {data.kind}, {low.size} {names[0]}, {high.size} {names[1]}", file=out)
     print(f"AUC         {auc:.4f} (descriptive)", file=out)
+    if metrics is not None:
+        print("\n".join(metric_lines(metrics)), file=out)
     note = inclusion_note(data)
     if note:
         print(f"WARNING     {note}", file=out)
@@ -143,21 +180,22 @@ def run(args) -> int:
     data = read_scores(args.scores, args.kind)
     bounds = compute_bounds(data, args.delta, args.confidence, args.seed)
     fpr, tpr, auc = empirical_roc(*data.worlds())
+    metrics = compute_metrics(data, args.confidence, args.fpr, args.seed, args.resamples)
     verdict = None
     if args.claim_epsilon is not None:
         verdict = decide(data, bounds, args.claim_epsilon, args.delta, args.confidence)
     if args.format == "json":
-        print(dumps_json({"kind": data.kind, "source": data.source, "auc": auc,
+        print(dumps_json({"kind": data.kind, "source": data.source, "auc": auc, "roc_metrics": metrics,
                           "bounds": [b.to_dict() for b in bounds],
                           "threshold_choice": {b.method: SELECTION[b.method] for b in bounds},
                           "warning": inclusion_note(data),
                           "verdict": None if verdict is None else verdict.to_dict()}, indent=2))
     else:
-        print_table(data, bounds, verdict, auc)
+        print_table(data, bounds, verdict, auc, metrics=metrics)
     if args.out is not None:
         from reports.commands.estimate_report import write_report
 
-        paths = write_report(args, data, bounds, verdict, (fpr, tpr, auc))
+        paths = write_report(args, data, bounds, verdict, (fpr, tpr, auc), metrics)
         # with --format json stdout holds the JSON document alone
         print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr if args.format == "json" else sys.stdout)
     return 0 if verdict is None else EXIT_CODES[verdict.status]

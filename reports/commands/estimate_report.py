@@ -31,7 +31,7 @@ def _planner(data, delta: float, confidence: float, top: float) -> PlannerSectio
                           trials_for_claim=None, estimator=estimator)
 
 
-def _probe(data, bounds, verdict, roc, confidence: float) -> ProbeSection:
+def _probe(data, bounds, verdict, roc, confidence: float, metrics=None) -> ProbeSection:
     from reports.audit.cache import thin_curve, trim_details
     from reports.commands.estimate_input import SELECTION
 
@@ -52,15 +52,16 @@ def _probe(data, bounds, verdict, roc, confidence: float) -> ProbeSection:
         params={"kind": data.kind, "file": data.source}, bounds=tuple(rows),
         roc=Series("empirical ROC", tuple(fpr), tuple(tpr)), auc=float(auc), tradeoff=None,
         status=verdict.status, p_value=verdict.p_value, ceiling=verdict.ceiling, confidence=confidence,
+        roc_metrics=metrics,
     )
 
 
-def target_result(data, bounds, verdict, roc, claim_epsilon: float, delta: float, confidence: float):
+def target_result(data, bounds, verdict, roc, claim_epsilon: float, delta: float, confidence: float, metrics=None):
     """The scores as one audit target (``reports.audit.model.TargetResult``)."""
     from reports.audit import verdicts
 
     claim = Claim(claim_epsilon, delta, "add-remove", "one canary", source="dpaudit estimate --claim-epsilon")
-    probe = _probe(data, bounds, verdict, roc, confidence)
+    probe = _probe(data, bounds, verdict, roc, confidence, metrics)
     analytic = AnalyticResult(Analytic.UNDETERMINED, None, None)
     empirical = verdicts.empirical_verdict(claim, (probe,), confidence)
     status, rule = verdicts.combine(analytic, empirical)
@@ -89,13 +90,13 @@ def _provenance(args, data) -> dict:
             "command": shlex.join(["dpaudit", *argv]) if argv is not None else f"dpaudit estimate {data.source}"}
 
 
-def write_report(args, data, bounds, verdict, roc) -> list[Path]:
+def write_report(args, data, bounds, verdict, roc, metrics=None) -> list[Path]:
     """report.json, report.md and report.html in ``args.out`` (atomically, as ``dpaudit audit`` does)."""
     from reports.commands.audit import render_report_set
     from reports.model import new_report
     from reports.report_files import locked_out_dir, swap_in_report_set
 
-    target = target_result(data, bounds, verdict, roc, args.claim_epsilon, args.delta, args.confidence)
+    target = target_result(data, bounds, verdict, roc, args.claim_epsilon, args.delta, args.confidence, metrics)
     report = new_report(f"dpaudit estimate: {Path(data.source).name}", [target], _provenance(args, data))
     out_dir = Path(args.out)
     with locked_out_dir(out_dir):
