@@ -57,6 +57,10 @@ def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float)
         p = one_run_p_value(claim_epsilon, claim_delta, details["canaries"], details["guesses"],
                             details["correct"])
         return min(1.0, p * details.get("corrected_for", 1))
+    if bound.method == "one-run-split-median" and "split_counts" in details:
+        from attacks.estimators.one_run_split import split_median_p_value
+
+        return split_median_p_value(details, claim_epsilon, claim_delta)
     exceeds = bound.epsilon > claim_epsilon and bound.delta >= claim_delta * (1 - 1e-12)
     return 1.0 - bound.confidence if exceeds else 1.0
 

@@ -7,8 +7,11 @@ chosen: score-VALUE thresholds "in when score >= high" and "out when score <= lo
 symmetric two-sided, at about ``SELECTION_POINTS`` guess counts each), the one whose bound on H is
 largest. The rule is then applied once to the audited part A (the other canaries): a single rule, so
 no Bonferroni correction, and the bound uses A's canaries only (m = |A|). Thresholds are values, so
-tied scores always get the same guess and the audited guesses never depend on row order; the split
-itself is drawn by row (seeded, said in the details), like ``clopper-pearson-split``.
+tied scores always get the same guess. The split does not depend on row order either: the canaries are
+first ordered by (score, inclusion) and the held-out flags, independent fair draws, are laid on that
+order. Independent flags are exchangeable, so the held-out set is distributed exactly as a random
+subset drawn independently of the labels, and the result is a function of the multiset of (score,
+inclusion) pairs and ``seed`` alone.
 
 Why this is valid: H's inclusions are independent of A's, so given H's data the rule is fixed and the
 count-based test on A is exact at its level. Each split's bound is taken at level (1 - confidence)/2
@@ -62,6 +65,19 @@ def choose_rule(scores, included, bound, delta: float, level: float) -> tuple[fl
     return best
 
 
+def split_median_p_value(details: dict, claim_epsilon: float, claim_delta: float) -> float:
+    """A valid p-value for "(claim_epsilon, claim_delta)-DP" from a rigorous split-median bound's details: twice
+    the ceil(K/2)-th smallest of the K splits' one-run p-values (Meinshausen et al. 2009 with gamma = 1/2; the
+    bound exceeds the claim exactly when this is at most 1 - confidence)."""
+    from attacks.estimators.one_run import one_run_p_value
+
+    p_values = sorted(1.0 if counts is None else one_run_p_value(claim_epsilon, claim_delta, *counts)
+                      for counts in details["split_counts"])
+    if len(p_values) == 1:
+        return p_values[0]
+    return min(1.0, 2.0 * p_values[details["median_rank"] - 1])
+
+
 def split_median_from_scores(scores, included, delta: float, confidence: float = 0.95, fdp: bool = False,
                              splits: int = SPLITS, holdout: float = HOLDOUT, seed: int = 0) -> EpsilonBound:
     """The one-run (``fdp=False``, rigorous) or Gaussian f-DP (model-based) bound, median over splits."""
@@ -72,6 +88,8 @@ def split_median_from_scores(scores, included, delta: float, confidence: float =
     splits = int(require_number("splits", splits, low=1, integer=True))
     require_number("holdout", holdout, low=0.0, high=1.0, low_open=True, high_open=True)
     require_number("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    order = np.lexsort((included, scores))          # by score, then inclusion: no dependence on row order
+    scores, included = scores[order], included[order]
     bound = fdp_one_run_lower_bound if fdp else one_run_lower_bound
     alpha = 1.0 - confidence
     level = alpha / 2.0 if splits > 1 else alpha
@@ -90,7 +108,9 @@ def split_median_from_scores(scores, included, delta: float, confidence: float =
     rank = np.argsort(epsilons, kind="stable")[::-1][(splits + 1) // 2 - 1]  # ceil(K/2)-th largest
     chosen = results[rank]
     details = {"splits": splits, "holdout": float(holdout), "seed": int(seed), "level_per_split": level,
-               "split_epsilons": [float(e) for e in epsilons], "median_rank": (splits + 1) // 2}
+               "split_epsilons": [float(e) for e in epsilons], "median_rank": (splits + 1) // 2,
+               "split_counts": [None if res is None else [res[0].details[k] for k in ("canaries", "guesses", "correct")]
+                                for res in results]}
     if chosen is not None:
         inner, low, high = chosen
         details.update({key: inner.details[key] for key in ("canaries", "guesses", "correct", "precision")})
