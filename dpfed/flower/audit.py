@@ -13,12 +13,13 @@ from dpfed.flower.example_app import AppSettings, build_client_app, build_strate
 from dpfed.flower.findings import worst
 from dpfed.flower.opacus_check import opacus_findings
 from dpfed.flower.read import config_from_strategy
-from dpfed.flower.transcript_check import Assumptions, check_transcript
+from dpfed.flower.transcript_check import Assumptions, assumptions_from_config, check_transcript
 
 
-def assumptions_for(config) -> Assumptions:
-    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round."""
-    return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip)
+def assumptions_for(config, delta: float = 1e-5) -> Assumptions:
+    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round (adaptive
+    wrappers: each round's clip, z_u on the update); epsilons compared at ``delta``."""
+    return assumptions_from_config(config, delta)
 
 
 def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
@@ -36,7 +37,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
     accounted = time.perf_counter()
     result = run_example(settings)
     ran = time.perf_counter()
-    transcript_findings = check_transcript(result["transcript"], assumptions_for(config), alpha)
+    transcript_findings = check_transcript(result["transcript"], assumptions_for(config, delta), alpha)
     findings = configuration["findings"] + transcript_findings
     return {"settings": settings.__dict__, "delta": delta, "claims": list(claims),
             "rows": configuration["rows"], "configuration_findings": [f.to_dict() for f in configuration["findings"]],
