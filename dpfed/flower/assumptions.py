@@ -29,7 +29,9 @@ UPPER_ACCOUNTANT = {"fixed-size": "dpa-rdp", "poisson": "pld"}  # as dpfed.flowe
 class Assumptions:
     """The accountant's model of the run (``sampling``: ``fixed-size`` or ``poisson``); ``adaptive``: the clip
     changes every round (its noise is checked against each round's clip); ``update_noise_multiplier``: z_u of
-    an adaptive run (default ``noise_multiplier``); ``delta``: where epsilons are compared."""
+    an adaptive run (default ``noise_multiplier``); ``delta``: where epsilons are compared; ``claimed_epsilon``:
+    the user's claim at ``delta``, if any (a deviation is critical when it can raise epsilon above the claim: this
+    one, else the accounted epsilon)."""
 
     sampling: str
     population: int
@@ -40,6 +42,7 @@ class Assumptions:
     adaptive: bool = False
     update_noise_multiplier: float | None = None
     delta: float = 1e-5
+    claimed_epsilon: float | None = None
 
     def __post_init__(self):
         if self.sampling not in SAMPLINGS:
@@ -52,6 +55,8 @@ class Assumptions:
         require_number("delta", self.delta, low=0, high=1, low_open=True, high_open=True)
         if not isinstance(self.adaptive, bool):
             raise ConfigurationError("adaptive", f"expected true or false, got {self.adaptive!r}")
+        if self.claimed_epsilon is not None:
+            require_number("claimed_epsilon", self.claimed_epsilon, low=0, low_open=True)
         if self.update_noise_multiplier is not None:
             require_number("update_noise_multiplier", self.update_noise_multiplier,
                            low=self.noise_multiplier * (1 - 1e-9))  # z_u >= z, up to rounding
@@ -102,6 +107,12 @@ class Assumptions:
         return epsilon_of(Composition.of(self.release(self.noise_multiplier), self.releases),
                           UPPER_ACCOUNTANT[self.sampling], self.delta)
 
+    def claim(self) -> tuple[float, str]:
+        """The epsilon a deviation is measured against, and its name: the user's claim, else the accounted one."""
+        if self.claimed_epsilon is not None:
+            return float(self.claimed_epsilon), "claimed"
+        return self.accounted_epsilon(), "accounted"
+
     def rounds_epsilon(self, multipliers) -> float:
         """Epsilon of sampled releases at the per-round multipliers ``multipliers`` (same accountant)."""
         counts: dict[float, int] = {}
@@ -127,11 +138,13 @@ def epsilon_of(composition: Composition, accountant: str, delta: float) -> float
     return float(result.epsilon)
 
 
-def assumptions_from_config(config, delta: float = 1e-5, update_noise_multiplier: float | None = None) -> Assumptions:
+def assumptions_from_config(config, delta: float = 1e-5, update_noise_multiplier: float | None = None,
+                            claimed_epsilon: float | None = None) -> Assumptions:
     """What the corrected accounting assumes a Flower setting (``FlowerDpConfig``) runs: fixed-size m of N, z,
     C, one release a round; adaptive wrappers: the clip of each round, z_u on the update."""
     adaptive = config.kind.endswith("adaptive")
     z_u = update_noise_multiplier if update_noise_multiplier is not None else getattr(
         config, "update_noise_multiplier", None)
     return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip,
-                       adaptive=adaptive, update_noise_multiplier=z_u if adaptive else None, delta=delta)
+                       adaptive=adaptive, update_noise_multiplier=z_u if adaptive else None, delta=delta,
+                       claimed_epsilon=claimed_epsilon)

@@ -16,10 +16,10 @@ from dpfed.flower.read import config_from_strategy
 from dpfed.flower.transcript_check import Assumptions, assumptions_from_config, check_transcript
 
 
-def assumptions_for(config, delta: float = 1e-5) -> Assumptions:
+def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None = None) -> Assumptions:
     """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round (adaptive
-    wrappers: each round's clip, z_u on the update); epsilons compared at ``delta``."""
-    return assumptions_from_config(config, delta)
+    wrappers: each round's clip, z_u on the update); epsilons compared at ``delta`` with the claim, if any."""
+    return assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
 
 
 def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
@@ -37,7 +37,7 @@ def audit_example(settings: AppSettings, delta: float = 1e-5, claims=(),
     accounted = time.perf_counter()
     result = run_example(settings)
     ran = time.perf_counter()
-    transcript_findings = check_transcript(result["transcript"], assumptions_for(config, delta), alpha)
+    transcript_findings = check_transcript(result["transcript"], assumptions_for(config, delta, claimed_epsilon), alpha)
     findings = configuration["findings"] + transcript_findings
     return {"settings": settings.__dict__, "delta": delta, "claims": list(claims),
             "rows": configuration["rows"], "configuration_findings": [f.to_dict() for f in configuration["findings"]],

@@ -106,7 +106,7 @@ def check_noise_parts(records, a: Assumptions, alpha: float) -> list:
     """(c) Parameters released with less noise than the rest. For every tensor and every block of ``BLOCK``
     coordinates in it, pooled over the rounds: sum of (noise / round's std)^2 ~ chi2(rounds x size) if each
     coordinate got the accounted std; lower tail at alpha / parts (Bonferroni over tensors and blocks):
-    false-alarm probability at most ``alpha``. One finding per part found below (tensors first)."""
+    false-alarm probability at most ``alpha``. At most two findings: the tensors below, the blocks below."""
     usable = [(r, p) for r, p in records if np.all(np.isfinite(p["noise"])) and np.any(np.asarray(p["noise"]) != 0)]
     if not usable:  # rounds without noise, or with non-finite noise, are the per-round check's findings
         return []
@@ -114,22 +114,30 @@ def check_noise_parts(records, a: Assumptions, alpha: float) -> list:
     usable = [(r, p) for r, p in usable if len(p["noise"]) == dim]
     layout = parts_of(usable[0][1])
     scaled = np.stack([np.asarray(p["noise"], float) / a.round_noise_std(p) for _, p in usable])
-    findings = []
+    below = []
     for name, low, high in layout:
         block = scaled[:, low:high]
         statistic, dof = float(np.sum(block ** 2)), block.size
         p_value = float(stats.chi2.cdf(statistic, df=dof))
         if p_value < alpha / len(layout):
-            ratio = float(np.sqrt(statistic / dof))
-            findings.append(FlowerFinding("noise-part-below-accounted", "critical",
-                                          f"{name} ({high - low} numbers) got noise of {ratio:.3g} times the "
-                                          f"accounted std over {len(usable)} rounds (p = {p_value:.2g} < "
-                                          f"{alpha / len(layout):.2g}): those parameters are released with less "
-                                          "noise than the accountant assumes",
-                                          {"part": name, "start": low, "stop": high, "std_ratio": ratio,
-                                           "p_value": p_value, "parts_tested": len(layout), "false_alarm": alpha}))
-    tensors = [f for f in findings if f.values["part"].startswith("tensor")]
-    return tensors + [f for f in findings if f not in tensors][:max(0, 10 - len(tensors))]
+            below.append({"part": name, "start": low, "stop": high, "std_ratio": float(np.sqrt(statistic / dof)),
+                          "p_value": p_value})
+    findings = []
+    for kind in ("tensor", "block"):
+        found = sorted((b for b in below if b["part"].startswith(kind)), key=lambda b: b["std_ratio"])
+        if not found:
+            continue
+        low = found[0]
+        names = ", ".join(f"{b['part'].split(' ', 1)[1]} ({b['std_ratio']:.3g})" for b in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        findings.append(FlowerFinding("noise-part-below-accounted", "critical",
+                                      f"{len(found)} {kind}s got less noise than the accounted std over "
+                                      f"{len(usable)} rounds (std ratio in brackets): {names}{more}; lowest p = "
+                                      f"{low['p_value']:.2g} < {alpha / len(layout):.2g}: those parameters are "
+                                      "released with less noise than the accountant assumes",
+                                      {**low, "kind": kind, "parts_below": [b["part"] for b in found[:20]],
+                                       "count": len(found), "parts_tested": len(layout), "false_alarm": alpha}))
+    return findings
 
 
 def check_adaptive_order(records, a: Assumptions) -> list:
@@ -137,7 +145,8 @@ def check_adaptive_order(records, a: Assumptions) -> list:
     scaled with another clip (Flower 1.42's adaptive wrappers update the clip to C_{t+1} from the noisy clipped
     count and then add noise of std z_u C_{t+1} / m). Where C_{t+1} < C_t the round's update noise multiplier
     is z_u C_{t+1} / C_t, below the accounted one; the run's epsilon at those realised multipliers (combined
-    with the count's noise, same accountant) is compared with the accounted epsilon: critical above it.
+    with the count's noise, same accountant) is compared with the claim (``Assumptions.claim``): critical above
+    it, medium within it.
     Deterministic given the recorded clips: false-alarm probability 0."""
     if not a.adaptive:
         return []
@@ -146,16 +155,18 @@ def check_adaptive_order(records, a: Assumptions) -> list:
     if not low:
         return []
     accounted = a.accounted_epsilon()
+    claim, against = a.claim()
     multipliers = [a.combined_z(a.update_z * min(1.0, q)) for _, q in ratios]
     multipliers += [a.noise_multiplier] * max(0, a.releases - len(ratios))
     realised = a.rounds_epsilon(multipliers)
     round_, worst = min(low, key=lambda x: x[1])
-    severity = "critical" if realised > accounted else "medium"
+    severity = "critical" if realised > claim else "medium"
     return [FlowerFinding("adaptive-noise-below-clip", severity,
                           f"{len(low)} of {len(records)} rounds added noise scaled with a clip below the one their "
                           f"updates were clipped to (smallest ratio {worst:.4f}, round {round_}): the clip was "
                           f"updated before the noise was added; at the realised multipliers the run spends epsilon "
-                          f"{realised:.4g}, the accounting {accounted:.4g}",
+                          f"{realised:.4g}, {'above' if realised > claim else 'within'} the {against} {claim:.4g}"
+                          + (f" (accounted {accounted:.4g})" if against == "claimed" else ""),
                           {"rounds_below": [r for r, _ in low], "smallest_ratio": worst, "round": round_,
-                           "realised_epsilon": realised, "accounted_epsilon": accounted, "delta": a.delta,
-                           "smallest_noise_multiplier": min(multipliers), "false_alarm": 0.0})]
+                           "realised_epsilon": realised, "accounted_epsilon": accounted, "claim_epsilon": claim,
+                           "delta": a.delta, "smallest_noise_multiplier": min(multipliers), "false_alarm": 0.0})]

@@ -73,14 +73,19 @@ def _copied(content: RecordDict) -> RecordDict:
 
 def run_in_process(cfg: dict) -> dict:
     """Run a planted app (``tests/flower/planted_apps.py``) for ``cfg["rounds"]`` rounds on this grid, its strategy
-    wrapped in our recorder; returns ``{"transcript", "strategy", "config", "configured_m"}``."""
+    wrapped in our recorder; returns ``{"transcript", "strategy", "config", "configured_m", "partitions"}``
+    (``partitions``: node id -> partition id)."""
+    import torch
+
     from dpfed.flower.read import config_from_strategy
     from dpfed.flower.recorder import recording_strategy
     from tests.flower import planted_apps as app
 
+    torch.set_num_threads(1)  # tiny models: threads only contend on a shared machine
     app.seed_everything(cfg)
     strategy = recording_strategy(app.make_strategy(cfg))
     config, configured_m = config_from_strategy(strategy, nodes=cfg["nodes"], rounds=cfg["rounds"], weighting="equal")
     grid = InProcessGrid(app.make_client_app(cfg), cfg["nodes"], seed=cfg["seed"])
     strategy.start(grid=grid, initial_arrays=app.initial_arrays(cfg), num_rounds=cfg["rounds"])
-    return {"transcript": strategy.transcript, "strategy": strategy, "config": config, "configured_m": configured_m}
+    return {"transcript": strategy.transcript, "strategy": strategy, "config": config, "configured_m": configured_m,
+            "partitions": {node: i for i, node in enumerate(grid.get_node_ids())}}
