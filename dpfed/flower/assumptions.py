@@ -13,6 +13,7 @@ for), Poisson under add/remove (sensitivity C), as ``dpfed.flower.config`` does.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -104,8 +105,8 @@ class Assumptions:
 
     def accounted_epsilon(self) -> float:
         """The accountant's epsilon of the run: ``releases`` sampled releases at z (an upper bound)."""
-        return epsilon_of(Composition.of(self.release(self.noise_multiplier), self.releases),
-                          UPPER_ACCOUNTANT[self.sampling], self.delta)
+        return accounted_epsilon(self.sampling, self.population, self.sampled, self.releases, self.noise_multiplier,
+                                 self.clip, self.delta)
 
     def claim(self) -> tuple[float, str]:
         """The epsilon a deviation is measured against, and its name: the user's claim, else the accounted one."""
@@ -129,6 +130,13 @@ class Assumptions:
             return 0.0
         mechanism = Gaussian(self.noise_multiplier / self.sensitivity_factor, 1.0)
         return epsilon_of(Composition.of(mechanism, int(count)), "exact", self.delta)
+
+
+@functools.lru_cache(maxsize=32)
+def accounted_epsilon(sampling, population, sampled, releases, noise_multiplier, clip, delta) -> float:
+    """Cached: our RDP accountant takes seconds on fixed-size sampling, and several checks ask."""
+    a = Assumptions(sampling, population, sampled, releases, noise_multiplier, clip)
+    return epsilon_of(Composition.of(a.release(noise_multiplier), releases), UPPER_ACCOUNTANT[sampling], delta)
 
 
 def epsilon_of(composition: Composition, accountant: str, delta: float) -> float:

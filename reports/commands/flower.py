@@ -133,8 +133,11 @@ def run(args) -> int:
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
     claims = parse_claim_list(args.claim)
-    if args.out:
+    if args.out is not None:  # "" too: refused, not ignored
         check_output_file("out", args.out)  # before the run, not after it
+    from reports.audit.flower_canaries import check_canary_count
+
+    check_canary_count(settings.canaries, args.delta, confidence)  # before the run: too few can show nothing
     check_run_memory(settings)
     try:
         import flwr  # noqa: F401
@@ -148,7 +151,7 @@ def run(args) -> int:
     if audit["canaries"]:
         audit["canaries"]["bounds"] = canary_bounds(audit["canaries"], args.delta, confidence)
     print("\n".join(summary_lines(audit)))
-    if args.out:
+    if args.out is not None:
         from attacks.files import atomic_write_text, dumps_json
 
         atomic_write_text(args.out, dumps_json(audit, indent=1))  # "inf", never Infinity; no half-written file
