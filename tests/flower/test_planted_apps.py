@@ -101,6 +101,7 @@ def test_adaptive_clip_is_read_every_round():
     assert findings == []
 
 
+@pytest.mark.slow  # our RDP accountant takes several seconds on 5 rounds of distinct multipliers
 def test_falling_adaptive_clip_flags_noise_scaled_with_the_updated_clip():
     """Flower 1.42's adaptive wrappers update the clip from the noisy clipped count and then scale the noise with
     the new clip: when it falls, the round's update noise is z_u C_{t+1} / m against a sensitivity of C_t. The
