@@ -32,18 +32,22 @@ def check_scheme(records, a: Assumptions, alpha: float) -> list:
     findings = []
     if any(p["population"] != a.population for _, p in records):
         findings.append(FlowerFinding("population", "high", "the population sampled from differs from the accounted "
-                                      f"{a.population}", {"seen": sorted({p["population"] for _, p in records})}))
+                                      f"{a.population}",
+                                      {"seen": sorted({p["population"] for _, p in records}), "false_alarm": 0.0}))
     if a.sampling == "fixed-size" and np.any(sizes != a.sampled):
         seen = sorted(set(sizes.tolist()))
         findings.append(FlowerFinding("sampling-scheme", "critical", f"sample sizes {seen} are not the fixed "
-                                      f"{a.sampled} the accountant assumes", {"sizes": sizes.tolist()}))
+                                      f"{a.sampled} the accountant assumes",
+                                      {"sizes": sizes.tolist(), "false_alarm": 0.0}))
     if a.sampling == "poisson":
         q, trials = a.sampled / a.population, len(records) * a.population
         p_value = stats.binomtest(int(sizes.sum()), trials, q).pvalue
         if p_value < alpha or np.all(sizes == sizes[0]):
             findings.append(FlowerFinding("sampling-scheme", "critical", "sample sizes are not Poisson at rate "
                                           f"{q:.3g} (total {sizes.sum()}, p = {p_value:.2g}; constant sizes: "
-                                          f"{bool(np.all(sizes == sizes[0]))})", {"sizes": sizes.tolist()}))
+                                          f"{bool(np.all(sizes == sizes[0]))})", {"sizes": sizes.tolist(),
+                                                                                "p_value": float(p_value),
+                                                                                "false_alarm": alpha}))
     return findings
 
 

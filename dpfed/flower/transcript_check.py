@@ -15,8 +15,8 @@ Checks, each a finding code (critical where the deviation can raise epsilon abov
 Each statistical check kind is a test at level ``alpha`` (Bonferroni over what it repeats over): per-round
 noise, correlation, noise parts, sampler, and the Poisson total, so a correct run raises a false finding with
 probability at most ``alpha`` per kind and ``5 alpha`` in all; the deterministic ones never fire on a correct
-run. Every finding but the deterministic count and weight ones states its false-alarm probability in
-``values["false_alarm"]``.
+run. Every finding states its false-alarm probability in ``values["false_alarm"]`` (0 for the deterministic
+ones).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def check_count(records, a: Assumptions) -> list:
         return []
     severity = "critical" if len(records) > a.releases else "medium"
     return [FlowerFinding("release-count", severity, f"{len(records)} releases recorded, {a.releases} accounted",
-                          {"recorded": len(records), "accounted": a.releases})]
+                          {"recorded": len(records), "accounted": a.releases, "false_alarm": 0.0})]
 
 
 def check_weights(records, a: Assumptions) -> list:
@@ -54,17 +54,18 @@ def check_weights(records, a: Assumptions) -> list:
         weights = np.asarray(p["weights"], dtype=float)
         if len(p["replies"]) != len(p["sampled"]):
             findings.append(FlowerFinding("dropouts", "medium", f"round {round_}: {len(p['replies'])} replies of "
-                                          f"{len(p['sampled'])} sampled", {"round": round_}))
+                                          f"{len(p['sampled'])} sampled", {"round": round_, "false_alarm": 0.0}))
         if weights.size and weights.max() > (1 + RELATIVE) / a.sampled:
             effective = a.noise_multiplier / (a.sampled * weights.max())
             findings.append(FlowerFinding("unequal-weights", "critical", f"round {round_}: largest weight "
                                           f"{weights.max():.4g} > 1/m = {1 / a.sampled:.4g}; effective noise "
                                           f"multiplier {effective:.4g} instead of {a.noise_multiplier:g}",
                                           {"round": round_, "max_weight": float(weights.max()),
-                                           "effective_noise_multiplier": effective}))
+                                           "effective_noise_multiplier": effective, "false_alarm": 0.0}))
         if not a.adaptive and p["clip"] > a.clip * (1 + RELATIVE):
             findings.append(FlowerFinding("clip", "critical", f"round {round_}: clipping norm {p['clip']:g} above the "
-                                          f"accounted {a.clip:g}", {"round": round_, "clip": p["clip"]}))
+                                          f"accounted {a.clip:g}", {"round": round_, "clip": p["clip"],
+                                                                           "false_alarm": 0.0}))
     return findings
 
 
@@ -78,7 +79,7 @@ def check_noise(records, a: Assumptions, alpha: float) -> list:
             findings.append(FlowerFinding("noise-not-finite", "critical", f"round {round_}: "
                                           f"{int(np.sum(~np.isfinite(noise)))} of {noise.size} noise coordinates are "
                                           "not finite (an overflow?): the release is not the accounted Gaussian",
-                                          {"round": round_}))
+                                          {"round": round_, "false_alarm": 0.0}))
             continue
         expected = a.round_noise_std(p)
         statistic = float(np.sum(noise ** 2) / expected ** 2)

@@ -60,7 +60,7 @@ def test_correct_apps_pass(cfg, seed):
 def test_planted_bug_is_a_named_critical_finding(cfg, code):
     _, _, findings = audit(**cfg)
     assert code in critical(findings), [(f.code, f.severity) for f in findings]
-    assert all(f.values.get("false_alarm") is not None for f in findings if f.code == code)
+    assert all(f.values.get("false_alarm") is not None for f in findings)  # each states its false-alarm rate
 
 
 def test_clip_missing_names_the_unclipped_clients_norm():
