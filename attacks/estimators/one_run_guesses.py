@@ -33,9 +33,11 @@ class GuessOutcome:
 
 
 def guess_rule_counts(m: int, guess_counts=None) -> list[int]:
-    """The numbers of guesses to try (default: about 12, geometrically spaced from 2 to m)."""
+    """The numbers of guesses to try (default: about 12 even counts, geometrically spaced from 2 to m, none above
+    m: rounding 2 (m / 2) to an even count gave m + 1 for m = 3 mod 4, refused below)."""
     if guess_counts is None:
-        guess_counts = np.unique(np.maximum(np.round(np.geomspace(2, m, 12) / 2).astype(int) * 2, 2))
+        even = np.maximum(np.round(np.geomspace(2, m, 12) / 2).astype(int) * 2, 2)
+        guess_counts = np.unique(np.minimum(even, m))
     return [int(require_number("guess_counts", g, low=1, high=m, integer=True)) for g in guess_counts]
 
 

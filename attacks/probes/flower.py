@@ -31,11 +31,12 @@ class OneRunOutcome:
     details: dict = field(default_factory=dict)
 
 
-def assumptions_for(config):
-    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round."""
-    from dpfed.flower.transcript_check import Assumptions
+def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None = None):
+    """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round (adaptive
+    wrappers: each round's clip, z_u on the update); epsilons compared at ``delta`` with the claim, if any."""
+    from dpfed.flower.transcript_check import assumptions_from_config
 
-    return Assumptions("fixed-size", config.nodes, config.sampled, config.rounds, config.noise_multiplier, config.clip)
+    return assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
 
 
 @dataclass
@@ -88,23 +89,22 @@ class FlowerAppProbe(Probe):
 
     def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
         """Check, run and score the app once with ``canaries`` canaries; the claim ``(epsilon, delta)``."""
-        from attacks.probes.flower_bounds import MIN_CANARIES, canary_bounds, canary_scores, one_run_decision
+        from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count, one_run_decision
         from dpfed.flower.app_project import load_apps
         from dpfed.flower.check import check_config
         from dpfed.flower.opacus_check import opacus_findings
         from dpfed.flower.run import RunSettings, run_app
         from dpfed.flower.transcript_check import check_transcript
 
-        if 0 < canaries < MIN_CANARIES:
-            raise ConfigurationError("canaries", f"0 or at least {MIN_CANARIES} (the one-run estimators' guesses "
-                                                 f"need them), got {canaries}")
+        check_canary_count(canaries, delta, confidence)
         project, run_config = self.project()
         config, configured_m = self.configuration(canaries)
         checked = check_config(config, delta, configured_m, self.claimed_epsilon, tuple(self.claims))
         findings = checked["findings"] + opacus_findings(load_apps(project)[1])
         run = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, int(seed) % 2**31,
                                                        self.insert_canaries))
-        findings += check_transcript(run["transcript"], assumptions_for(config), self.transcript_alpha)
+        findings += check_transcript(run["transcript"], assumptions_for(config, delta, self.claimed_epsilon),
+                                     self.transcript_alpha)
         rows = checked["rows"]
         out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                for f in findings]

@@ -53,6 +53,9 @@ class FlowerDpConfig:
     rounds : number of server rounds (one noisy release each).
     weighting : ``examples`` (FedAvg weights by reported example counts) or ``equal``.
     local_epsilon, local_delta : LocalDpMod's per-round (epsilon, delta), for ``kind='local'``.
+    update_noise_multiplier : z_u of an adaptive wrapper, the multiplier of the noise on the update (the
+        larger one; ``noise_multiplier`` is the combined z it makes with the clipped count's noise); None
+        for the fixed wrappers.
     """
 
     kind: str
@@ -64,6 +67,7 @@ class FlowerDpConfig:
     weighting: str = "examples"
     local_epsilon: float | None = None
     local_delta: float | None = None
+    update_noise_multiplier: float | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -76,6 +80,9 @@ class FlowerDpConfig:
         require_number("clip", self.clip, low=0, low_open=True)
         if self.kind in CENTRAL_KINDS:
             require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
+            if self.update_noise_multiplier is not None:
+                require_number("update_noise_multiplier", self.update_noise_multiplier,
+                               low=self.noise_multiplier * (1 - 1e-9))
         else:
             require_number("local_epsilon", self.local_epsilon, low=0, low_open=True)
             require_number("local_delta", self.local_delta, low=0, high=1, low_open=True, high_open=True)

@@ -69,7 +69,9 @@ def config_from_strategy(strategy, nodes: int, rounds: int, weighting: str | Non
     config = FlowerDpConfig(kind=wrapper_kind(wrapper), rounds=int(rounds), nodes=int(nodes),
                             sampled=flower_sample_size(inner, int(nodes)),
                             noise_multiplier=effective_noise_multiplier(wrapper),
-                            clip=float(wrapper.clipping_norm), weighting=weighting)
+                            clip=float(wrapper.clipping_norm), weighting=weighting,
+                            update_noise_multiplier=float(wrapper.noise_multiplier)
+                            if wrapper_kind(wrapper).endswith("adaptive") else None)
     return config, int(wrapper.num_sampled_clients)
 
 

@@ -6,15 +6,21 @@ the sampled node ids and the number of connected nodes (from ``configure_train``
 their aggregation weights (the reply's ``weighted_by_key`` metric, normalised), the wrapper's clipping
 norm, and the noise actually added: the wrapped strategy's output minus the noiseless aggregate, which
 the recorder recomputes from the replies (each update clipped to C in L2 over all arrays, as Flower's
-``compute_clip_model_update`` does, then averaged with the weights). Beside the transcript it keeps each
-round's model delta and the node ids' ``partition-id`` metrics. flwr is imported on first use.
+``compute_clip_model_update`` does, then averaged with the weights; with a client-side wrapper the replies
+arrive clipped and are averaged as they are, so an unclipped reply shows as its norm, not as noise). It also
+records (``records.OPTIONAL_KEYS``) where the clipping happens, each reply's update norm as it arrived, the
+clip the noise was scaled with (an adaptive wrapper updates its clip before it adds the noise) and the
+released tensors' names and sizes. The clip of a round is the one sent to the clients in ``configure_train``
+(client-side wrappers) or the wrapper's at the start of ``aggregate_train`` (server-side). Beside the
+transcript it keeps each round's model delta and the node ids' ``partition-id`` metrics. flwr is imported on
+first use.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from dpfed.flower.read import wrapper_of
+from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.records import add_release
 from dpfed.transcript import Transcript
 
@@ -31,12 +37,41 @@ def _weighted_by_key(strategy) -> str:
     return "num-examples"
 
 
-def clipped_update(reply, current: np.ndarray, clip: float) -> np.ndarray:
-    """The reply's model minus ``current``, scaled down to L2 norm ``clip``."""
+FLOAT32_UNIT = 2.0 ** -23  # a float32 sum rounds each coordinate by at most half of this, relatively
+CLIP_KEY = "clipping_norm"  # flwr's KEY_CLIPPING_NORM: the clip a client-side wrapper sends its clients
+
+
+def reply_update(reply, current: np.ndarray) -> np.ndarray:
+    """The reply's model minus ``current`` (flat, float64), as it arrived."""
     record = next(iter(reply.content.array_records.values()))
-    update = _flat(record.to_numpy_ndarrays()) - current
+    return _flat(record.to_numpy_ndarrays()) - current
+
+
+def clip_to(update: np.ndarray, clip: float) -> np.ndarray:
     norm = float(np.linalg.norm(update))
     return update * min(1.0, clip / norm) if norm > 0 else update
+
+
+def clipped_update(reply, current: np.ndarray, clip: float) -> np.ndarray:
+    """The reply's model minus ``current``, scaled down to L2 norm ``clip``."""
+    return clip_to(reply_update(reply, current), clip)
+
+
+def norm_slack(update: np.ndarray, current: np.ndarray, clip: float) -> float:
+    """How far above ``clip`` a correctly clipped update's measured norm may lie: the client adds its clipped
+    update to the float32 model, which rounds each coordinate by at most 2^-24 of its size (so the norm moves
+    by at most 2^-24 of the reply's norm, taken here with a factor 2), plus 1e-5 C for the clipping's own
+    float32 scaling."""
+    return FLOAT32_UNIT * float(np.linalg.norm(current + update)) + 1e-5 * clip
+
+
+def sent_clip(messages) -> float | None:
+    """The clip a client-side wrapper put into the round's training config (None when there is none)."""
+    for message in messages:
+        for config in message.content.config_records.values():
+            if CLIP_KEY in config:
+                return float(config[CLIP_KEY])
+    return None
 
 
 def reply_weight(reply, key: str) -> float:
@@ -67,7 +102,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
         def __init__(self, inner, transcript):
             super().__init__()
             self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
-            self._current, self._sampled, self._population = None, {}, {}
+            self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
             self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
             self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
 
@@ -76,14 +111,20 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
             self._sampled[server_round] = [m.metadata.dst_node_id for m in messages]
             self._population[server_round] = len(list(grid.get_node_ids()))
+            self._sent_clip[server_round] = sent_clip(messages)
             return messages
 
         def aggregate_train(self, server_round, replies):
             replies = [r for r in replies if r.has_content()]
-            clip = float(wrapper_of(self.strategy).clipping_norm)
+            wrapper = wrapper_of(self.strategy)
+            side = "client" if wrapper_kind(wrapper).startswith("client") else "server"
+            clip = float(wrapper.clipping_norm)
+            if side == "client" and self._sent_clip.get(server_round) is not None:
+                clip = self._sent_clip[server_round]
             weights = np.array([reply_weight(r, _weighted_by_key(self.strategy)) for r in replies])
             weights = weights / weights.sum() if weights.size else weights
-            updates = [clipped_update(r, self._current, clip) for r in replies]
+            raw = [reply_update(r, self._current) for r in replies]  # before the wrapper clips them in place
+            updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
             ids = [r.metadata.src_node_id for r in replies]
             self.partitions.update(reply_partitions(replies))
             arrays, metrics = self.strategy.aggregate_train(server_round, replies)
@@ -92,8 +133,13 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             if arrays is not None and updates:
                 noiseless = self._current + np.einsum("i,id->d", weights, np.stack(updates))
                 noise = _flat(arrays.to_numpy_ndarrays()) - noiseless
+                tensors = [(k, int(np.asarray(a).size)) for k, a in zip(arrays.keys(), arrays.to_numpy_ndarrays(),
+                                                                         strict=True)]
                 add_release(self.transcript, server_round, self._sampled.get(server_round, []),
-                            self._population.get(server_round, 0), ids, weights, clip, noise)
+                            self._population.get(server_round, 0), ids, weights, clip, noise, clipping=side,
+                            norms=[float(np.linalg.norm(u)) for u in raw],
+                            norm_slack=[norm_slack(u, self._current, clip) for u in raw],
+                            noise_clip=float(wrapper.clipping_norm), tensors=tensors)
             return arrays, metrics
 
         def configure_evaluate(self, server_round, arrays, config, grid):

@@ -8,6 +8,16 @@ payload with the keys of ``RECORD_KEYS``:
 - ``clip``: the clipping norm applied; ``noise``: the noise actually added (release minus the noiseless
   aggregate, a flat list) and ``noise_std``: its sample standard deviation.
 
+Optional keys (``OPTIONAL_KEYS``; the Flower recorder writes them, older transcripts and ``record_release``
+lack them and the checks that need them then skip):
+
+- ``clipping``: ``"server"`` (the server clips the replies) or ``"client"`` (the replies arrive clipped);
+- ``norms``: each reply's update norm as it arrived, before any clipping by the recorder, and
+  ``norm_slack``: the float32 rounding a norm may carry above the client's clip (one per reply);
+- ``noise_clip``: the clipping norm the noise was scaled with (an adaptive wrapper updates its clip
+  between clipping and adding the noise; fixed ones: ``clip``);
+- ``tensors``: ``[[name, size], ...]`` of the released arrays in the order of ``noise``.
+
 The Flower recorder writes these for a Flower run; ``record_release`` writes them for our own
 mechanisms (``accounting.SubsampledGaussian``), so one check reads both.
 """
@@ -20,15 +30,34 @@ from dpfed.transcript import BROADCAST, SERVER, Transcript
 
 RELEASE = "dp_release"
 RECORD_KEYS = ("sampled", "population", "replies", "weights", "clip", "noise", "noise_std")
+OPTIONAL_KEYS = ("clipping", "norms", "norm_slack", "noise_clip", "tensors")
+CLIPPING_SIDES = ("server", "client")
 
 
 def add_release(transcript: Transcript, round: int, sampled, population: int, replies, weights, clip: float,
-                noise) -> None:
-    """Append one release record (``noise``: the added noise vector, any shape)."""
+                noise, **optional) -> None:
+    """Append one release record (``noise``: the added noise vector, any shape; ``optional``: any of
+    ``OPTIONAL_KEYS``)."""
+    unknown = set(optional) - set(OPTIONAL_KEYS)
+    if unknown:
+        raise TypeError(f"add_release: unknown keys {sorted(unknown)}; allowed {OPTIONAL_KEYS}")
     noise = np.asarray(noise, dtype=float).ravel()
     payload = {"sampled": [int(i) for i in sampled], "population": int(population),
                "replies": [int(i) for i in replies], "weights": [float(w) for w in weights],
                "clip": float(clip), "noise": noise.tolist(), "noise_std": float(np.sqrt(np.mean(noise ** 2)))}
+    if optional.get("clipping") is not None:
+        if optional["clipping"] not in CLIPPING_SIDES:
+            raise ValueError(f"add_release: clipping must be one of {CLIPPING_SIDES}, got {optional['clipping']!r}")
+        payload["clipping"] = optional["clipping"]
+    for key in ("norms", "norm_slack"):
+        if optional.get(key) is not None:
+            payload[key] = [float(v) for v in optional[key]]
+    if optional.get("noise_clip") is not None:
+        payload["noise_clip"] = float(optional["noise_clip"])
+    if optional.get("tensors") is not None:
+        payload["tensors"] = [[str(name), int(size)] for name, size in optional["tensors"]]
+        if sum(size for _, size in payload["tensors"]) != noise.size:
+            raise ValueError("add_release: the tensors' sizes do not add up to the noise's length")
     transcript.add(round, SERVER, BROADCAST, RELEASE, payload)
 
 

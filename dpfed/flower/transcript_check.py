@@ -1,50 +1,43 @@
-"""Check recorded DP releases (``dpfed.flower.records``) against what the accountant assumed.
+"""Check recorded DP releases (``dpfed.flower.records``) against what the accountant assumed
+(``dpfed.flower.assumptions.Assumptions``).
 
-``Assumptions`` states the accountant's model: the sampling scheme and its rate or batch, the
-population, the number of releases, the noise multiplier ``z`` (noise std ``z * C / m`` on the mean of
-``m`` clipped updates, i.e. ``z * C`` on their sum) and the clipping norm ``C``, with equal weights
-``1/m``. Each check is a statistical test at level ``alpha`` (Bonferroni across rounds where it is
-repeated), so a correct run raises a false finding with probability at most ``alpha`` per check kind.
+Checks, each a finding code (critical where the deviation can raise epsilon above the accounted one):
+
+- ``release-count``, ``population``, ``sampling-scheme``, ``dropouts``, ``unequal-weights``, ``clip``: the
+  recorded counts, sizes, weights and clip against the assumed ones (deterministic; ``clip`` for fixed
+  clipping only: an adaptive run's clip changes by design and its noise is checked against it);
+- ``noise-below-accounted`` / ``noise-not-finite``: each round's noise std, chi-square lower tail at
+  alpha / rounds (the std expected: z C / m, or z_u C_t / m with an adaptive round's own clip);
+- ``reply-above-clip`` (a), ``noise-correlated`` (b), ``noise-part-below-accounted`` (c),
+  ``adaptive-noise-below-clip`` (e): ``dpfed.flower.release_checks``;
+- ``sampler-not-uniform`` / ``sampler-not-independent`` (d): ``dpfed.flower.sampler_check``.
+
+Each statistical check kind is a test at level ``alpha`` (Bonferroni over what it repeats over): per-round
+noise, correlation, noise parts, sampler, and the Poisson total, so a correct run raises a false finding with
+probability at most ``alpha`` per kind and ``5 alpha`` in all; the deterministic ones never fire on a correct
+run. Every finding states its false-alarm probability in ``values["false_alarm"]`` (0 for the deterministic
+ones).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from scipy import stats
 
-from accounting.errors import ConfigurationError, require_number
+from accounting.errors import require_number
+from dpfed.flower.assumptions import Assumptions, assumptions_from_config
 from dpfed.flower.findings import FlowerFinding
 from dpfed.flower.records import releases
+from dpfed.flower.release_checks import (
+    check_adaptive_order,
+    check_noise_correlation,
+    check_noise_parts,
+    check_reply_norms,
+)
+from dpfed.flower.sampler_check import check_sampler
 
 RELATIVE = 1e-6  # float tolerance for equal weights and equal clipping norms
-
-
-@dataclass(frozen=True)
-class Assumptions:
-    """The accountant's model of the run (``sampling``: ``fixed-size`` or ``poisson``)."""
-
-    sampling: str
-    population: int
-    sampled: int
-    releases: int
-    noise_multiplier: float
-    clip: float
-
-    def __post_init__(self):
-        if self.sampling not in ("fixed-size", "poisson"):
-            raise ConfigurationError("sampling", f"unknown sampling {self.sampling!r}; choose fixed-size or poisson")
-        require_number("population", self.population, low=1, integer=True)
-        require_number("sampled", self.sampled, low=1, high=self.population, integer=True)
-        require_number("releases", self.releases, low=1, integer=True)
-        require_number("noise_multiplier", self.noise_multiplier, low=0, low_open=True)
-        require_number("clip", self.clip, low=0, low_open=True)
-
-    @property
-    def noise_std(self) -> float:
-        """Std the accountant assumes on the mean of ``sampled`` updates."""
-        return self.noise_multiplier * self.clip / self.sampled
+STATISTICAL_KINDS = 5  # per-round noise, correlation, noise parts, sampler, Poisson total
 
 
 def check_count(records, a: Assumptions) -> list:
@@ -52,45 +45,7 @@ def check_count(records, a: Assumptions) -> list:
         return []
     severity = "critical" if len(records) > a.releases else "medium"
     return [FlowerFinding("release-count", severity, f"{len(records)} releases recorded, {a.releases} accounted",
-                          {"recorded": len(records), "accounted": a.releases})]
-
-
-def check_sampling(records, a: Assumptions, alpha: float) -> list:
-    sizes = np.array([len(p["sampled"]) for _, p in records])
-    findings = []
-    if any(p["population"] != a.population for _, p in records):
-        findings.append(FlowerFinding("population", "high", "the population sampled from differs from the accounted "
-                                      f"{a.population}", {"seen": sorted({p["population"] for _, p in records})}))
-    if a.sampling == "fixed-size" and np.any(sizes != a.sampled):
-        seen = sorted(set(sizes.tolist()))
-        findings.append(FlowerFinding("sampling-scheme", "critical", f"sample sizes {seen} are not the fixed "
-                                      f"{a.sampled} the accountant assumes", {"sizes": sizes.tolist()}))
-    if a.sampling == "poisson":
-        q, trials = a.sampled / a.population, len(records) * a.population
-        p_value = stats.binomtest(int(sizes.sum()), trials, q).pvalue
-        if p_value < alpha or np.all(sizes == sizes[0]):
-            findings.append(FlowerFinding("sampling-scheme", "critical", "sample sizes are not Poisson at rate "
-                                          f"{q:.3g} (total {sizes.sum()}, p = {p_value:.2g}; constant sizes: "
-                                          f"{bool(np.all(sizes == sizes[0]))})", {"sizes": sizes.tolist()}))
-    return findings + check_uniform(records, a, alpha)
-
-
-def check_uniform(records, a: Assumptions, alpha: float) -> list:
-    """Chi-square test that every participant is sampled equally often (when the counts allow it)."""
-    ids = sorted({i for _, p in records for i in p["sampled"]})
-    expected = len(records) * a.sampled / a.population
-    if expected < 5 or len(ids) > a.population:
-        return []
-    counts = np.zeros(a.population)
-    index = {i: k for k, i in enumerate(ids)}
-    for _, p in records:
-        for i in p["sampled"]:
-            counts[index[i]] += 1
-    p_value = stats.chisquare(counts).pvalue
-    if p_value >= alpha:
-        return []
-    return [FlowerFinding("sampling-rate", "high", f"participants are not sampled uniformly (chi-square p = "
-                          f"{p_value:.2g}); the rate m/N does not hold for everybody", {"p_value": float(p_value)})]
+                          {"recorded": len(records), "accounted": a.releases, "false_alarm": 0.0})]
 
 
 def check_weights(records, a: Assumptions) -> list:
@@ -99,22 +54,24 @@ def check_weights(records, a: Assumptions) -> list:
         weights = np.asarray(p["weights"], dtype=float)
         if len(p["replies"]) != len(p["sampled"]):
             findings.append(FlowerFinding("dropouts", "medium", f"round {round_}: {len(p['replies'])} replies of "
-                                          f"{len(p['sampled'])} sampled", {"round": round_}))
+                                          f"{len(p['sampled'])} sampled", {"round": round_, "false_alarm": 0.0}))
         if weights.size and weights.max() > (1 + RELATIVE) / a.sampled:
             effective = a.noise_multiplier / (a.sampled * weights.max())
             findings.append(FlowerFinding("unequal-weights", "critical", f"round {round_}: largest weight "
                                           f"{weights.max():.4g} > 1/m = {1 / a.sampled:.4g}; effective noise "
                                           f"multiplier {effective:.4g} instead of {a.noise_multiplier:g}",
                                           {"round": round_, "max_weight": float(weights.max()),
-                                           "effective_noise_multiplier": effective}))
-        if p["clip"] > a.clip * (1 + RELATIVE):
+                                           "effective_noise_multiplier": effective, "false_alarm": 0.0}))
+        if not a.adaptive and p["clip"] > a.clip * (1 + RELATIVE):
             findings.append(FlowerFinding("clip", "critical", f"round {round_}: clipping norm {p['clip']:g} above the "
-                                          f"accounted {a.clip:g}", {"round": round_, "clip": p["clip"]}))
+                                          f"accounted {a.clip:g}", {"round": round_, "clip": p["clip"],
+                                                                           "false_alarm": 0.0}))
     return findings
 
 
 def check_noise(records, a: Assumptions, alpha: float) -> list:
-    """Lower-tail chi-square test per round: sum(noise^2) / sigma^2 ~ chi2(d) if the std is as accounted."""
+    """Lower-tail chi-square test per round at alpha / rounds: sum(noise^2) / sigma^2 ~ chi2(d) if the std is
+    as accounted (``Assumptions.round_noise_std``)."""
     findings = []
     for round_, p in records:
         noise = np.asarray(p["noise"], dtype=float)
@@ -122,15 +79,17 @@ def check_noise(records, a: Assumptions, alpha: float) -> list:
             findings.append(FlowerFinding("noise-not-finite", "critical", f"round {round_}: "
                                           f"{int(np.sum(~np.isfinite(noise)))} of {noise.size} noise coordinates are "
                                           "not finite (an overflow?): the release is not the accounted Gaussian",
-                                          {"round": round_}))
+                                          {"round": round_, "false_alarm": 0.0}))
             continue
-        statistic = float(np.sum(noise ** 2) / a.noise_std ** 2)
+        expected = a.round_noise_std(p)
+        statistic = float(np.sum(noise ** 2) / expected ** 2)
         p_value = float(stats.chi2.cdf(statistic, df=noise.size))
         if p_value < alpha / len(records):
             findings.append(FlowerFinding("noise-below-accounted", "critical", f"round {round_}: noise std "
-                                          f"{p['noise_std']:.4g} below the accounted z*C/m = {a.noise_std:.4g} "
-                                          f"(ratio {p['noise_std'] / a.noise_std:.3f}, p = {p_value:.2g})",
-                                          {"round": round_, "noise_std": p["noise_std"], "accounted": a.noise_std}))
+                                          f"{p['noise_std']:.4g} below the accounted z*C/m = {expected:.4g} "
+                                          f"(ratio {p['noise_std'] / expected:.3f}, p = {p_value:.2g})",
+                                          {"round": round_, "noise_std": p["noise_std"], "accounted": expected,
+                                           "p_value": p_value, "false_alarm": alpha}))
     return findings
 
 
@@ -140,5 +99,10 @@ def check_transcript(transcript, assumptions: Assumptions, alpha: float = 1e-3) 
     records = releases(transcript)
     if not records:
         return [FlowerFinding("no-releases", "critical", "the transcript holds no DP release records", {})]
-    return (check_count(records, assumptions) + check_sampling(records, assumptions, alpha)
-            + check_weights(records, assumptions) + check_noise(records, assumptions, alpha))
+    a = assumptions
+    return (check_count(records, a) + check_sampler(records, a, alpha) + check_weights(records, a)
+            + check_reply_norms(records, a) + check_noise(records, a, alpha) + check_noise_correlation(records, alpha)
+            + check_noise_parts(records, a, alpha) + check_adaptive_order(records, a))
+
+
+__all__ = ["Assumptions", "assumptions_from_config", "check_transcript"]

@@ -72,14 +72,11 @@ def summary_lines(audit: dict) -> list[str]:
 
 def check_arguments(args) -> None:
     from accounting.errors import require_number
-    from attacks.probes.flower_bounds import MIN_CANARIES
+    from attacks.probes.flower_bounds import check_canary_count
     from reports.commands.common import check_output_file
 
     require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
     require_number("canaries", args.canaries, low=0, integer=True)
-    if 0 < args.canaries < MIN_CANARIES:
-        raise ConfigurationError("canaries", f"0 or at least {MIN_CANARIES} (the one-run estimators' guesses need "
-                                             f"them), got {args.canaries}")
     require_number("seed", args.seed, low=0, high=2**32 - 1, integer=True)
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     require_number("transcript-alpha", args.transcript_alpha, low=0, high=1, low_open=True, high_open=True)
@@ -87,6 +84,8 @@ def check_arguments(args) -> None:
         require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
         if not args.canaries:
             raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
+    # too few canaries can show nothing: refused before the run
+    check_canary_count(args.canaries, args.delta, 0.95 if args.confidence is None else args.confidence)
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
     if args.out is not None:

@@ -1,0 +1,91 @@
+"""A Flower ``Grid`` that runs a ClientApp in this process, for fast tests of the transcript checks.
+
+Flower's own runtime (``run_simulation``) starts Ray and takes 20-70 s per run on 2 cores; the checks read
+only what the strategy sees, so these tests drive the very strategies (Flower's DP wrappers, FedAvg's
+sampler, the apps' subclasses) through this grid instead: each message goes, as a serialised copy, to the
+ClientApp (mods included) with a ``Context`` whose ``node_config`` holds ``partition-id`` and
+``num-partitions`` as Flower's simulation gives them; node ids are random 63-bit integers as Flower's are.
+One test (``test_planted_apps.py``) runs an app on ``run_simulation`` too.
+"""
+
+from __future__ import annotations
+
+import random
+
+from flwr.app import Context, Message, RecordDict
+from flwr.serverapp import Grid
+from flwr.supercore.task_identity import TaskIdentity
+
+SERVER_NODE = 1  # flwr's SUPERLINK_NODE_ID
+
+
+class InProcessGrid(Grid):
+    """``nodes`` SuperNodes running ``client_app`` (node i has partition-id i); ``run_config`` goes to each."""
+
+    def __init__(self, client_app, nodes: int, run_config: dict | None = None, seed: int = 0):
+        ids = random.Random(seed ^ 0x5EED).sample(range(1, 2 ** 63), nodes)
+        self._app, self._ids = client_app, ids
+        self._contexts = {node: Context(run_id=1, node_id=node,
+                                        node_config={"partition-id": i, "num-partitions": nodes},
+                                        state=RecordDict(), run_config=dict(run_config or {}))
+                          for i, node in enumerate(ids)}
+        TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, SERVER_NODE  # as flwr's runtime sets
+
+    def set_run(self, run_id: int) -> None:
+        pass
+
+    @property
+    def run(self):
+        raise NotImplementedError("no run object in the in-process grid")
+
+    def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
+        return Message(content=content, dst_node_id=dst_node_id, message_type=message_type, group_id=group_id)
+
+    def get_node_ids(self):
+        return list(self._ids)
+
+    def push_messages(self, messages):
+        raise NotImplementedError("use send_and_receive")
+
+    def pull_messages(self, message_ids):
+        raise NotImplementedError("use send_and_receive")
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            copy = Message(content=_copied(message.content), dst_node_id=node,
+                           message_type=message.metadata.message_type, group_id=message.metadata.group_id)
+            TaskIdentity.node_id = node
+            try:
+                replies.append(self._app(copy, self._contexts[node]))
+            finally:
+                TaskIdentity.node_id = SERVER_NODE
+        return replies
+
+
+def _copied(content: RecordDict) -> RecordDict:
+    """A deep copy of a message's content through Flower's own serialisation (what crosses the network)."""
+    from flwr.common.serde import recorddict_from_proto, recorddict_to_proto
+
+    return recorddict_from_proto(recorddict_to_proto(content))
+
+
+def run_in_process(cfg: dict) -> dict:
+    """Run a planted app (``tests/flower/planted_apps.py``) for ``cfg["rounds"]`` rounds on this grid, its strategy
+    wrapped in our recorder; returns ``{"transcript", "strategy", "config", "configured_m", "partitions"}``
+    (``partitions``: node id -> partition id)."""
+    import torch
+
+    from dpfed.flower.read import config_from_strategy
+    from dpfed.flower.recorder import recording_strategy
+    from tests.flower import planted_apps as app
+
+    torch.set_num_threads(1)  # tiny models: threads only contend on a shared machine
+    app.seed_everything(cfg)
+    strategy = recording_strategy(app.make_strategy(cfg))
+    config, configured_m = config_from_strategy(strategy, nodes=cfg["nodes"], rounds=cfg["rounds"], weighting="equal")
+    grid = InProcessGrid(app.make_client_app(cfg), cfg["nodes"], seed=cfg["seed"])
+    strategy.start(grid=grid, initial_arrays=app.initial_arrays(cfg), num_rounds=cfg["rounds"])
+    return {"transcript": strategy.transcript, "strategy": strategy, "config": config, "configured_m": configured_m,
+            "partitions": {node: i for i, node in enumerate(grid.get_node_ids())}}
