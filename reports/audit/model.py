@@ -193,11 +193,8 @@ class ProbeSection:
     batches_total: int = 0
     batches_resumed: int = 0
     power: dict | None = None  # attacks.power.Power.to_dict(): what this budget would refute (None: no reduction)
-<<<<<<< HEAD
     findings: tuple[dict, ...] = ()  # a one-run probe's checks of its run: {"code", "severity", "message", "values"}
-=======
     roc_metrics: dict | None = None  # attacks.estimators.roc_metrics (descriptive; None: only counts were kept)
->>>>>>> roc-peer
 
     def best_rigorous(self) -> dict | None:
         return max((b for b in self.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)

@@ -189,7 +189,6 @@ def run_probe(
     )
 
 
-<<<<<<< HEAD
 def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: float) -> ProbeSection:
     """One run of a one-run probe (``run_once``) with ``planned.trials`` canaries against the target's claim."""
     claim, probe = target.claim, planned.probe
@@ -210,7 +209,8 @@ def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: floa
         confidence=confidence,
         findings=tuple(outcome.findings),
     )
-=======
+
+
 # an audit runs many probes: BC intervals from 200 resamples up to 20,000 scores, none above (``estimate``: BCa)
 AUDIT_RESAMPLES, AUDIT_BOOTSTRAP_MAX_SCORES = 200, 20_000
 
@@ -224,7 +224,6 @@ def _roc_metrics(result, confidence: float, seed: int) -> dict | None:
         return None
     return roc_metrics(result.scores_out, result.scores_in, confidence=confidence, seed=seed,
                        resamples=AUDIT_RESAMPLES, bca_max_scores=0, bootstrap_max_scores=AUDIT_BOOTSTRAP_MAX_SCORES)
->>>>>>> roc-peer
 
 
 def _power(probe, trials: int, claim, confidence: float) -> dict | None:
