@@ -66,6 +66,19 @@ class _DpsgdProbe(Probe):
                                                    "learning_rate") if getattr(self, k) is not None}
         if not self.setup:
             return breast_cancer_setup(**overrides)
+        from attacks.probes.dpsgd_user import OpacusRun, is_file_spec, load_user_setup
+
+        if is_file_spec(self.setup):  # "path/file.py:function": a DpsgdSetup or opacus-check's dict
+            built = load_user_setup(self.setup)
+            if isinstance(built, OpacusRun):
+                if overrides:
+                    raise ConfigurationError(next(iter(overrides)), "the user's own opacus objects fix the privacy "
+                                             "parameters; change them in the set-up file")
+                return built
+            for key, value in overrides.items():
+                setattr(built, key, value)
+            built.__post_init__()
+            return built
         from attacks.probes.user import check_spec, user_code_path
 
         module_name, function_name = check_spec(self.setup).split(":")
@@ -99,7 +112,18 @@ class _DpsgdProbe(Probe):
 
         names = ("dpfed.dpsgd.canaries", "dpfed.dpsgd.data", "dpfed.dpsgd.planted", "dpfed.dpsgd.setup",
                  "dpfed.dpsgd.train")
-        return {**super().provenance(), **{name: module_hash(name) for name in names}}
+        out = {**super().provenance(), **{name: module_hash(name) for name in names}}
+        if self.setup:  # the user's set-up code: a checkpoint written under another version is not resumed
+            import hashlib
+            from pathlib import Path
+
+            from attacks.probes.dpsgd_user import is_file_spec
+
+            if is_file_spec(self.setup):
+                path = Path(self.setup.rpartition(":")[0] if ":" in self.setup else self.setup)
+                out["setup_file"] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+            out["attacks.probes.dpsgd_user"] = module_hash("attacks.probes.dpsgd_user")
+        return out
 
 
 @dataclass
@@ -120,22 +144,38 @@ class DpsgdAllIteratesProbe(_DpsgdProbe):
         super().__post_init__()
 
     def updates(self, world, trials, rng) -> np.ndarray:
-        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world``."""
+        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world`` (our
+        loop on a ``DpsgdSetup``; the user's own sampler and optimizer on opacus-check's dict)."""
+        from attacks.probes.dpsgd_user import OpacusRun, check_poisson, optimizer_gradient_canaries
         from dpfed.dpsgd.planted import scaled_noise
-        from dpfed.dpsgd.train import train_gradient_canaries
+        from dpfed.dpsgd.train import one_thread, train_gradient_canaries
 
         present = check_world(world)
         setup = self.training_setup()
+        if isinstance(setup, OpacusRun) and check_poisson(setup):
+            raise ConfigurationError("setup", check_poisson(setup))
         chunks = []
         remaining = int(trials)
-        with scaled_noise(self.noise_factor()):
+        with scaled_noise(self.noise_factor()), one_thread():
             while remaining > 0:
                 count = min(remaining, self.canaries_per_run)
                 (seed,) = _seeds(rng, 1)
-                run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed)
-                chunks.append(run.normalised_updates())
+                if isinstance(setup, OpacusRun):
+                    chunks.append(optimizer_gradient_canaries(setup, count, bool(present), seed))
+                else:
+                    run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed)
+                    chunks.append(run.normalised_updates())
                 remaining -= count
         return np.concatenate(chunks, axis=1)
+
+    def simulated_power(self, trials, claim_epsilon, delta, confidence, probability):
+        """The power of this probe's test by simulation (``attacks.probes.dpsgd_power``); a planted bug's
+        probe states none (its noise is not the configured one)."""
+        from attacks.probes.dpsgd_power import simulated_power
+
+        if self.planted_bug != "none":
+            return None
+        return simulated_power(self, trials, claim_epsilon, delta, confidence, probability)
 
     def score_updates(self, updates: np.ndarray) -> np.ndarray:
         """Summed per-step log-likelihood ratios of the described mechanism (unit-variance updates whose
@@ -188,6 +228,9 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
 
         present = bool(check_world(world))
         setup = self.training_setup()
+        if not hasattr(setup, "loss"):
+            raise ConfigurationError("setup", "the final-model probe trains models with the per-example loss of a "
+                                     "DpsgdSetup; opacus-check's dict has none")
         canary = input_canary(setup.features, self.canary_norm)
         label = torch.ones((1,) + tuple(setup.labels.shape[1:]), dtype=setup.labels.dtype)
         out = np.empty(int(trials))

@@ -9,7 +9,7 @@ Layout::
     [[target]]
     name = "..."
     algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism" | "dp-duets" | "duets"
-              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "dp-flower"
+              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "dp-flower" | "dp-sgd"
     description = "..."      # optional
     accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
     utility_runs = 2         # optional
@@ -17,11 +17,13 @@ Layout::
     [target.parameters]      # the algorithm's parameters (or the bare mechanism's)
     [target.claim]           # epsilon, delta (a number or "N^-x"), neighbouring, unit, [source, units]
     [[target.probes]]        # name (see `dpaudit attack --help`), kind, trials, [params, batch_size]
+                             # (trials may be left out where the target plans a budget: dp-sgd)
 
 Every problem raises ``ConfigurationError`` naming the field (for example ``target[0].claim.delta``).
 A target's ``parameters`` are checked by its target class (``reports.audit.targets``) when it is built,
-before any work; a probe's ``params`` against the fields its class declares. The ``user`` probe imports
-Python code named in the file, so it needs ``allow_code`` (``dpaudit audit --allow-code``).
+before any work; a probe's ``params`` against the fields its class declares. The ``user`` probe and the
+dp-sgd target's ``setup = "file.py:function"`` (relative to the configuration file) import Python code named
+in the file, so they need ``allow_code`` (``dpaudit audit --allow-code``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ _POWER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*\^\s*(-?[0-9]+(?:\.[0-9]+)?)\s
 PROBE_SCHEMA = {
     "name": strict.Required(strict.STRING),
     "kind": strict.STRING,
-    "trials": strict.Required(strict.NUMBER),
+    "trials": strict.NUMBER,  # optional only where the target plans a default budget (dp-sgd)
     "params": strict.ANY_TABLE,
     "batch_size": strict.NUMBER,
 }
@@ -137,7 +139,8 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     kind = data.get("kind", "end-to-end" if "end-to-end" in name else "mechanism")
     if kind not in KINDS:
         raise ConfigurationError(f"{field}.kind", f"choose mechanism or end-to-end, got {kind!r}")
-    trials = int(require_number(f"{field}.trials", data["trials"], low=1, integer=True))
+    trials = data.get("trials")
+    trials = None if trials is None else int(require_number(f"{field}.trials", trials, low=1, integer=True))
     batch = data.get("batch_size")
     batch = None if batch is None else int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
     params = dict(data.get("params", {}))
@@ -148,7 +151,28 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     return ProbeSpec(name, kind, trials, params, batch)
 
 
-def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
+def _code_parameters(field: str, parameters: dict, allow_code: bool, base_dir: Path | None) -> dict:
+    """A target's ``setup = "file.py:function"`` (the dp-sgd target) names Python code: refused without
+    ``allow_code``; its file is resolved relative to the configuration file's folder."""
+    if "setup" not in parameters:
+        return parameters
+    value = parameters["setup"]
+    if not allow_code:
+        raise ConfigurationError(f"{field}.setup", "names Python code to import; run with --allow-code to allow it")
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function", got {value!r}')
+    head, sep, tail = value.rpartition(":")
+    path, function = (head, tail) if sep and head and "/" not in tail else (value, "")
+    if not path.endswith(".py"):
+        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function" (a Python file), got {value!r}')
+    resolved = Path(path) if Path(path).is_absolute() else (base_dir or Path.cwd()) / path
+    if not resolved.is_file():
+        raise ConfigurationError(f"{field}.setup", f"file not found: {resolved} (a path relative to the configuration "
+                                 "file)")
+    return {**parameters, "setup": f"{resolved.resolve()}:{function or 'make_setup'}"}
+
+
+def _target(field: str, data: dict, allow_code: bool, base_dir: Path | None = None) -> TargetSpec:
     try:
         accountants = tuple(parse_accountant_names(data["accountants"])) if "accountants" in data else None
     except ConfigurationError as exc:
@@ -159,7 +183,7 @@ def _target(field: str, data: dict, allow_code: bool) -> TargetSpec:
         algorithm=data["algorithm"],
         claim=_claim(f"{field}.claim", data["claim"]),
         description=data.get("description", ""),
-        parameters=dict(data.get("parameters", {})),
+        parameters=_code_parameters(f"{field}.parameters", dict(data.get("parameters", {})), allow_code, base_dir),
         probes=probes,
         accountants=accountants or TargetSpec.accountants,
         utility_runs=int(require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)),
@@ -179,7 +203,7 @@ def _check_unique_names(specs) -> None:
         first[spec.name] = i
 
 
-def parse_config(text: str, source: str = "<string>", allow_code: bool = False) -> dict:
+def parse_config(text: str, source: str = "<string>", allow_code: bool = False, base_dir: Path | None = None) -> dict:
     """Validate a configuration strictly (unknown keys, misplaced keys and wrong types are errors naming
     the key's path); returns {title, seed, confidence, targets, raw, text, hash, source}."""
     try:
@@ -191,7 +215,7 @@ def parse_config(text: str, source: str = "<string>", allow_code: bool = False) 
     strict.check_table("", raw, CONFIG_SCHEMA)
     if not raw["target"]:
         raise ConfigurationError("target", "missing: the configuration audits no target ([[target]])")
-    specs = [_target(f"target[{i}]", t, allow_code) for i, t in enumerate(raw["target"])]
+    specs = [_target(f"target[{i}]", t, allow_code, base_dir) for i, t in enumerate(raw["target"])]
     _check_unique_names(specs)
     confidence = require_number("confidence", raw.get("confidence", 0.95), low=0, high=1, low_open=True, high_open=True)
     return {
@@ -216,4 +240,4 @@ def load_config(path: str | Path | None, allow_code: bool = False) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError("config", f"cannot read {path} ({exc})") from None
     source = "built-in default (reports/defaults/default_audit.toml)" if path == DEFAULT_CONFIG else str(path)
-    return parse_config(text, source, allow_code)
+    return parse_config(text, source, allow_code, path.resolve().parent)
