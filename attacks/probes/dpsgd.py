@@ -32,7 +32,10 @@ PLANTED_BUGS = {"none": 1.0, "half-noise": 0.5}  # planted bug -> factor on the 
 
 
 def _seeds(rng, count: int) -> list[int]:
-    return [int(s) for s in rng.integers(0, 2**62, size=count)]
+    """Training seeds drawn on the host (the same runs on every backend and device)."""
+    from attacks.backend import host_generator
+
+    return [int(s) for s in host_generator(rng).integers(0, 2**62, size=count)]
 
 
 @dataclass
@@ -49,7 +52,8 @@ class _DpsgdProbe(Probe):
     planted_bug: str = "none"
     delta: float = 1e-5
 
-    backends = ("numpy",)
+    backends = ("numpy", "torch")  # torch: opacus trains on ``device`` (--backend torch --device cuda)
+    device = "cpu"  # set by ``attacks.backend.on_backend`` (a class attribute, not a configuration field)
 
     def __post_init__(self):
         if self.planted_bug not in PLANTED_BUGS:
@@ -154,6 +158,9 @@ class DpsgdAllIteratesProbe(_DpsgdProbe):
         setup = self.training_setup()
         if isinstance(setup, OpacusRun) and check_poisson(setup):
             raise ConfigurationError("setup", check_poisson(setup))
+        if isinstance(setup, OpacusRun) and self.device != "cpu":
+            raise ConfigurationError("device", "a user's own opacus objects run where the set-up put them; "
+                                     "leave out --device")
         chunks = []
         remaining = int(trials)
         with scaled_noise(self.noise_factor()), one_thread():
@@ -163,7 +170,8 @@ class DpsgdAllIteratesProbe(_DpsgdProbe):
                 if isinstance(setup, OpacusRun):
                     chunks.append(optimizer_gradient_canaries(setup, count, bool(present), seed))
                 else:
-                    run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed)
+                    run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed,
+                                                  getattr(self, "device", "cpu"))
                     chunks.append(run.normalised_updates())
                 remaining -= count
         return np.concatenate(chunks, axis=1)
@@ -228,6 +236,8 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
 
         present = bool(check_world(world))
         setup = self.training_setup()
+        if self.device != "cpu":
+            raise ConfigurationError("device", "the final-model probe trains on the cpu only; leave out --device")
         if not hasattr(setup, "loss"):
             raise ConfigurationError("setup", "the final-model probe trains models with the per-example loss of a "
                                      "DpsgdSetup; opacus-check's dict has none")
