@@ -31,6 +31,12 @@ from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixt
 PLANTED_BUGS = {"none": 1.0, "half-noise": 0.5}  # planted bug -> factor on the noise opacus adds
 
 
+def _no_context():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def _seeds(rng, count: int) -> list[int]:
     """Training seeds drawn on the host (the same runs on every backend and device)."""
     from attacks.backend import host_generator
@@ -214,10 +220,12 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
     """Input-space canary, final model only: minus the final model's loss on the crafted example."""
 
     canary_norm: float = 10.0
+    trainer: str = "batched"  # "batched": many models at once (dpfed.dpsgd.batched); "opacus": one per trial
 
     name = "dpsgd-final-model"
     threat_model = "final model (black box)"
-    description = ("DP-SGD on opacus; crafted input (large, along the data's least-variance direction, "
+    description = ("DP-SGD (opacus's update; trainer 'batched': many models at once with torch.func, 'opacus': "
+                   "one opacus run per trial); crafted input (large, along the data's least-variance direction, "
                    "label 1) in the training set, initialisation fixed across trials; score: minus the final "
                    "model's loss on it")
     batch_size = 100
@@ -225,7 +233,33 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
 
     def __post_init__(self):
         require_number("canary_norm", self.canary_norm, low=0, low_open=True)
+        if self.trainer not in ("batched", "opacus"):
+            raise ConfigurationError("trainer", f"choose batched or opacus, got {self.trainer!r}")
         super().__post_init__()
+
+    def _batched_scores(self, setup, canary, label, present: bool, trials: int, rng) -> np.ndarray:
+        """Minus each final model's loss on the canary, ``trials`` models trained at once in chunks."""
+        import torch
+
+        from dpfed.dpsgd.batched import final_models, losses_on, models_per_chunk
+        from dpfed.dpsgd.train import one_thread
+
+        device = torch.device(self.device)
+        features, labels = setup.features, setup.labels
+        if present:
+            features = torch.cat([features, canary.reshape(1, -1).to(features.dtype)])
+            labels = torch.cat([labels, label.to(labels.dtype)])
+        features, labels = features.to(device), labels.to(device)
+        (seed,) = _seeds(rng, 1)
+        generator = torch.Generator(device=device).manual_seed(seed)
+        out, done, chunk = [], 0, models_per_chunk(setup, features.shape[0])
+        with one_thread() if device.type == "cpu" else _no_context():
+            while done < trials:
+                count = min(chunk, trials - done)
+                template, params = final_models(setup, features, labels, count, generator, 0, self.noise_factor())
+                out.append(-losses_on(setup, template, params, canary.to(device), label[0].to(device)).cpu().numpy())
+                done += count
+        return np.concatenate(out).astype(float)
 
     def scores(self, world, trials, rng):
         import torch
@@ -236,13 +270,16 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
 
         present = bool(check_world(world))
         setup = self.training_setup()
-        if self.device != "cpu":
-            raise ConfigurationError("device", "the final-model probe trains on the cpu only; leave out --device")
         if not hasattr(setup, "loss"):
             raise ConfigurationError("setup", "the final-model probe trains models with the per-example loss of a "
                                      "DpsgdSetup; opacus-check's dict has none")
         canary = input_canary(setup.features, self.canary_norm)
         label = torch.ones((1,) + tuple(setup.labels.shape[1:]), dtype=setup.labels.dtype)
+        if self.trainer == "batched":
+            return self._batched_scores(setup, canary, label, present, int(trials), rng)
+        if self.device != "cpu":
+            raise ConfigurationError("device", "the one-model-per-trial final-model probe trains on the cpu only; "
+                                     "use trainer = 'batched' or leave out --device")
         out = np.empty(int(trials))
         with scaled_noise(self.noise_factor()):
             for i, seed in enumerate(_seeds(rng, int(trials))):
