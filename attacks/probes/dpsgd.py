@@ -228,7 +228,7 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
                    "one opacus run per trial); crafted input (large, along the data's least-variance direction, "
                    "label 1) in the training set, initialisation fixed across trials; score: minus the final "
                    "model's loss on it")
-    batch_size = 100
+    batch_size = 2000  # models per scores call: the batched trainer trains them together (in chunks)
     memory_per_trial = 1_000_000
 
     def __post_init__(self):
