@@ -37,7 +37,7 @@ SCHEMA = {
 }
 DEFAULT_CANARIES = 2000
 MAX_DEFAULT_TRIALS = 2 * 10**5  # a planned budget above this is capped (and the report says so)
-FINAL_MODEL_DEFAULT_TRIALS = 1000  # one model per trial: the planned budget, capped here unless trials is given
+FINAL_MODEL_DEFAULT_TRIALS = 1000  # a trained model per trial: the planned budget, capped here unless trials is given
 POWER_PROBABILITY = 0.9
 GRADIENT_PROBES = ("dpsgd-all-iterates", "dpsgd-last-iterate", "bug-dpsgd-half-noise")
 
@@ -178,8 +178,8 @@ class DpsgdTarget(BaseTarget):
                    f"{POWER_PROBABILITY:g} ({plan['simulation']} at confidence {plan['confidence']:.4g}; the "
                    f"Gaussian-DP model alone would have said {plan['gdp_model_trials']} trials)")
         if plan.get("final_model"):
-            how += (f"; one model per trial, so capped at {FINAL_MODEL_DEFAULT_TRIALS} (the gradient probes carry "
-                    "the power)")
+            how += (f"; a trained model per trial, so capped at {FINAL_MODEL_DEFAULT_TRIALS} (the gradient probes "
+                    "carry the power)")
         return Finding("dpsgd-check", "info", {
             "code": "default-budget", "probe": name, **plan,
             "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})
