@@ -142,3 +142,20 @@ name = "gaussian"
 """
     with pytest.raises(ConfigurationError, match="trials: missing"):
         plan_audit(parse_config(text)["targets"], AuditOptions(estimate=False))
+
+
+@pytest.mark.slow
+def test_a_dpsgd_setup_is_audited_by_all_three_threat_models():
+    """A function returning a ``DpsgdSetup`` (tests/dpfed/user_dpsgd_setup.py: digits 0/1, rate 1/4, one
+    epoch): our loop trains it; every probe runs. A VIOLATION here would be a false alarm of a correct
+    set-up: probability at most 0.05 (Bonferroni over the probes); seeds fixed."""
+    text = CONFIG.format(setup="../dpfed/user_dpsgd_setup.py:digits_mlp_setup", trials="trials = 200",
+                         extra="").replace("epsilon = 2.85", "epsilon = 3.0")
+    text += '[[target.probes]]\nname = "dpsgd-last-iterate"\ntrials = 200\n'
+    text += '[[target.probes]]\nname = "dpsgd-final-model"\ntrials = 50\n'
+    config = parse_config(text, "x.toml", allow_code=True, base_dir=SETUPS)
+    options = AuditOptions(seed=3, executor="inprocess", progress=False, estimate=False)
+    (result,) = run_audit(config["targets"], options, log=lambda message: None)
+    assert [p.outcome for p in result.probes] == ["ran", "ran", "ran"]
+    assert result.parameters["form"].startswith("DpsgdSetup")
+    assert result.verdict.status.value != "VIOLATION"
