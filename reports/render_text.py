@@ -167,6 +167,7 @@ FINDINGS = {
     "classic-calibration": _classic,
     "privacy-remark": _privacy_remark,
     "flower-check": lambda v, c: f"Flower ({v['code']}): {v['message']}",
+    "dpsgd-check": lambda v, c: f"DP-SGD ({v['code']}): {v['message']}",
 }
 
 

@@ -31,8 +31,17 @@ from attacks.probes.base import Probe, accountant_epsilon, check_world, log_mixt
 PLANTED_BUGS = {"none": 1.0, "half-noise": 0.5}  # planted bug -> factor on the noise opacus adds
 
 
+def _no_context():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def _seeds(rng, count: int) -> list[int]:
-    return [int(s) for s in rng.integers(0, 2**62, size=count)]
+    """Training seeds drawn on the host (the same runs on every backend and device)."""
+    from attacks.backend import host_generator
+
+    return [int(s) for s in host_generator(rng).integers(0, 2**62, size=count)]
 
 
 @dataclass
@@ -49,7 +58,8 @@ class _DpsgdProbe(Probe):
     planted_bug: str = "none"
     delta: float = 1e-5
 
-    backends = ("numpy",)
+    backends = ("numpy", "torch")  # torch: opacus trains on ``device`` (--backend torch --device cuda)
+    device = "cpu"  # set by ``attacks.backend.on_backend`` (a class attribute, not a configuration field)
 
     def __post_init__(self):
         if self.planted_bug not in PLANTED_BUGS:
@@ -66,6 +76,19 @@ class _DpsgdProbe(Probe):
                                                    "learning_rate") if getattr(self, k) is not None}
         if not self.setup:
             return breast_cancer_setup(**overrides)
+        from attacks.probes.dpsgd_user import OpacusRun, is_file_spec, load_user_setup
+
+        if is_file_spec(self.setup):  # "path/file.py:function": a DpsgdSetup or opacus-check's dict
+            built = load_user_setup(self.setup)
+            if isinstance(built, OpacusRun):
+                if overrides:
+                    raise ConfigurationError(next(iter(overrides)), "the user's own opacus objects fix the privacy "
+                                             "parameters; change them in the set-up file")
+                return built
+            for key, value in overrides.items():
+                setattr(built, key, value)
+            built.__post_init__()
+            return built
         from attacks.probes.user import check_spec, user_code_path
 
         module_name, function_name = check_spec(self.setup).split(":")
@@ -99,7 +122,18 @@ class _DpsgdProbe(Probe):
 
         names = ("dpfed.dpsgd.canaries", "dpfed.dpsgd.data", "dpfed.dpsgd.planted", "dpfed.dpsgd.setup",
                  "dpfed.dpsgd.train")
-        return {**super().provenance(), **{name: module_hash(name) for name in names}}
+        out = {**super().provenance(), **{name: module_hash(name) for name in names}}
+        if self.setup:  # the user's set-up code: a checkpoint written under another version is not resumed
+            import hashlib
+            from pathlib import Path
+
+            from attacks.probes.dpsgd_user import is_file_spec
+
+            if is_file_spec(self.setup):
+                path = Path(self.setup.rpartition(":")[0] if ":" in self.setup else self.setup)
+                out["setup_file"] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+            out["attacks.probes.dpsgd_user"] = module_hash("attacks.probes.dpsgd_user")
+        return out
 
 
 @dataclass
@@ -120,22 +154,42 @@ class DpsgdAllIteratesProbe(_DpsgdProbe):
         super().__post_init__()
 
     def updates(self, world, trials, rng) -> np.ndarray:
-        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world``."""
+        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world`` (our
+        loop on a ``DpsgdSetup``; the user's own sampler and optimizer on opacus-check's dict)."""
+        from attacks.probes.dpsgd_user import OpacusRun, check_poisson, optimizer_gradient_canaries
         from dpfed.dpsgd.planted import scaled_noise
-        from dpfed.dpsgd.train import train_gradient_canaries
+        from dpfed.dpsgd.train import one_thread, train_gradient_canaries
 
         present = check_world(world)
         setup = self.training_setup()
+        if isinstance(setup, OpacusRun) and check_poisson(setup):
+            raise ConfigurationError("setup", check_poisson(setup))
+        if isinstance(setup, OpacusRun) and self.device != "cpu":
+            raise ConfigurationError("device", "a user's own opacus objects run where the set-up put them; "
+                                     "leave out --device")
         chunks = []
         remaining = int(trials)
-        with scaled_noise(self.noise_factor()):
+        with scaled_noise(self.noise_factor()), one_thread():
             while remaining > 0:
                 count = min(remaining, self.canaries_per_run)
                 (seed,) = _seeds(rng, 1)
-                run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed)
-                chunks.append(run.normalised_updates())
+                if isinstance(setup, OpacusRun):
+                    chunks.append(optimizer_gradient_canaries(setup, count, bool(present), seed))
+                else:
+                    run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed,
+                                                  getattr(self, "device", "cpu"))
+                    chunks.append(run.normalised_updates())
                 remaining -= count
         return np.concatenate(chunks, axis=1)
+
+    def simulated_power(self, trials, claim_epsilon, delta, confidence, probability):
+        """The power of this probe's test by simulation (``attacks.probes.dpsgd_power``); a planted bug's
+        probe states none (its noise is not the configured one)."""
+        from attacks.probes.dpsgd_power import simulated_power
+
+        if self.planted_bug != "none":
+            return None
+        return simulated_power(self, trials, claim_epsilon, delta, confidence, probability)
 
     def score_updates(self, updates: np.ndarray) -> np.ndarray:
         """Summed per-step log-likelihood ratios of the described mechanism (unit-variance updates whose
@@ -166,18 +220,46 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
     """Input-space canary, final model only: minus the final model's loss on the crafted example."""
 
     canary_norm: float = 10.0
+    trainer: str = "batched"  # "batched": many models at once (dpfed.dpsgd.batched); "opacus": one per trial
 
     name = "dpsgd-final-model"
     threat_model = "final model (black box)"
-    description = ("DP-SGD on opacus; crafted input (large, along the data's least-variance direction, "
+    description = ("DP-SGD (opacus's update; trainer 'batched': many models at once with torch.func, 'opacus': "
+                   "one opacus run per trial); crafted input (large, along the data's least-variance direction, "
                    "label 1) in the training set, initialisation fixed across trials; score: minus the final "
                    "model's loss on it")
-    batch_size = 100
+    batch_size = 2000  # models per scores call: the batched trainer trains them together (in chunks)
     memory_per_trial = 1_000_000
 
     def __post_init__(self):
         require_number("canary_norm", self.canary_norm, low=0, low_open=True)
+        if self.trainer not in ("batched", "opacus"):
+            raise ConfigurationError("trainer", f"choose batched or opacus, got {self.trainer!r}")
         super().__post_init__()
+
+    def _batched_scores(self, setup, canary, label, present: bool, trials: int, rng) -> np.ndarray:
+        """Minus each final model's loss on the canary, ``trials`` models trained at once in chunks."""
+        import torch
+
+        from dpfed.dpsgd.batched import final_models, losses_on, models_per_chunk
+        from dpfed.dpsgd.train import one_thread
+
+        device = torch.device(self.device)
+        features, labels = setup.features, setup.labels
+        if present:
+            features = torch.cat([features, canary.reshape(1, -1).to(features.dtype)])
+            labels = torch.cat([labels, label.to(labels.dtype)])
+        features, labels = features.to(device), labels.to(device)
+        (seed,) = _seeds(rng, 1)
+        generator = torch.Generator(device=device).manual_seed(seed)
+        out, done, chunk = [], 0, models_per_chunk(setup, features.shape[0])
+        with one_thread() if device.type == "cpu" else _no_context():
+            while done < trials:
+                count = min(chunk, trials - done)
+                template, params = final_models(setup, features, labels, count, generator, 0, self.noise_factor())
+                out.append(-losses_on(setup, template, params, canary.to(device), label[0].to(device)).cpu().numpy())
+                done += count
+        return np.concatenate(out).astype(float)
 
     def scores(self, world, trials, rng):
         import torch
@@ -188,8 +270,16 @@ class DpsgdFinalModelProbe(_DpsgdProbe):
 
         present = bool(check_world(world))
         setup = self.training_setup()
+        if not hasattr(setup, "loss"):
+            raise ConfigurationError("setup", "the final-model probe trains models with the per-example loss of a "
+                                     "DpsgdSetup; opacus-check's dict has none")
         canary = input_canary(setup.features, self.canary_norm)
         label = torch.ones((1,) + tuple(setup.labels.shape[1:]), dtype=setup.labels.dtype)
+        if self.trainer == "batched":
+            return self._batched_scores(setup, canary, label, present, int(trials), rng)
+        if self.device != "cpu":
+            raise ConfigurationError("device", "the one-model-per-trial final-model probe trains on the cpu only; "
+                                     "use trainer = 'batched' or leave out --device")
         out = np.empty(int(trials))
         with scaled_noise(self.noise_factor()):
             for i, seed in enumerate(_seeds(rng, int(trials))):

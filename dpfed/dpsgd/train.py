@@ -60,8 +60,9 @@ class BatchedTensorDataset(torch.utils.data.TensorDataset):
         return batch
 
 
-def _private_training(setup: DpsgdSetup, model, dataset, seed: int):
-    """opacus's model, optimizer and Poisson data loader for ``dataset`` at the setup's sample rate."""
+def _private_training(setup: DpsgdSetup, model, dataset, seed: int, device: str = "cpu"):
+    """opacus's model, optimizer and Poisson data loader for ``dataset`` at the setup's sample rate (the model
+    and the dataset's tensors already on ``device``; opacus's noise drawn there)."""
     from opacus import PrivacyEngine
 
     size = len(dataset)
@@ -73,7 +74,7 @@ def _private_training(setup: DpsgdSetup, model, dataset, seed: int):
         raise ConfigurationError("sample_rate", f"{size} examples cannot be split into {setup.batches_per_epoch} "
                                  "batches of equal nominal size; choose a larger data set or rate")
     optimizer = torch.optim.SGD(model.parameters(), lr=setup.learning_rate / setup.expected_batch_size)
-    noise = torch.Generator().manual_seed(int(seed) + 1)
+    noise = torch.Generator(device=torch.device(device)).manual_seed(int(seed) + 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # secure RNG off (seeded runs) and other advice
         engine = PrivacyEngine(accountant="prv")
@@ -118,22 +119,25 @@ def _seeded_model(factory, seed: int):
         return factory()
 
 
-def train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int) -> GradientCanaryRun:
-    """Train once with ``canaries`` canary coordinates (see ``_train_gradient_canaries``), on one thread."""
+def train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int,
+                            device: str = "cpu") -> GradientCanaryRun:
+    """Train once with ``canaries`` canary coordinates (see ``_train_gradient_canaries``), on one thread (the
+    host's part when ``device`` is a CUDA device)."""
     with one_thread():
-        return _train_gradient_canaries(setup, canaries, included, seed)
+        return _train_gradient_canaries(setup, canaries, included, seed, device)
 
 
-def _train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int) -> GradientCanaryRun:
+def _train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: int,
+                             device: str = "cpu") -> GradientCanaryRun:
     """Train once with ``canaries`` canary coordinates; canary k's example is in the data set where
     ``included[k]`` (world 0 of a multi-run audit: none; world 1: all; one-run: a fair coin each)."""
     included = np.asarray(included, dtype=bool).ravel()
     if included.size != canaries or canaries < 1:
         raise ConfigurationError("canaries", "needs one inclusion flag per canary, at least one canary")
     inputs, labels, flags = canary_inputs(setup.features, setup.labels, canaries, torch.from_numpy(included))
-    dataset = BatchedTensorDataset(inputs, labels, flags)
-    model = CanaryCoordinates(_seeded_model(setup.model_factory, seed), setup.features.shape[1], canaries)
-    engine, model, optimizer, loader = _private_training(setup, model, dataset, seed)
+    dataset = BatchedTensorDataset(inputs.to(device), labels.to(device), flags.to(device))
+    model = CanaryCoordinates(_seeded_model(setup.model_factory, seed), setup.features.shape[1], canaries).to(device)
+    engine, model, optimizer, loader = _private_training(setup, model, dataset, seed, device)
     coordinates = model._module.canary.weight
     trajectory = [coordinates.detach()[0].double().clone()]
     for batch_inputs, batch_labels, batch_flags in _batches(loader, setup.epochs):
@@ -143,7 +147,7 @@ def _train_gradient_canaries(setup: DpsgdSetup, canaries: int, included, seed: i
         trajectory.append(coordinates.detach()[0].double().clone())
     record = _record(engine, len(trajectory) - 1)
     step_scale = setup.learning_rate / setup.expected_batch_size * setup.noise_multiplier * setup.clip
-    return GradientCanaryRun(torch.stack(trajectory).numpy(), included, step_scale, record)
+    return GradientCanaryRun(torch.stack(trajectory).cpu().numpy(), included, step_scale, record)
 
 
 def train_input_canary(setup: DpsgdSetup, canary, canary_label, include: bool, seed: int,

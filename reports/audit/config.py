@@ -9,7 +9,7 @@ Layout::
     [[target]]
     name = "..."
     algorithm = "dp-fts-de" | "dp-fts" | "dp-fed-pne" | "mechanism" | "dp-duets" | "duets"
-              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "flower-app"
+              | "dp-fedzero" | "fedzero" | "dp-fkm" | "fkm" | "flower-app" | "dp-sgd"
     description = "..."      # optional
     accountants = ["moments", "rdp", "pld", "prv", "exact", "dpa-rdp"]   # optional
     utility_runs = 2         # optional
@@ -17,11 +17,13 @@ Layout::
     [target.parameters]      # the algorithm's parameters (or the bare mechanism's)
     [target.claim]           # epsilon, delta (a number or "N^-x"), neighbouring, unit, [source, units]
     [[target.probes]]        # name (see `dpaudit attack --help`), kind, trials, [params, batch_size]
+                             # (trials may be left out where the target plans a budget: dp-sgd)
 
 Every problem raises ``ConfigurationError`` naming the field (for example ``target[0].claim.delta``).
 A target's ``parameters`` are checked by its target class (``reports.audit.targets``) when it is built,
-before any work; a probe's ``params`` against the fields its class declares. The ``user`` probe imports
-Python code named in the file, so it needs ``allow_code`` (``dpaudit audit --allow-code``).
+before any work; a probe's ``params`` against the fields its class declares. The ``user`` probe and the
+dp-sgd target's ``setup = "file.py:function"`` (relative to the configuration file) import Python code named
+in the file, so they need ``allow_code`` (``dpaudit audit --allow-code``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ _POWER = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*\^\s*(-?[0-9]+(?:\.[0-9]+)?)\s
 PROBE_SCHEMA = {
     "name": strict.Required(strict.STRING),
     "kind": strict.STRING,
-    "trials": strict.Required(strict.NUMBER),
+    "trials": strict.NUMBER,  # optional only where the target plans a default budget (dp-sgd)
     "params": strict.ANY_TABLE,
     "batch_size": strict.NUMBER,
 }
@@ -137,7 +139,8 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
     kind = data.get("kind", "end-to-end" if "end-to-end" in name else "mechanism")
     if kind not in KINDS:
         raise ConfigurationError(f"{field}.kind", f"choose mechanism or end-to-end, got {kind!r}")
-    trials = int(require_number(f"{field}.trials", data["trials"], low=1, integer=True))
+    trials = data.get("trials")
+    trials = None if trials is None else int(require_number(f"{field}.trials", trials, low=1, integer=True))
     batch = data.get("batch_size")
     batch = None if batch is None else int(require_number(f"{field}.batch_size", batch, low=1, integer=True))
     params = dict(data.get("params", {}))
@@ -146,6 +149,27 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
         raise ConfigurationError(f"{field}.params.setup",
                                  "names Python code to import; run with --allow-code to allow it")
     return ProbeSpec(name, kind, trials, params, batch)
+
+
+def _code_parameters(field: str, parameters: dict, allow_code: bool, base_dir: str) -> dict:
+    """A target's ``setup = "file.py:function"`` (the dp-sgd target) names Python code: refused without
+    ``allow_code``; its file is resolved relative to the configuration file's folder."""
+    if "setup" not in parameters:
+        return parameters
+    value = parameters["setup"]
+    if not allow_code:
+        raise ConfigurationError(f"{field}.setup", "names Python code to import; run with --allow-code to allow it")
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function", got {value!r}')
+    head, sep, tail = value.rpartition(":")
+    path, function = (head, tail) if sep and head and "/" not in tail else (value, "")
+    if not path.endswith(".py"):
+        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function" (a Python file), got {value!r}')
+    resolved = Path(path) if Path(path).is_absolute() else (Path(base_dir) if base_dir else Path.cwd()) / path
+    if not resolved.is_file():
+        raise ConfigurationError(f"{field}.setup", f"file not found: {resolved} (a path relative to the configuration "
+                                 "file)")
+    return {**parameters, "setup": f"{resolved.resolve()}:{function or 'make_setup'}"}
 
 
 def _target(field: str, data: dict, allow_code: bool, base_dir: str = "") -> TargetSpec:
@@ -159,7 +183,7 @@ def _target(field: str, data: dict, allow_code: bool, base_dir: str = "") -> Tar
         algorithm=data["algorithm"],
         claim=_claim(f"{field}.claim", data["claim"]),
         description=data.get("description", ""),
-        parameters=dict(data.get("parameters", {})),
+        parameters=_code_parameters(f"{field}.parameters", dict(data.get("parameters", {})), allow_code, base_dir),
         probes=probes,
         accountants=accountants or TargetSpec.accountants,
         utility_runs=int(require_number(f"{field}.utility_runs", data.get("utility_runs", 1), low=1, integer=True)),

@@ -47,10 +47,19 @@ class PlannedProbe:
         return self.seconds_estimate / (self.workers if self.executor == "processes" else 1)
 
 
-def probe_budget(spec: ProbeSpec, override: int | None) -> int:
+def probe_budget(spec: ProbeSpec, override: int | None, target=None, confidence: float = 0.95) -> int:
     """Trials per world: ``--trials`` overrides mechanism-level probes only; an end-to-end probe runs the
-    real algorithm per trial and keeps its configured budget."""
-    return spec.trials if (override is None or spec.kind == "end-to-end") else int(override)
+    real algorithm per trial and keeps its configured budget. Without ``trials`` in the configuration, a
+    target that plans budgets (``default_trials``) chooses it; any other target refuses."""
+    trials = spec.trials
+    if trials is None:
+        planner = getattr(target, "default_trials", None)
+        if planner is None:
+            from accounting.errors import ConfigurationError
+
+            raise ConfigurationError("trials", "missing: this target plans no default budget; give trials")
+        trials = planner(spec.name, confidence)
+    return trials if (override is None or spec.kind == "end-to-end") else int(override)
 
 
 def build_probe(target, spec: ProbeSpec):
@@ -116,11 +125,12 @@ def check_fits(probe, trials: int, batch_size: int | None, workers: int) -> None
 
 def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options) -> PlannedProbe:
     """Build (or decline) one probe, estimate its run time and choose where it runs."""
-    trials = probe_budget(spec, override)
     try:
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
+        trials = probe_budget(spec, override) if spec.trials is not None else 0  # 0: no budget planned
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
+    trials = probe_budget(spec, override, target, getattr(options, "confidence", 0.95))
     if getattr(probe, "one_run", False):  # one run of the system with ``trials`` canaries, in this process
         return PlannedProbe(spec, trials, probe, params)
     check_fits(probe, trials, spec.batch_size, 1)  # before the timed batches, which are a part of a batch

@@ -47,6 +47,7 @@ TARGET_MODULES = (
     "reports.audit.target_fedzero",
     "reports.audit.target_fkm",
     "reports.audit.target_flower",
+    "reports.audit.target_dpsgd",
 )
 
 

@@ -112,3 +112,21 @@ def test_audit_config_refuses_a_user_setup_without_allow_code():
     with pytest.raises(ConfigurationError, match="allow-code"):
         _probe("target.probes[0]", spec, allow_code=False)
     assert _probe("target.probes[0]", spec, allow_code=True).params["setup"] == USER_SETUP
+
+
+def test_dpsgd_probes_take_the_torch_backend_and_refuse_cuda_without_a_device(capsys):
+    """--backend torch --device cuda: the DP-SGD probes declare a torch path (opacus trains on the device);
+    on a machine without CUDA the command is one line and exit 2, never a silent cpu fallback."""
+    import torch
+
+    from attacks.backend import on_backend
+    from attacks.probes import get_probe
+
+    probe = on_backend(get_probe("dpsgd-all-iterates", canaries_per_run=10), "torch", "cpu")
+    assert probe.device == "cpu" and probe.scores(1, 10, np.random.default_rng(0)).shape == (10,)
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present: the refusal is for machines without one")
+    for name in ("dpsgd-all-iterates", "dpsgd-final-model"):
+        code = main(["attack", name, "--trials", "10", "--backend", "torch", "--device", "cuda"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "CUDA" in err and len(err.splitlines()) == 1

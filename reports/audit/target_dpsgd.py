@@ -1,0 +1,202 @@
+"""The DP-SGD target: a user's own training, ``setup = "file.py:function"`` (``--allow-code``).
+
+The function takes no arguments and returns a ``dpfed.dpsgd.DpsgdSetup`` (our opacus loop trains the user's
+model, data and loss) or the dict ``dpaudit opacus-check`` takes (the user's own ``make_private`` objects:
+``attacks.probes.dpsgd_user``). Accounting: a Poisson-subsampled Gaussian, add/remove one record, at the
+rate, noise multiplier and clip the accountant is told, composed over the steps the loop runs. For the dict,
+opacus-check's reading of the loader and its noise measurement (``dpfed.opacus_setup``) add their findings:
+a rate, scheme, normalisation, step or noise that differs from what was told is a finding with its
+corrected epsilon, critical (a VIOLATION) when the reported epsilon understates it; a parameter the model
+trains that the private optimizer does not hold is critical too.
+
+Probes: all-iterates, last-iterate (gradient canaries; on the dict through the user's own sampler and
+optimizer), final-model (input canary; a ``DpsgdSetup`` only). With no ``trials`` given, a probe's budget
+is planned so that the audit refutes an implementation adding half the configured noise with probability
+at least 0.9: the half-noise world's true epsilon from our PLD accountant; a search by simulation of the
+all-iterates test (``attacks.probes.dpsgd_power``) from the larger of ``attacks.power``'s Gaussian-DP
+budget (too optimistic at small rates) and the planner's floor for certifying the claim with a perfect
+attack, rounded up to whole runs of canaries.
+"""
+
+from __future__ import annotations
+
+import math
+
+from accounting import strict
+from accounting.errors import ConfigurationError
+from accounting.mechanisms import Composition, SubsampledGaussian
+from reports.audit.accounting import describe
+from reports.audit.model import Finding, TargetSpec, Unavailable
+from reports.audit.targets import BaseTarget, ProbeDeclined, register
+
+SCHEMA = {
+    "setup": strict.Required(strict.STRING),
+    "canaries_per_run": strict.INTEGER,
+    "noise_repetitions": strict.INTEGER,
+    "noise_false_alarm": strict.NUMBER,
+}
+DEFAULT_CANARIES = 2000
+MAX_DEFAULT_TRIALS = 2 * 10**5  # a planned budget above this is capped (and the report says so)
+FINAL_MODEL_DEFAULT_TRIALS = 1000  # a trained model per trial: the planned budget, capped here unless trials is given
+POWER_PROBABILITY = 0.9
+GRADIENT_PROBES = ("dpsgd-all-iterates", "dpsgd-last-iterate", "bug-dpsgd-half-noise")
+
+
+@register
+class DpsgdTarget(BaseTarget):
+    """A user's DP-SGD training: a ``DpsgdSetup`` or the user's own opacus objects."""
+
+    algorithms = ("dp-sgd",)
+    binders = {name: "_gradient_probe" for name in GRADIENT_PROBES} | {"dpsgd-final-model": "_final_model_probe"}
+
+    def __init__(self, spec: TargetSpec):
+        from attacks.probes.dpsgd_user import OpacusRun, load_user_setup
+
+        super().__init__(spec)
+        p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
+        if spec.claim.neighbouring != "add-remove":
+            raise ConfigurationError("claim.neighbouring", "DP-SGD with Poisson sampling is accounted for add/remove "
+                                     "neighbours (one record added or removed)")
+        self.setup_spec = p["setup"]
+        self.canaries = int(p.get("canaries_per_run", DEFAULT_CANARIES))
+        if self.canaries < 1:
+            raise ConfigurationError("parameters.canaries_per_run", "must be at least 1")
+        try:
+            built = load_user_setup(self.setup_spec)
+        except ConfigurationError as exc:
+            raise ConfigurationError("parameters.setup", str(exc).split(": ", 1)[-1]) from None
+        self.opacus = isinstance(built, OpacusRun)
+        self.untracked = built.untracked_parameters() if self.opacus else []
+        self.check = None
+        if self.opacus:
+            self.canaries = min(self.canaries, built.coordinates(), built.examples // 2)
+            if not self.untracked:  # a parameter outside the optimizer is critical on its own
+                self.check = _opacus_check(built, spec.claim.delta, p)
+        self.examples, self.steps = int(built.examples), int(built.steps)
+        self.mechanism = SubsampledGaussian(built.sample_rate, built.noise_multiplier, built.clip)
+        self.releases = self.steps
+        self.planned: dict[str, dict] = {}
+
+    def default_units(self) -> tuple[int | None, str]:
+        return self.examples, "records"
+
+    def report_parameters(self) -> dict:
+        return {"setup": self.setup_spec, "form": "opacus objects (opacus-check's dict)" if self.opacus else
+                "DpsgdSetup (our opacus loop)", "records": self.examples, "steps": self.steps,
+                "mechanism": describe(self.mechanism), "releases": self.releases}
+
+    def utility(self, seed, runs: int, log):
+        return Unavailable("the dp-sgd target audits privacy only; measure utility in your own training loop")
+
+    def _gradient_probe(self, name: str, explicit: dict) -> dict:
+        if self.untracked:
+            raise ProbeDeclined(f"{name} reads the private optimizer's releases; parameters outside it "
+                                f"({', '.join(self.untracked)}) are trained with no noise at all")
+        if self.opacus:
+            from attacks.probes.dpsgd_user import check_poisson, load_user_setup
+
+            reason = check_poisson(load_user_setup(self.setup_spec))
+            if reason:
+                raise ProbeDeclined(f"{name}: {reason}")
+        return {"setup": self.setup_spec, "delta": self.claim.delta, "canaries_per_run": self.canaries}
+
+    def _final_model_probe(self, name: str, explicit: dict) -> dict:
+        if self.opacus:
+            raise ProbeDeclined(f"{name} trains models with a per-example loss; opacus-check's dict has none "
+                                "(return a dpfed.dpsgd.DpsgdSetup to attack the final model)")
+        return {"setup": self.setup_spec, "delta": self.claim.delta}
+
+    def default_trials(self, name: str, confidence: float) -> int:
+        """Trials per world when the configuration gives none (see the module docstring); the plan is kept
+        in ``self.planned`` for the report's finding."""
+        if name == "dpsgd-final-model":
+            plan = dict(self._gradient_plan(confidence))
+            plan.update(trials=min(plan["trials"], FINAL_MODEL_DEFAULT_TRIALS), final_model=True)
+        else:
+            plan = self._gradient_plan(confidence)
+        self.planned[name] = plan
+        return int(plan["trials"])
+
+    def _gradient_plan(self, confidence: float) -> dict:
+        """The all-iterates budget that refutes half the noise with simulated probability >= 0.9, from the
+        larger of the Gaussian-DP model's budget and the planner's floor (computed once per target)."""
+        if getattr(self, "_plan", None) is not None:
+            return self._plan
+        from attacks.planner import trials_needed
+        from attacks.power import HALF_NOISE, reduce_composition, trials_for_power
+        from attacks.probes.base import accountant_epsilon
+        from attacks.probes.dpsgd_power import ACCEPT, REPEATS, half_noise_trials
+
+        claim, m = self.claim, self.mechanism
+        per_probe = 1.0 - (1.0 - confidence) / max(1, len(self.spec.probes))  # the runner's Bonferroni split
+        half = Composition.of(SubsampledGaussian(m.rate, HALF_NOISE * m.noise_multiplier, m.clip), self.releases)
+        half_epsilon = accountant_epsilon(half, claim.delta)
+        model = trials_for_power(reduce_composition(self.composition()).mu_at(HALF_NOISE), claim.epsilon,
+                                 claim.delta, per_probe, POWER_PROBABILITY, MAX_DEFAULT_TRIALS)
+        floor = trials_needed(claim.epsilon, claim.delta, per_probe)
+        start = max(model or MAX_DEFAULT_TRIALS, floor)
+        found = None
+        if half_epsilon is None or half_epsilon > claim.epsilon:
+            found = half_noise_trials(m.rate, m.noise_multiplier, self.releases, claim.epsilon, claim.delta,
+                                      per_probe, start, MAX_DEFAULT_TRIALS, multiple=self.canaries)
+        trials = found or self.canaries * math.ceil(MAX_DEFAULT_TRIALS / self.canaries)
+        self._plan = {"trials": int(trials), "half_noise_epsilon": half_epsilon, "gdp_model_trials": model,
+                      "floor": floor, "confidence": per_probe, "capped": found is None,
+                      "simulation": f"at least {ACCEPT} of {REPEATS} simulated audits refuting"}
+        return self._plan
+
+    def findings(self, verdict, probes) -> list:
+        out = []
+        for name in self.untracked:
+            out.append(Finding("dpsgd-check", "critical", {
+                "code": "parameter-outside-private-optimizer", "parameter": name,
+                "message": f"parameter {name} requires gradients but the private optimizer does not hold it: "
+                           "trained, it is updated with no clipping and no noise (its accounted epsilon is "
+                           "infinite); give every trained parameter to make_private's optimizer or freeze it"}))
+        if self.check is not None:
+            for f in self.check["findings"]:
+                out.append(Finding("dpsgd-check", f["severity"], {"code": f["code"], "message": f["message"],
+                                                                   **f.get("values", {})}))
+            rows = self.check["rows"]
+            out.append(Finding("dpsgd-check", "info", {
+                "code": "accounted-rows", "opacus_epsilon": rows["opacus"]["epsilon"],
+                "runs_epsilon": rows["runs"]["epsilon"],
+                "message": f"opacus-check: told {rows['opacus']['analysis']}: epsilon {rows['opacus']['epsilon']:.4g}; "
+                           f"runs: {rows['runs']['analysis']}: epsilon {rows['runs']['epsilon']:.4g}"}))
+        out += [self._budget_finding(name, plan) for name, plan in self.planned.items()]
+        return out
+
+    def _budget_finding(self, name: str, plan: dict) -> Finding:
+        half = plan["half_noise_epsilon"]
+        half_text = "not accounted" if half is None else f"{half:.3g} (PLD)"
+        if plan["capped"]:
+            how = (f"no budget up to {MAX_DEFAULT_TRIALS:.3g} trials refutes half the noise with probability "
+                   f"{POWER_PROBABILITY:g} (simulated), so the cap is used")
+        else:
+            how = (f"planned so that an implementation adding half the configured noise (true epsilon {half_text} "
+                   f"against the claimed {self.claim.epsilon:g}) is refuted with probability at least "
+                   f"{POWER_PROBABILITY:g} ({plan['simulation']} at confidence {plan['confidence']:.4g}; the "
+                   f"Gaussian-DP model alone would have said {plan['gdp_model_trials']} trials)")
+        if plan.get("final_model"):
+            how += (f"; a trained model per trial, so capped at {FINAL_MODEL_DEFAULT_TRIALS} (the gradient probes "
+                    "carry the power)")
+        return Finding("dpsgd-check", "info", {
+            "code": "default-budget", "probe": name, **plan,
+            "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})
+
+
+def _opacus_check(run, delta: float, params: dict) -> dict:
+    """opacus-check on the user's objects: the loader read over one epoch, the noise measured, findings."""
+    from dpfed.opacus_setup.check import check_setup
+    from dpfed.opacus_setup.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
+    from dpfed.opacus_setup.sampler import read_loader
+
+    setup = run.setup
+    try:
+        facts = read_loader(setup.data_loader)
+        noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader.dataset,
+                              repetitions=int(params.get("noise_repetitions", DEFAULT_REPETITIONS)),
+                              false_alarm=float(params.get("noise_false_alarm", DEFAULT_FALSE_ALARM)))
+        return check_setup(setup, facts, noise, delta)
+    except ConfigurationError as exc:
+        raise ConfigurationError("parameters.setup", f"opacus-check: {str(exc).split(': ', 1)[-1]}") from None
