@@ -102,3 +102,15 @@ def changed(stored: dict | None, current: dict) -> list[str]:
     elif old_probe != new_probe:
         words.append("the probe's code")
     return words
+
+
+def user_code_hash(paths) -> str:
+    """SHA-256 over the given files' names and contents (a directory: its ``.py`` and ``.toml`` files), so that
+    a section computed by a user's code is reused only while that code is unchanged."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(p) for p in paths):
+        files = sorted(f for f in path.rglob("*") if f.suffix in (".py", ".toml") and f.is_file()) \
+            if path.is_dir() else [path]
+        for f in files:
+            digest.update(f"{f}\0".encode() + (f.read_bytes() if f.is_file() else b"<missing>"))
+    return digest.hexdigest()

@@ -17,7 +17,7 @@ from reports.audit import findings as rules
 from reports.audit import verdicts
 from reports.audit.accounting import accounting_section
 from reports.audit.cache import SectionCache, guard, stable_hash
-from reports.audit.fingerprint import audit_fingerprint, probe_fingerprint
+from reports.audit.fingerprint import audit_fingerprint, probe_fingerprint, user_code_hash
 from reports.audit.model import (
     AccountingSection,
     CalibrationSection,
@@ -103,7 +103,9 @@ def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confid
 
 def _system_key(target) -> dict:
     spec = target.spec
-    return {"algorithm": spec.algorithm, "parameters": spec.parameters, "claim": asdict(spec.claim)}
+    code = getattr(target, "user_code", None)   # a target that runs a user's code: its files' hash
+    return {"algorithm": spec.algorithm, "parameters": spec.parameters, "claim": asdict(spec.claim),
+            **({"user_code": user_code_hash(code())} if callable(code) else {})}
 
 
 def _analytic_sections(planned: PlannedTarget, cache: SectionCache, log):

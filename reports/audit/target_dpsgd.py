@@ -80,6 +80,11 @@ class DpsgdTarget(BaseTarget):
     def default_units(self) -> tuple[int | None, str]:
         return self.examples, "records"
 
+    def user_code(self) -> list[str]:
+        """The set-up file whose code the sections ran (a cached section is reused only while it is unchanged;
+        modules it imports from elsewhere are not hashed)."""
+        return [self.setup_spec.rpartition(":")[0]]
+
     def report_parameters(self) -> dict:
         return {"setup": self.setup_spec, "form": "opacus objects (opacus-check's dict)" if self.opacus else
                 "DpsgdSetup (our opacus loop)", "records": self.examples, "steps": self.steps,

@@ -87,6 +87,10 @@ class FlowerAppTarget(BaseTarget):
                                             sampling=Sampling.FIXED_SIZE, neighbouring=Neighbouring.REPLACE_ONE,
                                             population=c.nodes)
 
+    def user_code(self) -> list[str]:
+        """The app project whose code the sections ran (its .py and .toml files are hashed)."""
+        return [self.app]
+
     def _bind(self, name: str, explicit: dict) -> dict:
         # A replace-one claim is also checked against what Flower's sampler provably spends (the realised pair).
         claimed = self.claim.epsilon if self.claim.neighbouring == "replace-one" else None

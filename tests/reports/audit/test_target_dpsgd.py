@@ -159,3 +159,21 @@ def test_a_dpsgd_setup_is_audited_by_all_three_threat_models():
     assert [p.outcome for p in result.probes] == ["ran", "ran", "ran"]
     assert result.parameters["form"].startswith("DpsgdSetup")
     assert result.verdict.status.value != "VIOLATION"
+
+
+def test_an_edited_setup_file_is_not_reused_from_the_work_dir(tmp_path):
+    """The accounting section's key holds the set-up file's hash: after an edit the saved section is stale."""
+    import shutil
+
+    from reports.audit.config import load_config
+    from reports.audit.runner import _system_key
+    from reports.audit.targets import build_target
+
+    setup = tmp_path / "setup_digits.py"
+    shutil.copy(Path(__file__).parents[2] / "dpsgd_outside" / "setup_digits.py", setup)
+    config = tmp_path / "audit.toml"
+    config.write_text((Path(__file__).parents[2] / "dpsgd_outside" / "audit_digits.toml").read_text())
+    first = _system_key(build_target(load_config(config, allow_code=True)["targets"][0]))
+    setup.write_text(setup.read_text() + "\n# an edit\n")
+    second = _system_key(build_target(load_config(config, allow_code=True)["targets"][0]))
+    assert first["user_code"] != second["user_code"]
