@@ -130,7 +130,8 @@ def code_fingerprint(configs, root: Path = ROOT) -> str:
     """sha256 over the names and contents of the code the audits read (``AUDITED``) and of ``configs``
     (the audit configurations of one system)."""
     digest = hashlib.sha256()
-    names = [n for n in tracked_files(root) if n.startswith(AUDITED) and n.endswith(".py")] + sorted(configs)
+    code = [p for top in AUDITED for p in ([root / top] if top.endswith(".py") else (root / top).rglob("*.py"))]
+    names = sorted(str(p.relative_to(root)) for p in code if "__pycache__" not in p.parts) + sorted(configs)
     for name in names:
         digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
     return digest.hexdigest()
