@@ -84,7 +84,7 @@ def same_fkm_noise(original: dict, mutant: dict) -> bool:
         if len(after["observed"]) != len(before["observed"]):
             return False
         bound = before["bound"]  # the original's B
-        for (v0, r0), (v1, r1) in zip(before["observed"], after["observed"]):
+        for (v0, r0), (v1, r1) in zip(before["observed"], after["observed"], strict=True):
             n0 = np.asarray(r0) - np.clip(np.asarray(v0), -bound, bound)
             n1 = np.asarray(r1) - np.clip(np.asarray(v1), -bound, bound)
             if n0.shape != n1.shape or not np.allclose(n0, n1, rtol=1e-9, atol=1e-9 * bound):
