@@ -160,8 +160,8 @@ def compare(system: str, original: dict, mutant: dict) -> dict:
             continue
         if after["privacy"] != before["privacy"]:
             described.append(key)
-        pick = [m for m in before["transcript"] if m["name"] in names]
-        if pick != [m for m in after["transcript"] if m["name"] in names]:
+        pick = [m["payload"] for m in before["transcript"] if m["name"] in names]  # the released values
+        if pick != [m["payload"] for m in after["transcript"] if m["name"] in names]:
             released.append(key)
         elif after["transcript"] != before["transcript"]:
             other.append(key)

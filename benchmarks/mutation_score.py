@@ -127,13 +127,74 @@ def current(results: dict, tree: Path = ROOT) -> dict[str, list[dict]]:
     return out
 
 
+def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
+    """Markdown: per system, the mutants in scope, tested, killed by VIOLATION, killed by a broken run, and
+    the survivors by their checked category (``mutation_survivors.py``; "unchecked" until it has run)."""
+    head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | equivalent | post-processing | "
+            "refuses | missed | unchecked | privacy-relevant killed |")
+    lines = [head, "|---" * 11 + "|"]
+    survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
+    for system in ORDER:
+        code = code_fingerprint(system_configs(system), tree)
+        scope = mutants(system, tree)
+        rows = [(m, results[m.fingerprint(code)]) for m in scope if m.fingerprint(code) in results]
+        count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "refuses": 0, "missed": 0,
+                 "unchecked": 0}
+        for mutant, row in rows:
+            if row["verdict"] != "pass":
+                count[row["verdict"]] += 1
+                continue
+            check = checks.get(mutant.fingerprint(code))
+            category = check["category"] if check else "unchecked"
+            count[category] += 1
+            survivors.append((mutant, category, check))
+        killed = count["violation"] + count["broken"]
+        relevant = killed + count["missed"] + count["unchecked"]
+        lines.append(
+            f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
+            f"{count['equivalent']} | {count['post-processing']} | {count['refuses']} | {count['missed']} | "
+            f"{count['unchecked']} | {killed}/{relevant} |"
+        )
+        for key, value in (("scope", len(scope)), ("tested", len(rows)), ("violation", count["violation"]),
+                           ("broken", count["broken"]), ("missed", count["missed"]),
+                           ("unchecked", count["unchecked"])):
+            total[key] += value
+    killed = total["violation"] + total["broken"]
+    relevant = killed + total["missed"] + total["unchecked"]
+    share = f" = {killed / relevant:.1%}; by VIOLATION {total['violation'] / relevant:.1%}" if relevant else ""
+    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | "
+                 f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
+    lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
+              "|---|---|---|---|"]
+    for mutant, category, check in survivors:
+        change = " / ".join(line[1:].strip() for line in mutant.diff.splitlines()
+                            if line[:1] in "+-" and not line.startswith(("+++", "---")))
+        evidence = "not yet checked"
+        if check:
+            parts = [f"{name.replace('_', ' ')}: {len(check[name])}" for name in
+                     ("released_differs", "description_differs", "breaks", "other_messages_differ") if check[name]]
+            parts.append(f"of {check['configurations']}")
+            if check.get("fkm_noise_same") is not None:
+                parts.append(f"noise of every release the same draw: {check['fkm_noise_same']}")
+            first = (check["released_differs"] or check["description_differs"] or check["breaks"] or [""])[0]
+            evidence = ", ".join(parts) + (f" (first: `{first}`)" if first else "")
+        lines.append(f"| {mutant.system} | {mutant.file}:{mutant.line} `{change}` | {category} | {evidence} |"
+                     .replace("||", "| |"))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", default=",".join(ORDER))
     parser.add_argument("--results", default=str(RESULTS), help="the resumable JSON file of results")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per audit before it counts as broken")
     parser.add_argument("--count", action="store_true", help="count the mutants in scope; run nothing")
+    parser.add_argument("--summarise", metavar="CHECKS", help="print the table of --results with the survivor "
+                        "checks of CHECKS (mutation_survivors.json); run nothing")
     args = parser.parse_args(argv)
+    if args.summarise:
+        print(summary(load(Path(args.results)), load(Path(args.summarise))))
+        return 0
     systems = [s for s in args.systems.split(",") if s]
     unknown = [s for s in systems if s not in SCOPE]
     if unknown:
