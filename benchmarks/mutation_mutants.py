@@ -139,7 +139,7 @@ def code_fingerprint(configs, root: Path = ROOT) -> str:
 
 def mutants(system: str, root: Path = ROOT) -> list[Mutant]:
     """Every in-scope mutant of ``system``: each operator of ``OPERATORS`` at each of its positions in the
-    scoped lines, in file, operator and occurrence order."""
+    scoped lines, in file (``SCOPE``'s order), operator and occurrence order."""
     import difflib
 
     from cosmic_ray.ast import ast_nodes, get_ast_from_path
@@ -150,7 +150,7 @@ def mutants(system: str, root: Path = ROOT) -> list[Mutant]:
     for path, qualified, markers in SCOPE[system]:
         allowed.setdefault(path, set()).update(function_lines(root / path, qualified, markers))
     found = []
-    for path in sorted(allowed):
+    for path in allowed:  # in SCOPE's order (DP-FTS-DE: the server before the agents)
         original = (root / path).read_text()
         module = get_ast_from_path(root / path)
         for name in operator_names():
