@@ -6,7 +6,8 @@ values and the privacy description, or the error it raised. Algorithms run throu
 (``--save-transcript``: every message of run 0; argument strings come from argv, so a string compared with
 ``is`` against a literal behaves as it would for a value read from a file); the shared mechanism module
 runs ``MECHANISM_SCRIPT`` (Gaussian, Laplace and subsampled-Gaussian releases, plain, weighted and scaled).
-Clip bounds and sensitivities 0.5, 2 and 3.7 (never only 1), several noise multipliers and sampling rates.
+Clip bounds and sensitivities 0.5, 2 and 3.7 (DP-FKM's B also 1.5; never only 1), several noise multipliers
+and sampling rates.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _PNE = ["dp-fed-pne", "--horizon", "300", "--clients", "3", "--accountants", "rd
 CONFIGURATIONS = {
     "fkm": [
         _FKM + ["--radius", r, *privacy]
-        for r in ("0.5", "2", "3.7")
+        for r in ("0.5", "1.5", "2", "3.7")
         for privacy in (["--epsilon", "0.5"], ["--epsilon", "2"], ["--noise-multiplier", "3"],
                         ["--unit", "dataset", "--records", "20", "--rate", "0.3", "--noise-multiplier", "0.8"])
     ],

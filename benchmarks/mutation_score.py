@@ -131,15 +131,15 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     """Markdown: per system, the mutants in scope, tested, killed by VIOLATION, killed by a broken run, and
     the survivors by their checked category (``mutation_survivors.py``; "unchecked" until it has run)."""
     head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | equivalent | post-processing | "
-            "refuses | missed | unchecked | privacy-relevant killed |")
-    lines = [head, "|---" * 11 + "|"]
+            "more noise | refuses | missed | unchecked | privacy-relevant killed |")
+    lines = [head, "|---" * 12 + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
     for system in ORDER:
         code = code_fingerprint(system_configs(system), tree)
         scope = mutants(system, tree)
         rows = [(m, results[m.fingerprint(code)]) for m in scope if m.fingerprint(code) in results]
-        count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "refuses": 0, "missed": 0,
-                 "unchecked": 0}
+        count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "more-noise": 0,
+                 "refuses": 0, "missed": 0, "unchecked": 0}
         for mutant, row in rows:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
@@ -152,7 +152,8 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
         relevant = killed + count["missed"] + count["unchecked"]
         lines.append(
             f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
-            f"{count['equivalent']} | {count['post-processing']} | {count['refuses']} | {count['missed']} | "
+            f"{count['equivalent']} | {count['post-processing']} | {count['more-noise']} | {count['refuses']} | "
+            f"{count['missed']} | "
             f"{count['unchecked']} | {killed}/{relevant} |"
         )
         for key, value in (("scope", len(scope)), ("tested", len(rows)), ("violation", count["violation"]),
@@ -162,7 +163,7 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     killed = total["violation"] + total["broken"]
     relevant = killed + total["missed"] + total["unchecked"]
     share = f" = {killed / relevant:.1%}; by VIOLATION {total['violation'] / relevant:.1%}" if relevant else ""
-    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | "
+    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | | "
                  f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]
@@ -174,8 +175,8 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
             parts = [f"{name.replace('_', ' ')}: {len(check[name])}" for name in
                      ("released_differs", "description_differs", "breaks", "other_messages_differ") if check[name]]
             parts.append(f"of {check['configurations']}")
-            if check.get("fkm_noise_same") is not None:
-                parts.append(f"noise of every release the same draw: {check['fkm_noise_same']}")
+            if check.get("fkm_noise") is not None:
+                parts.append(f"noise of every release: {check['fkm_noise']} draw")
             first = (check["released_differs"] or check["description_differs"] or check["breaks"] or [""])[0]
             evidence = ", ".join(parts) + (f" (first: `{first}`)" if first else "")
         lines.append(f"| {mutant.system} | {mutant.file}:{mutant.line} `{change}` | {category} | {evidence} |"

@@ -12,6 +12,8 @@ and the outputs are compared bit for bit:
   minus the loss clipped to the original's [-B, B]) is the same draw in every configuration (within 1e-9
   relative: the subtraction rounds) and the description is unchanged (the learner chose other points; each
   release is still the clipped loss plus the configured noise);
+- ``more-noise`` (DP-FKM): the noise of every release is the original's draw times a factor >= 1 (B = 0.5,
+  1.5, 2 and 3.7: 2 ** B is below 2 B between 1 and 2), the loss clipped the same way;
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
@@ -49,7 +51,7 @@ def recording(self, t, points, rng):
     return value, released
 private.EventLevelFeedback.observe = recording
 out = {}
-for radius in (0.5, 2.0, 3.7):
+for radius in (0.5, 1.5, 2.0, 3.7):
     for epsilon, z in ((0.5, None), (2.0, None), (None, 3.0)):
         config = FKMConfig(dim=5, horizon=30, radius=radius, exploration=0.25, step=1e-3)
         for seed in (5, 11):
@@ -72,34 +74,41 @@ def fkm_noise(tree: Path) -> dict:
     return json.loads(done.stdout) if done.returncode == 0 else {"script": {"error": done.stderr[-200:]}}
 
 
-def same_fkm_noise(original: dict, mutant: dict) -> bool:
-    """The noise of every release (released minus the loss clipped to the original's B) is the same draw, and
-    the noise scale the same, in every configuration."""
+def fkm_noise_change(original: dict, mutant: dict) -> str | None:
+    """"same" if the noise of every release (released minus the loss clipped to the original's B) is the
+    same draw in every configuration; "more" if it is that draw times a factor >= 1 (the noise scale's ratio,
+    > 1 somewhere); else None."""
     import numpy as np
 
+    grew = False
     for key, before in original.items():
         after = mutant.get(key, {"error": "missing"})
-        if "error" in after or "error" in before or after["scale"] != before["scale"]:
-            return False
-        if len(after["observed"]) != len(before["observed"]):
-            return False
+        if "error" in after or "error" in before or len(after["observed"]) != len(before["observed"]):
+            return None
+        ratio = after["scale"] / before["scale"]
+        if not ratio >= 1.0:
+            return None
+        grew |= ratio > 1.0
         bound = before["bound"]  # the original's B
         for (v0, r0), (v1, r1) in zip(before["observed"], after["observed"], strict=True):
-            n0 = np.asarray(r0) - np.clip(np.asarray(v0), -bound, bound)
+            n0 = (np.asarray(r0) - np.clip(np.asarray(v0), -bound, bound)) * ratio
             n1 = np.asarray(r1) - np.clip(np.asarray(v1), -bound, bound)
-            if n0.shape != n1.shape or not np.allclose(n0, n1, rtol=1e-9, atol=1e-9 * bound):
-                return False
-    return True
+            if n0.shape != n1.shape or not np.allclose(n0, n1, rtol=1e-9, atol=1e-9 * bound * ratio):
+                return None
+    return "more" if grew else "same"
 
 
-def classify(system: str, difference: dict, noise_same: bool | None) -> str:
+def classify(system: str, difference: dict, noise: str | None) -> str:
+    """The category of a survivor from its comparison (and, for DP-FKM, from ``fkm_noise_change``)."""
     released, described = difference["released_differs"], difference["description_differs"]
     if not (released or described or difference["breaks"] or difference["other_messages_differ"]):
         return "equivalent"
     if not (released or described):
         return "post-processing" if difference["other_messages_differ"] else "refuses"
-    if system == "fkm" and noise_same and not described and not difference["breaks"]:
+    if system == "fkm" and noise == "same" and not described and not difference["breaks"]:
         return "post-processing"
+    if system == "fkm" and noise == "more" and not difference["breaks"]:
+        return "more-noise"
     return "missed"
 
 
@@ -130,11 +139,11 @@ def main(argv=None) -> int:
                 try:
                     path.write_text(mutant.source)
                     difference = compare(system, original, release_outputs(system, tree, Path(work) / "run"))
-                    noise = same_fkm_noise(original_noise, fkm_noise(tree)) if system == "fkm" else None
+                    noise = fkm_noise_change(original_noise, fkm_noise(tree)) if system == "fkm" else None
                 finally:
                     path.write_text(text)
                 category = classify(system, difference, noise)
-                record(checks, mutant.fingerprint(code), {**difference, "category": category, "fkm_noise_same": noise,
+                record(checks, mutant.fingerprint(code), {**difference, "category": category, "fkm_noise": noise,
                                                           "system": system, "file": mutant.file, "line": mutant.line,
                                                           "diff": mutant.diff})
                 print(f"{system} {mutant.file}:{mutant.line} {mutant.operator}: {category}", flush=True)

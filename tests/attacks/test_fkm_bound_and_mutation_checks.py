@@ -22,7 +22,7 @@ _PATH = list(sys.path)
 sys.path.append(str(ROOT / "benchmarks"))
 try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
     from mutation_release import compare
-    from mutation_survivors import classify
+    from mutation_survivors import classify, fkm_noise_change
 finally:
     sys.path[:] = _PATH
 
@@ -58,9 +58,22 @@ def test_survivor_categories_follow_the_comparison():
     assert classify("duets", _difference(breaks=["a"]), None) == "refuses"
     assert classify("duets", _difference(released_differs=["a"]), None) == "missed"
     assert classify("duets", _difference(description_differs=["a"]), None) == "missed"
-    assert classify("fkm", _difference(released_differs=["a"]), True) == "post-processing"
-    assert classify("fkm", _difference(released_differs=["a"]), False) == "missed"
-    assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), True) == "missed"
+    assert classify("fkm", _difference(released_differs=["a"]), "same") == "post-processing"
+    assert classify("fkm", _difference(released_differs=["a"]), None) == "missed"
+    assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "same") == "missed"
+    assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "more") == "more-noise"
+    assert classify("duets", _difference(released_differs=["a"]), "more") == "missed"
+
+
+def test_fkm_noise_change_needs_the_same_draws_scaled_up():
+    original = {"c": {"bound": 2.0, "scale": 4.0, "observed": [[[5.0, -1.0], [2.5, -0.5]]]}}  # noise 0.5, 0.5
+    assert fkm_noise_change(original, original) == "same"
+    doubled = {"c": {"bound": 2.0, "scale": 8.0, "observed": [[[5.0, -1.0], [3.0, 0.0]]]}}  # noise 1.0, 1.0
+    assert fkm_noise_change(original, doubled) == "more"
+    halved = {"c": {"bound": 2.0, "scale": 2.0, "observed": [[[5.0, -1.0], [2.25, -0.75]]]}}
+    assert fkm_noise_change(original, halved) is None
+    unclipped = {"c": {"bound": 2.0, "scale": 4.0, "observed": [[[5.0, -1.0], [5.5, -0.5]]]}}
+    assert fkm_noise_change(original, unclipped) is None
 
 
 def test_compare_sees_a_changed_release_value_and_ignores_a_changed_label():
