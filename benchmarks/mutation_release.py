@@ -2,9 +2,10 @@
 
 ``release_outputs(system, tree, work)`` runs the system's release code in ``tree`` (the original or a
 mutated copy) on fixed seeds over ``CONFIGURATIONS[system]`` and returns, per configuration, the released
-values and the privacy description, or the error it raised. Algorithms run through the ``dpaudit run`` CLI
-(``--save-transcript``: every message of run 0; argument strings come from argv, so a string compared with
-``is`` against a literal behaves as it would for a value read from a file); the shared mechanism module
+values and the privacy description, or the error it raised. Algorithms run through ``dpaudit run``
+(in one process per tree, ``--save-transcript``: every message of run 0; the argument strings are decoded at
+run time, as argv's are, so a string compared with ``is`` against a literal behaves as it would for a value
+read from a file); the shared mechanism module
 runs ``MECHANISM_SCRIPT`` (Gaussian, Laplace and subsampled-Gaussian releases, plain, weighted and scaled).
 Clip bounds and sensitivities 0.5, 2 and 3.7 (DP-FKM's B also 1.5; never only 1), several noise multipliers
 and sampling rates.
@@ -108,21 +109,28 @@ def _env(tree: Path) -> dict:
     return {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
 
-def _cli(tree: Path, args: list[str], out: Path) -> dict:
-    """One ``dpaudit run``: {"transcript", "privacy"} of its JSON, or {"error": exit code and last line}."""
-    done = subprocess.run(
-        [PYTHON, "-m", "reports.cli", "run", *args, "--runs", "2", "--out", str(out), "--force",
-         "--save-transcript", "--no-progress"],
-        cwd=tree, env=_env(tree), capture_output=True, text=True, timeout=600,
-    )
-    if done.returncode != 0:
-        return {"error": f"exit {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1][:200]}"}
-    (result,) = [p for p in out.glob("*.json")]
-    data = json.loads(result.read_text())
-    for p in out.iterdir():
-        p.unlink()
-    privacy = data.get("privacy", {"releases": data.get("releases"), "accounting": data.get("accounting")})
-    return {"transcript": data["transcript"]["messages"], "privacy": privacy}
+CLI_SCRIPT = r'''
+import contextlib, io, json, sys, tempfile
+from pathlib import Path
+from reports.cli import main
+out = {}
+for key, args in json.load(sys.stdin):  # argument strings decoded at run time, as argv's are
+    with tempfile.TemporaryDirectory() as folder:
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            try:
+                code = main(["run", *args, "--runs", "2", "--out", folder, "--save-transcript", "--no-progress"])
+            except BaseException as exc:
+                code = f"{type(exc).__name__}: {exc}"
+        if code != 0:
+            out[key] = {"error": f"exit {code}: {(err.getvalue().strip().splitlines() or [''])[-1][:200]}"}
+            continue
+        (result,) = Path(folder).glob("*.json")
+        data = json.loads(result.read_text())
+        privacy = data.get("privacy", {"releases": data.get("releases"), "accounting": data.get("accounting")})
+        out[key] = {"transcript": data["transcript"]["messages"], "privacy": privacy}
+json.dump(out, sys.stdout)
+'''
 
 
 def release_outputs(system: str, tree: Path, work: Path) -> dict:
@@ -134,12 +142,15 @@ def release_outputs(system: str, tree: Path, work: Path) -> dict:
         if done.returncode != 0:
             return {"script": {"error": done.stderr.strip().splitlines()[-1][:200]}}
         return json.loads(done.stdout)
-    outputs = {}
+    runs = []  # every configuration in one process (``dpaudit run`` in-process: no start-up per run)
     for configuration in CONFIGURATIONS[system]:
         args = ["dp-fts-de", "--config", str(_fts_config(work, *configuration))] if system == "fts" else configuration
-        for seed in SEEDS:
-            outputs[" ".join(args[1:]) + f" --seed {seed}"] = _cli(tree, [*args, "--seed", seed], work / "out")
-    return outputs
+        runs += [(" ".join(args[1:]) + f" --seed {seed}", [*args, "--seed", seed]) for seed in SEEDS]
+    done = subprocess.run([PYTHON, "-c", CLI_SCRIPT], cwd=tree, env=_env(tree), input=json.dumps(runs),
+                          capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
+    return json.loads(done.stdout)
 
 
 def compare(system: str, original: dict, mutant: dict) -> dict:
