@@ -131,15 +131,15 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     """Markdown: per system, the mutants in scope, tested, killed by VIOLATION, killed by a broken run, and
     the survivors by their checked category (``mutation_survivors.py``; "unchecked" until it has run)."""
     head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | equivalent | post-processing | "
-            "more noise | refuses | missed | unchecked | privacy-relevant killed |")
-    lines = [head, "|---" * 12 + "|"]
+            "more noise | data-independent | refuses | missed | unchecked | privacy-relevant killed |")
+    lines = [head, "|---" * 13 + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
     for system in ORDER:
         code = code_fingerprint(system_configs(system), tree)
         scope = mutants(system, tree)
         rows = [(m, results[m.fingerprint(code)]) for m in scope if m.fingerprint(code) in results]
         count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "more-noise": 0,
-                 "refuses": 0, "missed": 0, "unchecked": 0}
+                 "data-independent": 0, "refuses": 0, "missed": 0, "unchecked": 0}
         for mutant, row in rows:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
@@ -152,7 +152,8 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
         relevant = killed + count["missed"] + count["unchecked"]
         lines.append(
             f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
-            f"{count['equivalent']} | {count['post-processing']} | {count['more-noise']} | {count['refuses']} | "
+            f"{count['equivalent']} | {count['post-processing']} | {count['more-noise']} | "
+            f"{count['data-independent']} | {count['refuses']} | "
             f"{count['missed']} | "
             f"{count['unchecked']} | {killed}/{relevant} |"
         )
@@ -163,7 +164,7 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     killed = total["violation"] + total["broken"]
     relevant = killed + total["missed"] + total["unchecked"]
     share = f" = {killed / relevant:.1%}; by VIOLATION {total['violation'] / relevant:.1%}" if relevant else ""
-    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | | "
+    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | | | "
                  f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]

@@ -14,6 +14,9 @@ and the outputs are compared bit for bit:
   release is still the clipped loss plus the configured noise);
 - ``more-noise`` (DP-FKM): the noise of every release is the original's draw times a factor >= 1 (B = 0.5,
   1.5, 2 and 3.7: 2 ** B is below 2 B between 1 and 2), the loss clipped the same way;
+- ``data-independent`` (DP-FKM): the releases are identical for two different data sets (loss families)
+  under the same noise draws in every configuration, where the original's are not (nothing about the data
+  is released);
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
@@ -60,8 +63,15 @@ for radius in (0.5, 1.5, 2.0, 3.7):
                 mechanism = event_mechanism(config, epsilon, 1e-5, z)
                 run_dp_fkm(config, seed, mechanism=mechanism, runs=2)
                 bound = make_losses(config, 0, count=1).bound
+                observed = list(seen)
+                releases = []  # two data sets (loss families of seeds seed, seed + 100), the same noise draws
+                for data in (seed, seed + 100):
+                    seen.clear()
+                    run_dp_fkm(config, data, mechanism=mechanism, runs=2, privacy_rng=seed)
+                    releases.append([r for _, r in seen])
                 out[f"radius={radius} epsilon={epsilon} z={z} seed={seed}"] = {
-                    "bound": bound, "scale": mechanism.noise_scale, "observed": list(seen)}
+                    "bound": bound, "scale": mechanism.noise_scale, "observed": observed,
+                    "data_independent": releases[0] == releases[1]}
             except Exception as exc:
                 out[f"radius={radius} epsilon={epsilon} z={z} seed={seed}"] = {"error": repr(exc)}
 json.dump(out, sys.stdout)
@@ -98,6 +108,11 @@ def fkm_noise_change(original: dict, mutant: dict) -> str | None:
     return "more" if grew else "same"
 
 
+def data_independent(outputs: dict) -> bool:
+    """Whether every configuration released the same values for two different data sets (same noise)."""
+    return all(o.get("data_independent") is True for o in outputs.values())
+
+
 def classify(system: str, difference: dict, noise: str | None) -> str:
     """The category of a survivor from its comparison (and, for DP-FKM, from ``fkm_noise_change``)."""
     released, described = difference["released_differs"], difference["description_differs"]
@@ -109,6 +124,8 @@ def classify(system: str, difference: dict, noise: str | None) -> str:
         return "post-processing"
     if system == "fkm" and noise == "more" and not difference["breaks"]:
         return "more-noise"
+    if system == "fkm" and noise == "data-independent" and not difference["breaks"]:
+        return "data-independent"
     return "missed"
 
 
@@ -139,7 +156,12 @@ def main(argv=None) -> int:
                 try:
                     path.write_text(mutant.source)
                     difference = compare(system, original, release_outputs(system, tree, Path(work) / "run"))
-                    noise = fkm_noise_change(original_noise, fkm_noise(tree)) if system == "fkm" else None
+                    noise = None
+                    if system == "fkm":
+                        outputs = fkm_noise(tree)
+                        noise = fkm_noise_change(original_noise, outputs)
+                        if noise is None and data_independent(outputs) and not data_independent(original_noise):
+                            noise = "data-independent"
                 finally:
                     path.write_text(text)
                 category = classify(system, difference, noise)

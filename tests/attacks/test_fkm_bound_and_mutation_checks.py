@@ -63,6 +63,8 @@ def test_survivor_categories_follow_the_comparison():
     assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "same") == "missed"
     assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "more") == "more-noise"
     assert classify("duets", _difference(released_differs=["a"]), "more") == "missed"
+    assert classify("fkm", _difference(released_differs=["a"]), "data-independent") == "data-independent"
+    assert classify("fkm", _difference(released_differs=["a"], breaks=["b"]), "data-independent") == "missed"
 
 
 def test_fkm_noise_change_needs_the_same_draws_scaled_up():
