@@ -90,3 +90,37 @@ def test_compare_sees_a_changed_release_value_and_ignores_a_changed_label():
     assert compare("fkm", original, {"c": {"error": "exit 2: x"}})["breaks"] == ["c"]
     assert compare("mechanism", {"k": [1.0]}, {"k": "error: ValueError"})["breaks"] == ["k"]
     assert compare("mechanism", {"k": [1.0]}, {"k": [1.5]})["released_differs"] == ["k"]
+
+
+def test_results_are_keyed_by_what_the_audit_reads(tmp_path):
+    from mutation_mutants import Mutant, code_fingerprint
+    from mutation_score import load, record
+
+    files = (("accounting/a.py", "x = 1\n"), ("configs/c.toml", "seed = 1\n"), ("benchmarks/mutation_audit.py", ""))
+    for name, text in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = code_fingerprint(["configs/c.toml"], tmp_path)
+    mutant = Mutant("fkm", "accounting/a.py", "core/NumberReplacer", 0, 1, "x = 2\n", "-x = 1\n+x = 2")
+    (tmp_path / "configs/c.toml").write_text("seed = 2\n")
+    assert code_fingerprint(["configs/c.toml"], tmp_path) != code  # a changed audit configuration: new keys
+    (tmp_path / "configs/c.toml").write_text("seed = 1\n")
+    assert code_fingerprint(["configs/c.toml"], tmp_path) == code
+    assert mutant.fingerprint(code) != Mutant(*[*vars(mutant).values()][:5], "x = 3\n", "").fingerprint(code)
+    results = tmp_path / "results.json"
+    record(results, mutant.fingerprint(code), {"verdict": "pass"})
+    record(results, "other", {"verdict": "violation"})
+    assert load(results) == {mutant.fingerprint(code): {"verdict": "pass"}, "other": {"verdict": "violation"}}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mutation-")] == []  # no temporary left
+
+
+def test_every_fkm_mutant_lies_in_its_scope():
+    pytest.importorskip("cosmic_ray")
+    from mutation_mutants import ROOT as TREE
+    from mutation_mutants import SCOPE, function_lines, mutants
+
+    allowed = {(path, n) for path, name, markers in SCOPE["fkm"] for n in function_lines(TREE / path, name, markers)}
+    found = mutants("fkm")
+    assert len(found) == 40 and len({m.key for m in found}) == 40
+    for m in found:
+        assert (m.file, m.line) in allowed and m.source != (TREE / m.file).read_text()
