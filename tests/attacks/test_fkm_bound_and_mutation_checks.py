@@ -114,6 +114,7 @@ def test_results_are_keyed_by_what_the_audit_reads(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mutation-")] == []  # no temporary left
 
 
+@pytest.mark.slow  # cosmic-ray enumerates the module's mutants: about 7 s on the loaded 2-core machine
 def test_every_fkm_mutant_lies_in_its_scope():
     pytest.importorskip("cosmic_ray")
     from mutation_mutants import ROOT as TREE
