@@ -7,9 +7,12 @@ utility run (utility is not judged; the exact accountant proves each claim used 
 target PASS (the mutant survives); 1: a VIOLATION (the audit kills it); 3: another verdict or an error
 (the mutant breaks the run; counted apart from the VIOLATIONs by ``mutation_score.py``).
 
-Targets per system (``TARGETS``): the bundled targets that run the mutated code in every trial, with
-stated power (``attacks.power``) where the claim allows it: DP-Fed-PNE's planted-bug matrix target (its
-epsilon = 10 targets repeat the same release at less power) and the correct twin of
+Targets per system (``TARGETS``): ``mechanism`` (the shared ``accounting.mechanisms`` release path) is
+audited by ``configs/audit_mechanism.toml`` (Gaussian, Laplace, subsampled Gaussian with a canary beyond
+the clip, and the weighted release of the DP-FTS-DE server; sensitivities and clips 2.5; its own accountants,
+since the exact one does not cover them); the others by the bundled targets that run the mutated code in
+every trial, with stated power (``attacks.power``) where the claim allows it: DP-Fed-PNE's planted-bug matrix
+target (its epsilon = 10 targets repeat the same release at less power) and the correct twin of
 ``audit_algorithm_bugs.toml``'s shared-noise target (its node-difference score); DP-FTS-DE's correct twin
 at z = 3 of ``audit_algorithm_bugs.toml`` (the mechanism-level ``fts-server`` probe never runs
 ``dpfed.fts.server.Server``, and the end-to-end probe of ``audit_dpftsde.toml`` has no power at its claim).
@@ -29,12 +32,25 @@ ROOT = os.path.dirname(_HERE)
 
 #: system -> [(configuration, names (or name fragments) of its targets that the mutant must fail)]
 TARGETS = {
+    "mechanism": [
+        (
+            "configs/audit_mechanism.toml",
+            (
+                "Gaussian mechanism, analytic calibration, epsilon = 2, sensitivity 2.5",
+                "Laplace mechanism, epsilon = 2, sensitivity 2.5",
+                "Subsampled Gaussian, Poisson q = 0.35",
+                "DP-FTS-DE server release, z = 3",
+            ),
+        )
+    ],
     "fedzero": [("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",))],
     "fkm": [
         (
             "configs/audit_fkm.toml",
             ("DP-FKM (ours), event level, epsilon = 2", "DP-FKM (ours), event level, noise multiplier 2"),
-        )
+        ),
+        # B = 2.5: a sensitivity written 2 / B or 2 ** B equals 2 B at B = 1 (every target above)
+        ("configs/audit_fkm_bound.toml", ("B = 2.5, epsilon = 2", "B = 2.5, noise multiplier 2")),
     ],
     "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",))],
     "pne": [
@@ -51,6 +67,12 @@ TARGETS = {
 }
 
 
+def accountants(system: str, spec) -> tuple:
+    """The exact accountant (it proves every claim of the algorithms' targets), the target's own for the
+    bare mechanisms (a composed subsampled Gaussian or a Laplace needs the PLD or RDP)."""
+    return tuple(spec.accountants) if system == "mechanism" else ("exact",)
+
+
 def audit_system(system: str, log=print) -> int:
     """Run SYSTEM's targets; the exit code described in the module docstring."""
     from reports.audit import AuditOptions
@@ -64,8 +86,8 @@ def audit_system(system: str, log=print) -> int:
             seed=config["seed"], confidence=config["confidence"], executor="inprocess", progress=False, estimate=False
         )
         planned = [
-            plan_target(dataclasses.replace(spec, utility_runs=1, accountants=("exact",)), index, options)
-            for index, spec in enumerate(config["targets"])
+            plan_target(dataclasses.replace(spec, utility_runs=1, accountants=accountants(system, spec)), i, options)
+            for i, spec in enumerate(config["targets"])
             if any(name in spec.name for name in names)
         ]
         if len(planned) != len(names):

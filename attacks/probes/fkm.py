@@ -37,10 +37,11 @@ def _scale(value) -> float:
     return require_number("canary_scale", value, low=1.0, high=1e6)
 
 
-def _config(dim, horizon, exploration, step):
+def _config(dim, horizon, exploration, step, lipschitz=1.0, radius=1.0):
+    """The probe's FKM problem; ``lipschitz`` x ``radius`` sets the clip bound B of the linear family."""
     from dpfed.fkm import FKMConfig
 
-    return FKMConfig(dim=dim, horizon=horizon, exploration=exploration, step=step)
+    return FKMConfig(dim=dim, horizon=horizon, exploration=exploration, step=step, lipschitz=lipschitz, radius=radius)
 
 
 def reconstruct_released_losses(run, directions: np.ndarray) -> np.ndarray:
@@ -69,6 +70,8 @@ class FkmLossProbe(Probe):
     noise_multiplier: float | None = None
     private: bool = True
     canary_scale: float = 1.0
+    lipschitz: float = 1.0
+    radius: float = 1.0
 
     name = "fkm-loss"
     threat_model = "output only"
@@ -80,7 +83,7 @@ class FkmLossProbe(Probe):
 
         self.delta = self.default_delta = _delta(self.delta)
         self.canary_scale = _scale(self.canary_scale)
-        self._config = _config(3, 1, 0.5, 1e-3)
+        self._config = _config(3, 1, 0.5 * self.radius, 1e-3, self.lipschitz, self.radius)
         self._mechanism = event_mechanism(self._config, self.epsilon, self.delta, self.noise_multiplier)
 
     def mechanism(self):
@@ -116,6 +119,8 @@ class FkmEndToEndProbe(Probe):
     step: float = 1e-3
     public_seed: int = 0
     canary_scale: float = 1.0
+    lipschitz: float = 1.0
+    radius: float = 1.0
 
     name = "fkm-end-to-end"
     threat_model = "output only"
@@ -133,7 +138,7 @@ class FkmEndToEndProbe(Probe):
         self.canary_round = int(
             require_number("canary_round", self.canary_round, low=0, high=self.horizon - 2, integer=True)
         )
-        self._config = _config(self.dim, self.horizon, self.exploration, self.step)
+        self._config = _config(self.dim, self.horizon, self.exploration, self.step, self.lipschitz, self.radius)
         self._mechanism = event_mechanism(self._config, self.epsilon, self.delta, self.noise_multiplier)
         self._directions = _public_directions(self.public_seed, self.horizon, self.dim)
 

@@ -32,6 +32,7 @@ PRIVACY = {
     "records": strict.INTEGER,
 }
 EVENT_CARRIED = ("dim", "horizon", "exploration", "step")
+BOUND_CARRIED = ("lipschitz", "radius")  # B = lipschitz x radius; the event-level probes clip to the target's B
 
 
 @register
@@ -84,7 +85,8 @@ class FkmTarget(BaseTarget):
 
     def _loss_probe(self, name: str, explicit: dict) -> dict:
         self._event_level(name)  # one clipped loss plus the target's noise: the loss family does not matter
-        return {**self._noise(), "private": self.private, "delta": self.claim.delta}
+        bound = {field: getattr(self.config, field) for field in BOUND_CARRIED}
+        return {**self._noise(), **bound, "private": self.private, "delta": self.claim.delta}
 
     def _noise(self) -> dict:
         """What the probes build their mechanism from: the target's own parameters (epsilon, or a configured
@@ -98,10 +100,10 @@ class FkmTarget(BaseTarget):
         """The whole run, the canary at mid-run (the configuration may name another ``canary_round``)."""
         self._event_level(name)
         decline_preset_mismatch(name, private=self.private)
-        decline_uncarried_fields(name, self.config, EVENT_CARRIED)
+        decline_uncarried_fields(name, self.config, EVENT_CARRIED + BOUND_CARRIED)
         if self.config.horizon < 2:
             raise ProbeDeclined(f"{name} reads a loss from the next play; this target plays one round")
-        carried = {field: getattr(self.config, field) for field in EVENT_CARRIED}
+        carried = {field: getattr(self.config, field) for field in EVENT_CARRIED + BOUND_CARRIED}
         return {
             **carried,
             **self._noise(),

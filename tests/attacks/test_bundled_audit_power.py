@@ -28,7 +28,13 @@ from reports.audit.runner import plan_target
 from reports.power_words import audit_power_text
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-PRIVATE_AUDITS = ["audit_dpfedpne.toml", "audit_duets.toml", "audit_fedzero.toml", "audit_fkm.toml"]
+PRIVATE_AUDITS = [
+    "audit_dpfedpne.toml",
+    "audit_duets.toml",
+    "audit_fedzero.toml",
+    "audit_fkm.toml",
+    "audit_fkm_bound.toml",
+]
 FTS_END_TO_END = "fts-end-to-end"  # budget owned by another branch (issue 21 item 1 for DP-FTS-DE)
 
 

@@ -1,0 +1,127 @@
+"""DP-FKM targets with B != 1 reach the probes, and the mutation score's survivor classification.
+
+Deterministic (no sampling): the first checks read planned probes and mechanisms, the others classify
+hand-made comparisons.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from attacks.probes.fkm import FkmEndToEndProbe, FkmLossProbe
+from dpfed.fkm import FKMConfig, make_losses
+from reports.audit import AuditOptions
+from reports.audit.config import load_config
+from reports.audit.runner import plan_target
+
+ROOT = Path(__file__).resolve().parents[2]
+_PATH = list(sys.path)
+sys.path.append(str(ROOT / "benchmarks"))
+try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
+    from mutation_release import compare
+    from mutation_survivors import classify, fkm_noise_change
+finally:
+    sys.path[:] = _PATH
+
+
+def test_fkm_probes_clip_to_the_configured_bound():
+    bound = make_losses(FKMConfig(dim=3, horizon=1, exploration=1.0, step=1e-3, lipschitz=2.5, radius=2.0), 0).bound
+    assert bound >= 5.0  # B = lipschitz x radius (or the family's measured Lipschitz constant, if larger)
+    probe = FkmLossProbe(noise_multiplier=2.0, lipschitz=2.5, radius=2.0)
+    assert probe.mechanism().sensitivity == pytest.approx(2.0 * bound)  # sensitivity 2B, noise z 2B
+    end_to_end = FkmEndToEndProbe(noise_multiplier=2.0, lipschitz=2.5)
+    assert end_to_end.mechanism().sensitivity > 2.0 * 2.5 - 1e-9
+
+
+def test_the_bound_target_hands_its_bound_to_both_probes():
+    config = load_config(ROOT / "configs" / "audit_fkm_bound.toml")
+    options = AuditOptions(seed=config["seed"], confidence=config["confidence"], progress=False, estimate=False)
+    for index, spec in enumerate(config["targets"]):
+        planned = plan_target(spec, index, options)
+        for p in planned.probes:
+            assert p.probe is not None and p.probe.lipschitz == 2.5, p.spec.name
+            assert p.probe.mechanism().sensitivity >= 5.0
+
+
+def _difference(**changed):
+    base = {"configurations": 3, "released_differs": [], "description_differs": [], "breaks": [],
+            "other_messages_differ": []}
+    return {**base, **changed}
+
+
+def test_survivor_categories_follow_the_comparison():
+    assert classify("duets", _difference(), None) == "equivalent"
+    assert classify("duets", _difference(other_messages_differ=["a"]), None) == "post-processing"
+    assert classify("duets", _difference(breaks=["a"]), None) == "refuses"
+    assert classify("duets", _difference(released_differs=["a"]), None) == "missed"
+    assert classify("duets", _difference(description_differs=["a"]), None) == "missed"
+    assert classify("fkm", _difference(released_differs=["a"]), "same") == "post-processing"
+    assert classify("fkm", _difference(released_differs=["a"]), None) == "missed"
+    assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "same") == "missed"
+    assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "more") == "more-noise"
+    assert classify("duets", _difference(released_differs=["a"]), "more") == "missed"
+    assert classify("fkm", _difference(released_differs=["a"]), "data-independent") == "data-independent"
+    assert classify("fkm", _difference(released_differs=["a"], breaks=["b"]), "data-independent") == "missed"
+
+
+def test_fkm_noise_change_needs_the_same_draws_scaled_up():
+    original = {"c": {"bound": 2.0, "scale": 4.0, "observed": [[[5.0, -1.0], [2.5, -0.5]]]}}  # noise 0.5, 0.5
+    assert fkm_noise_change(original, original) == "same"
+    doubled = {"c": {"bound": 2.0, "scale": 8.0, "observed": [[[5.0, -1.0], [3.0, 0.0]]]}}  # noise 1.0, 1.0
+    assert fkm_noise_change(original, doubled) == "more"
+    halved = {"c": {"bound": 2.0, "scale": 2.0, "observed": [[[5.0, -1.0], [2.25, -0.75]]]}}
+    assert fkm_noise_change(original, halved) is None
+    unclipped = {"c": {"bound": 2.0, "scale": 4.0, "observed": [[[5.0, -1.0], [5.5, -0.5]]]}}
+    assert fkm_noise_change(original, unclipped) is None
+
+
+def test_compare_sees_a_changed_release_value_and_ignores_a_changed_label():
+    message = {"round": 1, "sender": "environment", "receiver": "learner", "name": "loss", "payload": [0.5]}
+    play = {"round": 1, "sender": "learner", "receiver": "environment", "name": "play", "payload": [0.1]}
+    original = {"c": {"transcript": [message, play], "privacy": {"mechanism": "Gaussian(2, 2.0)"}}}
+    relabelled = {"c": {"transcript": [{**message, "round": 2}, play], "privacy": {"mechanism": "Gaussian(2, 2.0)"}}}
+    assert compare("fkm", original, relabelled)["other_messages_differ"] == ["c"]
+    changed = {"c": {"transcript": [{**message, "payload": [0.5000000000000001]}, play],
+                     "privacy": {"mechanism": "Gaussian(2, 2.0)"}}}
+    assert compare("fkm", original, changed)["released_differs"] == ["c"]
+    assert compare("fkm", original, {"c": {"error": "exit 2: x"}})["breaks"] == ["c"]
+    assert compare("mechanism", {"k": [1.0]}, {"k": "error: ValueError"})["breaks"] == ["k"]
+    assert compare("mechanism", {"k": [1.0]}, {"k": [1.5]})["released_differs"] == ["k"]
+
+
+def test_results_are_keyed_by_what_the_audit_reads(tmp_path):
+    from mutation_mutants import Mutant, code_fingerprint
+    from mutation_score import load, record
+
+    files = (("accounting/a.py", "x = 1\n"), ("configs/c.toml", "seed = 1\n"), ("benchmarks/mutation_audit.py", ""))
+    for name, text in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = code_fingerprint(["configs/c.toml"], tmp_path)
+    mutant = Mutant("fkm", "accounting/a.py", "core/NumberReplacer", 0, 1, "x = 2\n", "-x = 1\n+x = 2")
+    (tmp_path / "configs/c.toml").write_text("seed = 2\n")
+    assert code_fingerprint(["configs/c.toml"], tmp_path) != code  # a changed audit configuration: new keys
+    (tmp_path / "configs/c.toml").write_text("seed = 1\n")
+    assert code_fingerprint(["configs/c.toml"], tmp_path) == code
+    assert mutant.fingerprint(code) != Mutant(*[*vars(mutant).values()][:5], "x = 3\n", "").fingerprint(code)
+    results = tmp_path / "results.json"
+    record(results, mutant.fingerprint(code), {"verdict": "pass"})
+    record(results, "other", {"verdict": "violation"})
+    assert load(results) == {mutant.fingerprint(code): {"verdict": "pass"}, "other": {"verdict": "violation"}}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mutation-")] == []  # no temporary left
+
+
+@pytest.mark.slow  # cosmic-ray enumerates the module's mutants: about 7 s on the loaded 2-core machine
+def test_every_fkm_mutant_lies_in_its_scope():
+    pytest.importorskip("cosmic_ray")
+    from mutation_mutants import ROOT as TREE
+    from mutation_mutants import SCOPE, function_lines, mutants
+
+    allowed = {(path, n) for path, name, markers in SCOPE["fkm"] for n in function_lines(TREE / path, name, markers)}
+    found = mutants("fkm")
+    assert len(found) == 40 and len({m.key for m in found}) == 40
+    for m in found:
+        assert (m.file, m.line) in allowed and m.source != (TREE / m.file).read_text()
