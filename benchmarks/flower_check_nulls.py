@@ -2,7 +2,7 @@
 
 Runs the outside-style app of ``tests/flower/planted_apps.py`` (its own 30-16-2 MLP on scikit-learn's breast
 cancer set, FedAvg under Flower 1.42's DP wrappers) for ``--seeds`` seeds per configuration, records each run
-with ``dpfed.flower.recorder`` and checks it with ``dpfed.flower.transcript_check`` at ``--alpha``; prints, per
+with ``dpfed.flower.recorder`` and checks it with ``attacks.flower_checks.transcript_check`` at ``--alpha``; prints, per
 configuration, how many runs raised a CRITICAL finding of each code. For a correct app every statistical check
 kind may fire in at most ``alpha`` of the runs (five kinds: at most 5 alpha of the runs in all); the
 deterministic ones never (except ``adaptive-noise-below-clip``, a true finding about Flower's adaptive wrappers:
@@ -25,7 +25,7 @@ from collections import Counter
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 sys.path.insert(0, os.getcwd())
 
-from dpfed.flower.transcript_check import assumptions_from_config, check_transcript  # noqa: E402
+from attacks.flower_checks.transcript_check import assumptions_from_config, check_transcript  # noqa: E402
 
 CORRECT = {
     "server-fixed": dict(kind="server-fixed"),

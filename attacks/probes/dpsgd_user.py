@@ -2,7 +2,7 @@
 opacus optimizer and data loader.
 
 The function takes no arguments and returns a ``dpfed.dpsgd.DpsgdSetup`` (our training loop runs it) or the
-dict ``dpaudit opacus-check`` takes (``dpfed.opacus_setup.load``: what ``make_private`` returned). For the
+dict ``dpaudit opacus-check`` takes (``attacks.opacus_checks.load``: what ``make_private`` returned). For the
 dict, ``optimizer_gradient_canaries`` audits what the user's objects run: the user's batch sampler draws
 the batches, the user's model computes per-sample gradients (of a zero loss) and the user's
 ``DPOptimizer.step`` clips, noises and scales them, with its inner update replaced by a recorder (the
@@ -37,8 +37,8 @@ def is_file_spec(spec: str) -> bool:
 def load_user_setup(spec: str):
     """Run the user's set-up function: a ``DpsgdSetup`` or an ``OpacusRun`` (ConfigurationError, one line,
     for anything else, and for a function that takes arguments)."""
+    from attacks.opacus_checks.load import load_function, validate
     from dpfed.dpsgd import DpsgdSetup
-    from dpfed.opacus_setup.load import load_function, validate
 
     if spec not in _FUNCTIONS:
         _FUNCTIONS[spec] = load_function(spec)
@@ -68,7 +68,7 @@ def load_user_setup(spec: str):
 
 @dataclass
 class OpacusRun:
-    """A user's opacus objects (``dpfed.opacus_setup.load.OpacusSetup``) and what their accountant is told:
+    """A user's opacus objects (``attacks.opacus_checks.load.OpacusSetup``) and what their accountant is told:
     Poisson at 1 / len(data_loader), the optimizer's noise multiplier and clip, epochs x len(loader) steps."""
 
     setup: object

@@ -4,7 +4,7 @@ A one-run probe (``one_run = True``): instead of ``scores(world, trials, rng)`` 
 system once with ``trials`` canaries (``run_once``). Here: the project is read and its strategy inspected
 (``dpfed.flower.run.inspect_app``: the configuration check, before Flower starts), run on Flower's simulation
 engine with the canaries and the recorder (``run_app``), its transcript checked against what the accountant
-assumed (``dpfed.flower.transcript_check``), and the canaries scored and bounded
+assumed (``attacks.flower_checks.transcript_check``), and the canaries scored and bounded
 (``attacks.probes.flower_bounds``). Every check's finding comes back with the bounds.
 """
 
@@ -34,7 +34,7 @@ class OneRunOutcome:
 def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None = None):
     """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round (adaptive
     wrappers: each round's clip, z_u on the update); epsilons compared at ``delta`` with the claim, if any."""
-    from dpfed.flower.transcript_check import assumptions_from_config
+    from attacks.flower_checks.transcript_check import assumptions_from_config
 
     return assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
 
@@ -89,12 +89,12 @@ class FlowerAppProbe(Probe):
 
     def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
         """Check, run and score the app once with ``canaries`` canaries; the claim ``(epsilon, delta)``."""
+        from attacks.flower_checks.check import check_config
+        from attacks.flower_checks.opacus_check import opacus_findings
+        from attacks.flower_checks.transcript_check import check_transcript
         from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count, one_run_decision
         from dpfed.flower.app_project import load_apps
-        from dpfed.flower.check import check_config
-        from dpfed.flower.opacus_check import opacus_findings
         from dpfed.flower.run import RunSettings, run_app
-        from dpfed.flower.transcript_check import check_transcript
 
         check_canary_count(canaries, delta, confidence)
         project, run_config = self.project()

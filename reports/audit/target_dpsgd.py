@@ -4,7 +4,7 @@ The function takes no arguments and returns a ``dpfed.dpsgd.DpsgdSetup`` (our op
 model, data and loss) or the dict ``dpaudit opacus-check`` takes (the user's own ``make_private`` objects:
 ``attacks.probes.dpsgd_user``). Accounting: a Poisson-subsampled Gaussian, add/remove one record, at the
 rate, noise multiplier and clip the accountant is told, composed over the steps the loop runs. For the dict,
-opacus-check's reading of the loader and its noise measurement (``dpfed.opacus_setup``) add their findings:
+opacus-check's reading of the loader and its noise measurement (``attacks.opacus_checks``) add their findings:
 a rate, scheme, normalisation, step or noise that differs from what was told is a finding with its
 corrected epsilon, critical (a VIOLATION) when the reported epsilon understates it; a parameter the model
 trains that the private optimizer does not hold is critical too.
@@ -192,9 +192,9 @@ class DpsgdTarget(BaseTarget):
 
 def _opacus_check(run, delta: float, params: dict) -> dict:
     """opacus-check on the user's objects: the loader read over one epoch, the noise measured, findings."""
-    from dpfed.opacus_setup.check import check_setup
-    from dpfed.opacus_setup.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
-    from dpfed.opacus_setup.sampler import read_loader
+    from attacks.opacus_checks.check import check_setup
+    from attacks.opacus_checks.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
+    from attacks.opacus_checks.sampler import read_loader
 
     setup = run.setup
     try:

@@ -111,7 +111,7 @@ def run(args) -> int:
     probe.project()  # a bad project or run config: one line, before anything runs
     started = time.perf_counter()
     config, configured_m = probe.configuration(args.canaries)  # the strategy, before Flower starts
-    from dpfed.flower.check import check_config
+    from attacks.flower_checks.check import check_config
 
     rows = check_config(config, args.delta, configured_m, None, ())["rows"]
     tested = args.claimed_epsilon if args.claimed_epsilon is not None else rows["runs"]["epsilon"]

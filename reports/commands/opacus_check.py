@@ -3,7 +3,7 @@ what opacus's accountant was told, with corrected epsilons from our accountants.
 
 FUNCTION (default ``make_setup``) takes no arguments and returns a dict with ``model``, ``optimizer``,
 ``data_loader`` (as ``make_private`` returned them), ``privacy_engine`` and ``epochs``, and optionally
-``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see dpfed/opacus_setup/load.py;
+``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see attacks/opacus_checks/load.py;
 without the last two the steps are assumed to be the loop's, and the output says so). Naming the file runs its
 code. Exit codes: 0 PASS (no critical finding), 1 VIOLATION (a critical
 finding: the reported epsilon is below the corrected one), 2 bad input.
@@ -51,7 +51,7 @@ def _steps_line(result: dict) -> str:
 
 
 def summary_lines(result: dict) -> list[str]:
-    from dpfed.opacus_setup.records import DuplicateFacts, unit_line
+    from attacks.opacus_checks.records import DuplicateFacts, unit_line
 
     n = result["noise"]
     lines = [f"opacus check: verdict {result['verdict']} (reported epsilon {result['reported_epsilon']:.4g} by "
@@ -74,7 +74,7 @@ def summary_lines(result: dict) -> list[str]:
 
 
 def run(args) -> int:
-    from dpfed.opacus_setup.check import check_opacus_setup
+    from attacks.opacus_checks.check import check_opacus_setup
     from reports.commands.common import check_output_file
     from reports.exit_codes import ExitCode
 

@@ -9,7 +9,7 @@ import pytest
 from dp_accounting import pld, rdp
 
 from accounting.errors import ConfigurationError
-from dpfed.flower.check import check_config
+from attacks.flower_checks.check import check_config
 from dpfed.flower.config import FlowerDpConfig, accounted_rows
 
 DELTA = 1e-5

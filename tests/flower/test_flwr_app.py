@@ -133,9 +133,9 @@ def test_canary_reply_is_an_update_of_norm_clip():
 
 
 def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
+    from attacks.flower_checks.check import check_config
     from attacks.probes.flower import assumptions_for
     from dpfed.flower.app_project import fused_run_config, read_project
-    from dpfed.flower.check import check_config
     from dpfed.flower.run import inspect_app
 
     project = read_project(EXAMPLE)

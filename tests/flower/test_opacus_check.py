@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
 pytest.importorskip("opacus", reason="opacus is not installed")
 
-from dpfed.flower.opacus_check import opacus_findings  # noqa: E402
+from attacks.flower_checks.opacus_check import opacus_findings  # noqa: E402
 from tests.flower import opacus_client_apps as apps  # noqa: E402
 
 

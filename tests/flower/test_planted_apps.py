@@ -17,8 +17,8 @@ from scipy import stats
 
 pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flower]')")
 
+from attacks.flower_checks.transcript_check import assumptions_from_config, check_transcript  # noqa: E402
 from dpfed.flower.records import releases  # noqa: E402
-from dpfed.flower.transcript_check import assumptions_from_config, check_transcript  # noqa: E402
 from tests.flower.inprocess_grid import run_in_process  # noqa: E402
 from tests.flower.planted_apps import settings  # noqa: E402
 

@@ -18,10 +18,10 @@ def test_bias_unnoised_is_found_on_flowers_simulation_engine():
 
     from flwr.simulation import run_simulation
 
+    from attacks.flower_checks.transcript_check import assumptions_from_config, check_transcript
     from dpfed.flower.read import config_from_strategy
     from dpfed.flower.recorder import recording_strategy
     from dpfed.flower.records import releases
-    from dpfed.flower.transcript_check import assumptions_from_config, check_transcript
     from tests.flower import planted_apps as app
 
     os.environ.setdefault("RAY_worker_niceness", "0")

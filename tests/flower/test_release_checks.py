@@ -11,11 +11,11 @@ are fixed, so the outcome does not vary between runs.
 import numpy as np
 import pytest
 
-from dpfed.flower.assumptions import Assumptions
+from attacks.flower_checks.assumptions import Assumptions
+from attacks.flower_checks.release_checks import check_noise_correlation, check_noise_parts, check_reply_norms
+from attacks.flower_checks.sampler_check import check_inclusions, check_overlaps, consecutive_overlap_p
+from attacks.flower_checks.transcript_check import check_transcript
 from dpfed.flower.records import add_release, releases
-from dpfed.flower.release_checks import check_noise_correlation, check_noise_parts, check_reply_norms
-from dpfed.flower.sampler_check import check_inclusions, check_overlaps, consecutive_overlap_p
-from dpfed.flower.transcript_check import check_transcript
 from dpfed.transcript import Transcript
 
 N, M, ROUNDS, Z, C = 40, 8, 12, 1.0, 1.0

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from accounting.mechanisms import SubsampledGaussian
+from attacks.flower_checks.transcript_check import Assumptions, check_transcript
 from dpfed.flower.records import add_release, record_release, releases
-from dpfed.flower.transcript_check import Assumptions, check_transcript
 from dpfed.transcript import Transcript
 
 N, M, ROUNDS, Z, C, DIM = 40, 8, 30, 1.0, 1.0, 200

@@ -1,11 +1,11 @@
-"""The analyses of ``dpfed.opacus_setup.epsilons`` against dp-accounting called directly and closed forms."""
+"""The analyses of ``attacks.opacus_checks.epsilons`` against dp-accounting called directly and closed forms."""
 
 import pytest
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpfed.opacus_setup import epsilons as eps
-from dpfed.opacus_setup.noise import measurement_batch_sizes
+from attacks.opacus_checks import epsilons as eps
+from attacks.opacus_checks.noise import measurement_batch_sizes
 
 DELTA = 1e-5
 

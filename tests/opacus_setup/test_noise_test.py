@@ -1,4 +1,4 @@
-"""The noise test of ``dpfed.opacus_setup.noise`` on null worlds: exactly Gaussian noise of the told std.
+"""The noise test of ``attacks.opacus_checks.noise`` on null worlds: exactly Gaussian noise of the told std.
 
 2000 null repetitions at level 0.05 flag at most 0.05 + 3 binomial standard deviations (0.065) of them;
 the upper confidence limit at false-alarm 0.05 covers the true std in at least 1 - 0.065 of them. With
@@ -7,7 +7,7 @@ the fixed seed these are deterministic; a correct test fails them with probabili
 
 import numpy as np
 
-from dpfed.opacus_setup.noise import _test
+from attacks.opacus_checks.noise import _test
 
 
 def test_null_flag_rate_and_upper_limit_coverage():

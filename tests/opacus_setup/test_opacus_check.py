@@ -11,7 +11,7 @@ import pytest
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpfed.opacus_setup.check import check_opacus_setup
+from attacks.opacus_checks.check import check_opacus_setup
 from reports.cli import main
 
 SETUPS = "tests/opacus_setup/tiny_setups.py"

@@ -4,8 +4,8 @@ test runs two of them through the CLI)."""
 
 import pytest
 
-from dpfed.opacus_setup.load import build_setup
-from dpfed.opacus_setup.sampler import read_loader
+from attacks.opacus_checks.load import build_setup
+from attacks.opacus_checks.sampler import read_loader
 
 EXAMPLE = "configs/opacus_breast_cancer.py"
 SCHEMES = {"make_setup": "poisson", "make_weighted_sampler_setup": "with-replacement",

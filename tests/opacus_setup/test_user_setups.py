@@ -17,13 +17,13 @@ import torch
 from dp_accounting import dp_event as dpe
 from dp_accounting.pld import pld_privacy_accountant
 
-from dpfed.opacus_setup import epsilons as eps
-from dpfed.opacus_setup.check import check_opacus_setup, check_setup
-from dpfed.opacus_setup.load import build_setup
-from dpfed.opacus_setup.noise import measure_noise
-from dpfed.opacus_setup.parameters import parameters_outside
-from dpfed.opacus_setup.records import find_duplicates
-from dpfed.opacus_setup.sampler import read_loader
+from attacks.opacus_checks import epsilons as eps
+from attacks.opacus_checks.check import check_opacus_setup, check_setup
+from attacks.opacus_checks.load import build_setup
+from attacks.opacus_checks.noise import measure_noise
+from attacks.opacus_checks.parameters import parameters_outside
+from attacks.opacus_checks.records import find_duplicates
+from attacks.opacus_checks.sampler import read_loader
 from reports.cli import main
 from reports.commands.opacus_check import summary_lines
 

@@ -1,5 +1,5 @@
 """Check recorded DP releases (``dpfed.flower.records``) against what the accountant assumed
-(``dpfed.flower.assumptions.Assumptions``).
+(``attacks.flower_checks.assumptions.Assumptions``).
 
 Checks, each a finding code (critical where the deviation can raise epsilon above the accounted one):
 
@@ -9,8 +9,8 @@ Checks, each a finding code (critical where the deviation can raise epsilon abov
 - ``noise-below-accounted`` / ``noise-not-finite``: each round's noise std, chi-square lower tail at
   alpha / rounds (the std expected: z C / m, or z_u C_t / m with an adaptive round's own clip);
 - ``reply-above-clip`` (a), ``noise-correlated`` (b), ``noise-part-below-accounted`` (c),
-  ``adaptive-noise-below-clip`` (e): ``dpfed.flower.release_checks``;
-- ``sampler-not-uniform`` / ``sampler-not-independent`` (d): ``dpfed.flower.sampler_check``.
+  ``adaptive-noise-below-clip`` (e): ``attacks.flower_checks.release_checks``;
+- ``sampler-not-uniform`` / ``sampler-not-independent`` (d): ``attacks.flower_checks.sampler_check``.
 
 Each statistical check kind is a test at level ``alpha`` (Bonferroni over what it repeats over): per-round
 noise, correlation, noise parts, sampler, and the Poisson total, so a correct run raises a false finding with
@@ -25,16 +25,16 @@ import numpy as np
 from scipy import stats
 
 from accounting.errors import require_number
-from dpfed.flower.assumptions import Assumptions, assumptions_from_config
-from dpfed.flower.findings import FlowerFinding
-from dpfed.flower.records import releases
-from dpfed.flower.release_checks import (
+from attacks.flower_checks.assumptions import Assumptions, assumptions_from_config
+from attacks.flower_checks.findings import FlowerFinding
+from attacks.flower_checks.release_checks import (
     check_adaptive_order,
     check_noise_correlation,
     check_noise_parts,
     check_reply_norms,
 )
-from dpfed.flower.sampler_check import check_sampler
+from attacks.flower_checks.sampler_check import check_sampler
+from dpfed.flower.records import releases
 
 RELATIVE = 1e-6  # float tolerance for equal weights and equal clipping norms
 STATISTICAL_KINDS = 5  # per-round noise, correlation, noise parts, sampler, Poisson total

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpfed.opacus_setup.findings import OpacusFinding
+from attacks.opacus_checks.findings import OpacusFinding
 
 WRAPPER_PREFIX = "_module."  # opacus's GradSampleModule holds the user's model as ``_module``
 

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from dpfed.opacus_setup import epsilons as eps
-from dpfed.opacus_setup.findings import OpacusFinding
+from attacks.opacus_checks import epsilons as eps
+from attacks.opacus_checks.findings import OpacusFinding
 
 MAX_RECORDS_READ = 20_000  # records read one by one (not a TensorDataset) when looking for copies
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from dpfed.flower.assumptions import Assumptions
-from dpfed.flower.findings import FlowerFinding
+from attacks.flower_checks.assumptions import Assumptions
+from attacks.flower_checks.findings import FlowerFinding
 
 BLOCK = 32  # coordinates per block of the per-block noise test (blocks do not cross tensors)
 RELATIVE = 1e-9  # float tolerance for "the noise's clip is below the clipping clip"

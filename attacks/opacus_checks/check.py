@@ -22,13 +22,13 @@ import math
 from dataclasses import dataclass
 
 from accounting.errors import ConfigurationError
-from dpfed.opacus_setup import epsilons as eps
-from dpfed.opacus_setup.findings import OpacusFinding, worst
-from dpfed.opacus_setup.load import OpacusSetup
-from dpfed.opacus_setup.noise import NoiseFacts
-from dpfed.opacus_setup.parameters import OutsideParameter, outside_findings
-from dpfed.opacus_setup.records import DuplicateFacts, duplicate_findings
-from dpfed.opacus_setup.sampler import SamplerFacts
+from attacks.opacus_checks import epsilons as eps
+from attacks.opacus_checks.findings import OpacusFinding, worst
+from attacks.opacus_checks.load import OpacusSetup
+from attacks.opacus_checks.noise import NoiseFacts
+from attacks.opacus_checks.parameters import OutsideParameter, outside_findings
+from attacks.opacus_checks.records import DuplicateFacts, duplicate_findings
+from attacks.opacus_checks.sampler import SamplerFacts
 
 RATE_TOLERANCE = 1e-3  # relative: rates this close are the same (float rounding of 1 / len)
 EPSILON_TOLERANCE = 0.01  # relative: a reported epsilon this close to the corrected one is not understated
@@ -275,11 +275,11 @@ def _claim_findings(claimed: float | None, opacus_eps: float) -> list[OpacusFind
 def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int | None = None,
                        false_alarm: float | None = None) -> dict:
     """Load ``file.py:function``, read its loader, measure its noise and check it (one dict)."""
-    from dpfed.opacus_setup.load import build_setup
-    from dpfed.opacus_setup.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
-    from dpfed.opacus_setup.parameters import parameters_outside
-    from dpfed.opacus_setup.records import find_duplicates
-    from dpfed.opacus_setup.sampler import read_loader
+    from attacks.opacus_checks.load import build_setup
+    from attacks.opacus_checks.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
+    from attacks.opacus_checks.parameters import parameters_outside
+    from attacks.opacus_checks.records import find_duplicates
+    from attacks.opacus_checks.sampler import read_loader
 
     setup = build_setup(spec)
     delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)

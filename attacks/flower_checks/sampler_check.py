@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from dpfed.flower.assumptions import Assumptions
-from dpfed.flower.findings import FlowerFinding
+from attacks.flower_checks.assumptions import Assumptions
+from attacks.flower_checks.findings import FlowerFinding
 
 
 def check_scheme(records, a: Assumptions, alpha: float) -> list:

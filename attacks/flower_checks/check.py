@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from accounting.calibration import check_classic_calibration
 from accounting.errors import require_number
+from attacks.flower_checks.findings import FlowerFinding
 from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows, parse_claims
-from dpfed.flower.findings import FlowerFinding
 
 CLAIM_WORDS = {
     "no-amplification": "Flower's accountant (no amplification, add/remove)",

@@ -181,7 +181,7 @@ def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int
     """Measure the optimizer's noise at several realised batch sizes (see the module docstring); ``outside``:
     the parameters outside the optimizer (default: found with ``parameters.parameters_outside``)."""
     if outside is None:
-        from dpfed.opacus_setup.parameters import parameters_outside
+        from attacks.opacus_checks.parameters import parameters_outside
 
         outside = [p.parameter for p in parameters_outside(model, optimizer)]
     accountant = privacy_engine.accountant
@@ -208,7 +208,7 @@ def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int
     except ConfigurationError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's model or optimizer failed on a batch of the dataset
-        from dpfed.opacus_setup.load import one_line
+        from attacks.opacus_checks.load import one_line
 
         raise ConfigurationError("setup", f"an optimizer step on a batch of the dataset failed: "
                                  f"{type(exc).__name__}: {one_line(exc)}") from None

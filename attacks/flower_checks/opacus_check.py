@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import types
 
-from dpfed.flower.findings import FlowerFinding
+from attacks.flower_checks.findings import FlowerFinding
 
 ENGINE = "PrivacyEngine"
 MAX_DEPTH = 6
