@@ -156,21 +156,10 @@ def run_probe(
     claim = target.claim
     if getattr(planned.probe, "one_run", False):
         return run_one_run_probe(target, planned, seed, confidence)
-    result = run_attack(
-        planned.probe,
-        planned.trials,
-        seed=seed,
-        executor=planned.executor,
-        workers=planned.workers,
-        scheduler=options.scheduler,
-        checkpoint_dir=checkpoint,
-        delta=claim.delta,
-        confidence=confidence,
-        claim_epsilon=claim.epsilon,
-        claim_delta=claim.delta,
-        progress=options.progress,
-        batch_size=planned.spec.batch_size,
-    )
+    result = run_attack(planned.probe, planned.trials, seed=seed, executor=planned.executor, workers=planned.workers,
+                        scheduler=options.scheduler, checkpoint_dir=checkpoint, delta=claim.delta,
+                        confidence=confidence, claim_epsilon=claim.epsilon, claim_delta=claim.delta,
+                        progress=options.progress, batch_size=planned.spec.batch_size)
     fpr, tpr = thin_curve(result.roc["fpr"], result.roc["tpr"])
     verdict = result.verdict
     meta = result.probe
