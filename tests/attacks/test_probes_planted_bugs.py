@@ -45,9 +45,9 @@ def test_planted_bug_caught_and_correct_version_passes(bug, correct):
     # A correct mechanism gets VIOLATION with probability at most 1 - confidence = 1% (validity of the
     # rigorous bounds); the buggy ones are certified far above the claim (about 8-9 vs <= 2).
     result = run_attack(get_probe(bug), TRIALS, seed=20, confidence=0.99)
-    assert result.claim_epsilon <= 2.0
+    assert result.claim_epsilon <= 2.0 * (1 + 1e-9)  # 2.0 up to the calibration's conservative rounding
     assert result.status == "VIOLATION" and result.exit_code == 1
     result = run_attack(get_probe(correct), TRIALS, seed=21, confidence=0.99)
-    assert result.claim_epsilon <= 2.0
+    assert result.claim_epsilon <= 2.0 * (1 + 1e-9)
     assert result.status == "CONSISTENT" and result.exit_code == 0
     assert result.best_rigorous() <= result.claim_epsilon

@@ -90,7 +90,7 @@ def test_bad_projects_and_run_configs_exit_2_before_flower_starts(tmp_path, caps
     assert "nothing" in _refused(capsys, str(bad_ref), "--num-supernodes", "4")
     assert "key=value" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--run-config", "rounds")
     assert "not a key" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--run-config", "rounds=2")
-    assert "at least 4" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--canaries", "2")
+    assert "use at least 8" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--canaries", "2")
     assert "empty" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--out", "")
     assert "DP wrapper" in _refused(capsys, str(APPS / "no_dp"), "--num-supernodes", "4")
 

@@ -120,7 +120,7 @@ def test_function_with_arguments_is_refused(tmp_path):
     (tmp_path / "takes.py").write_text("def make(batch):\n    return None\n")
     text = CONFIG.format(setup="takes.py:make", trials="trials = 10", extra="")
     config = parse_config(text, "x.toml", allow_code=True, base_dir=tmp_path)
-    with pytest.raises(ConfigurationError, match="must take no arguments"):
+    with pytest.raises(ConfigurationError, match="must take none"):
         plan_audit(config["targets"], AuditOptions(estimate=False))
 
 
