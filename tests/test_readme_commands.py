@@ -48,6 +48,9 @@ SMALL = "a copy of the bundled configuration: every probe at 20 trials, one util
 FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
 
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
+    "dpaudit report audit-report/report.json --format html --out report.html": (
+        None, 0, "as written (9.0 CPU s in a fresh clone's CI run: the consistency checks of the report plus the "
+                 "plots; over the 8 s of an unregistered command)"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_setup": (
         None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_halved_noise_setup": (
@@ -342,6 +345,9 @@ def _one_run_scores(path: Path) -> None:
 
 def prepare_workdir(work: Path) -> None:
     (work / "configs").symlink_to(ROOT / "configs")
+    (work / "tests").mkdir()
+    for folder in ("flower_apps", "dpsgd_outside"):  # the outside app and set-up the README audits
+        (work / "tests" / folder).symlink_to(ROOT / "tests" / folder)
     _landmine_file(work / "LandmineData.mat")
     (work / "my_audit.toml").write_text(MY_AUDIT, encoding="utf-8")
     _one_run_scores(work / "scores.npy")
