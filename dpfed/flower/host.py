@@ -20,6 +20,7 @@ import threading
 
 from dpfed.flower.canary_mod import CLIP_KEY, MARKER
 from dpfed.flower.read import wrapper_of
+from dpfed.flower.recorder import weighted_by_key
 
 _lock = threading.Lock()
 
@@ -47,17 +48,23 @@ def started_strategy(on_start):
         Strategy.start = original
 
 
-def _weight_key(strategy) -> str:
-    while strategy is not None:
-        if hasattr(strategy, "weighted_by_key"):
-            return strategy.weighted_by_key
-        strategy = getattr(strategy, "strategy", None)
-    return "num-examples"
+def _completed_metrics(real, key: str) -> tuple[str, dict, frozenset, str]:
+    """(record name, metrics, the real replies' metric keys, array record name) a canary reply takes from the
+    round's real replies: each metric of theirs averaged (``_mean``), the weight ``key`` their mean weight
+    (theirs exactly when all are equal)."""
+    import numpy as np
+
+    template = real[0].content
+    name, reference = next(iter(template.metric_records.items()))
+    first_records = [next(iter(r.content.metric_records.values())) for r in real]
+    completed = {k: _mean([record[k] for record in first_records]) for k in reference}
+    weights = [float(record[key]) for record in first_records]
+    completed[key] = float(np.mean(weights)) if len(set(weights)) > 1 else weights[0]
+    return name, completed, frozenset(reference), next(iter(template.array_records))
 
 
 def canary_host(inner):
     """``inner`` (the recorder around the project's strategy) inside a ``CanaryHost``."""
-    import numpy as np
     from flwr.app import MetricRecord
     from flwr.serverapp.strategy import Strategy
 
@@ -93,24 +100,16 @@ def canary_host(inner):
             replies = list(replies)
             real, canaries = self._split(replies)
             real = [r for r in real if r.has_content()]
-            template = real[0].content if real else None
-            key = _weight_key(self.strategy)
-            weights = [float(next(iter(r.content.metric_records.values()))[key]) for r in real]
+            if not real:  # nothing to complete the canaries' replies from
+                return self.strategy.aggregate_train(server_round, replies)
+            name, completed, keys, array_name = _completed_metrics(real, weighted_by_key(self.strategy))
             for reply in canaries:
                 metrics = dict(next(iter(reply.content.metric_records.values())))
                 metrics.pop(MARKER)
-                if template is None:
-                    metrics.setdefault(key, 1)
-                    continue
-                name, reference = next(iter(template.metric_records.items()))
-                completed = {k: _mean([next(iter(r.content.metric_records.values()))[k] for r in real])
-                             for k in reference}
-                completed[key] = float(np.mean(weights)) if len(set(weights)) > 1 else weights[0]
-                completed.update({k: v for k, v in metrics.items() if k in reference})
+                own = {**completed, **{k: v for k, v in metrics.items() if k in keys}}
                 for old in list(reply.content.metric_records):
                     del reply.content[old]
-                reply.content[name] = MetricRecord(completed)
-                array_name = next(iter(template.array_records))
+                reply.content[name] = MetricRecord(own)
                 for old, record in list(reply.content.array_records.items()):
                     if old != array_name:
                         del reply.content[old]

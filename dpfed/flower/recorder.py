@@ -29,7 +29,8 @@ def _flat(arrays) -> np.ndarray:
     return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in arrays])
 
 
-def _weighted_by_key(strategy) -> str:
+def weighted_by_key(strategy) -> str:
+    """The metric key the (wrapped) strategy weights replies by (Flower's default "num-examples")."""
     while strategy is not None:
         if hasattr(strategy, "weighted_by_key"):
             return strategy.weighted_by_key
@@ -121,7 +122,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             clip = float(wrapper.clipping_norm)
             if side == "client" and self._sent_clip.get(server_round) is not None:
                 clip = self._sent_clip[server_round]
-            weights = np.array([reply_weight(r, _weighted_by_key(self.strategy)) for r in replies])
+            weights = np.array([reply_weight(r, weighted_by_key(self.strategy)) for r in replies])
             weights = weights / weights.sum() if weights.size else weights
             raw = [reply_update(r, self._current) for r in replies]  # before the wrapper clips them in place
             updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
@@ -129,12 +130,13 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.partitions.update(reply_partitions(replies))
             arrays, metrics = self.strategy.aggregate_train(server_round, replies)
             if arrays is not None:
-                self.round_deltas[server_round] = _flat(arrays.to_numpy_ndarrays()) - self._current
+                ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
+                released = _flat(ndarrays)
+                self.round_deltas[server_round] = released - self._current
             if arrays is not None and updates:
                 noiseless = self._current + np.einsum("i,id->d", weights, np.stack(updates))
-                noise = _flat(arrays.to_numpy_ndarrays()) - noiseless
-                tensors = [(k, int(np.asarray(a).size)) for k, a in zip(arrays.keys(), arrays.to_numpy_ndarrays(),
-                                                                         strict=True)]
+                noise = released - noiseless
+                tensors = [(k, int(np.asarray(a).size)) for k, a in zip(arrays.keys(), ndarrays, strict=True)]
                 add_release(self.transcript, server_round, self._sampled.get(server_round, []),
                             self._population.get(server_round, 0), ids, weights, clip, noise, clipping=side,
                             norms=[float(np.linalg.norm(u)) for u in raw],
