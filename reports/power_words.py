@@ -8,6 +8,11 @@ def audit_power_text(probes: list[dict]) -> str:
     noise needs, or why no power is stated."""
     stated = [p for p in probes if p.get("outcome") == "ran" and p.get("power")]
     if not stated:
+        from reports.render_text import is_one_run
+
+        if any(p.get("outcome") == "ran" and is_one_run(p) for p in probes):
+            return ("Power: not stated (one-run probes state none; no other probe that ran reduces to a Gaussian "
+                    "mechanism).")
         return ("Power: not stated (no probe that ran reduces to a Gaussian mechanism: non-private targets, "
                 "Laplace mechanisms).")
     best = max(stated, key=lambda p: p["power"]["refuted_fraction"])

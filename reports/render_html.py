@@ -35,7 +35,9 @@ def _environment() -> Environment:
     env.globals["accounting_table"] = _accounting_table
     env.globals["ceiling_words"] = words.CEILING_WORDS
     env.globals["audit_power_text"] = audit_power_text
-    env.globals["roc_metrics_text"] = words.roc_metrics_text
+    env.globals["budget_text"] = words.budget_text
+    env.globals["power_text"] = words.power_text
+    env.globals["probe_roc_text"] = words.probe_roc_text
     return env
 
 

@@ -93,27 +93,20 @@ def _calibration(cal: dict | None) -> list[str]:
     )
 
 
-def _power_words(power: dict | None) -> str:
-    """The power sentence of a probe section (``attacks.power``), or why there is none."""
-    if not power:
-        return "not computed (the probe reduces to no Gaussian mechanism: non-private, Laplace, or no claim)"
-    return power["sentence"]
-
-
 def _probe(p: dict) -> list[str]:
     out = [f"#### Probe `{esc(p['name'])}` ({esc(p['kind'])}){esc(words.planted_bug_note(p))}", ""]
     if p["outcome"] != "ran":
         return out + [f"{p['outcome'].capitalize()}: {esc(p['reason'])}", ""]
     out += [
         f"- Threat model: {esc(p['threat_model'])}",
-        f"- Trials per world: {p['trials']}",
+        f"- {words.budget_text(p)}",
         f"- Description: {esc(p['description'])}",
         "- Parameters: " + ", ".join(f"{esc(k)} = {esc(v)}" for k, v in sorted(p["params"].items())),
         f"- Epsilon of the attacked mechanism (accountant): {f(p['true_epsilon'])}",
         f"- AUC of the attack: {f(p['auc'])}",
-        f"- ROC metrics: {esc(words.roc_metrics_text(p.get('roc_metrics')))}",
+        f"- ROC metrics: {esc(words.probe_roc_text(p))}",
         f"- Ceiling: {words.CEILING_WORDS.format(ceiling=f(p['ceiling']))} (confidence {f(p['confidence'])})",
-        f"- Power: {esc(_power_words(p.get('power')))}",
+        f"- Power: {esc(words.power_text(p))}",
         "",
     ]
     rows = [

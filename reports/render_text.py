@@ -330,6 +330,37 @@ def planner_text(pl: dict) -> str:
     )
 
 
+def is_one_run(probe: dict) -> bool:
+    """Whether a probe section is a one-run probe's (one run of the system with canaries, each in by a fair coin):
+    its bounds are the one-run estimators' (``attacks.estimators.ONE_RUN_METHODS``)."""
+    from attacks.estimators import ONE_RUN_METHODS
+
+    return any(b.get("method") in ONE_RUN_METHODS for b in probe.get("bounds", ()))
+
+
+def budget_text(probe: dict) -> str:
+    """The probe's budget line: trials per world, or a one-run probe's canaries."""
+    if is_one_run(probe):
+        return f"Canaries in its one run: {probe['trials']}"
+    return f"Trials per world: {probe['trials']}"
+
+
+def power_text(probe: dict) -> str:
+    """The power sentence of a probe section (``attacks.power``), or why there is none."""
+    if probe.get("power"):
+        return probe["power"]["sentence"]
+    if is_one_run(probe):
+        return "not planned (a one-run probe: no simulation of its test states what it refutes)"
+    return "not computed (the probe reduces to no Gaussian mechanism: non-private, Laplace, or no claim)"
+
+
+def probe_roc_text(probe: dict) -> str:
+    """The probe's ROC metrics sentence (``roc_metrics_text``); a one-run probe has no two worlds of trials."""
+    if not probe.get("roc_metrics") and is_one_run(probe):
+        return "not computed (a one-run probe: one run, no two worlds of trials)"
+    return roc_metrics_text(probe.get("roc_metrics"))
+
+
 def roc_metrics_text(metrics: dict | None) -> str:
     """The probe's descriptive ROC metrics (``attacks.estimators.roc_metrics``) in one sentence."""
     if not metrics:

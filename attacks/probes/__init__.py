@@ -49,6 +49,7 @@ PROBES: dict[str, tuple[str, dict]] = {
     "user": ("attacks.probes.user:UserMechanismProbe", {}),
     # one-run probes (``one_run = True``): one run of the system with ``trials`` canaries (``run_once``)
     "flower-app": ("attacks.probes.flower:FlowerAppProbe", {}),
+    "dpsgd-one-run": ("attacks.probes.dpsgd_one_run:DpsgdOneRunProbe", {}),
     # DP-SGD on opacus (dpfed.dpsgd): three threat models of one training, and the planted half noise
     "dpsgd-all-iterates": ("attacks.probes.dpsgd:DpsgdAllIteratesProbe", {}),
     "dpsgd-last-iterate": ("attacks.probes.dpsgd:DpsgdLastIterateProbe", {}),

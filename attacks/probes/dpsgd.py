@@ -153,32 +153,48 @@ class DpsgdAllIteratesProbe(_DpsgdProbe):
         self.canaries_per_run = int(require_number("canaries_per_run", self.canaries_per_run, low=1, integer=True))
         super().__post_init__()
 
-    def updates(self, world, trials, rng) -> np.ndarray:
-        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world`` (our
-        loop on a ``DpsgdSetup``; the user's own sampler and optimizer on opacus-check's dict)."""
-        from attacks.probes.dpsgd_user import OpacusRun, check_poisson, optimizer_gradient_canaries
-        from dpfed.dpsgd.planted import scaled_noise
-        from dpfed.dpsgd.train import one_thread, train_gradient_canaries
+    def checked_setup(self):
+        """The set-up to train, refused (ConfigurationError) where its canaries of one run would not be
+        independent trials or where it cannot run on ``device``."""
+        from attacks.probes.dpsgd_user import OpacusRun, check_poisson
 
-        present = check_world(world)
         setup = self.training_setup()
         if isinstance(setup, OpacusRun) and check_poisson(setup):
             raise ConfigurationError("setup", check_poisson(setup))
         if isinstance(setup, OpacusRun) and self.device != "cpu":
             raise ConfigurationError("device", "a user's own opacus objects run where the set-up put them; "
                                      "leave out --device")
+        return setup
+
+    def canary_run(self, setup, included, seed: int):
+        """One opacus run with canary k's example in where ``included[k]``: (normalised per-step updates
+        (steps, canaries), the ``OpacusRecord`` of what opacus's accountant was told). Our loop on a
+        ``DpsgdSetup``; the user's own sampler and optimizer on opacus-check's dict."""
+        from attacks.probes.dpsgd_user import OpacusRun, optimizer_gradient_canaries
+        from dpfed.dpsgd.train import OpacusRecord, train_gradient_canaries
+
+        included = np.asarray(included, dtype=bool)
+        if isinstance(setup, OpacusRun):
+            updates = optimizer_gradient_canaries(setup, included.size, included, seed)
+            return updates, OpacusRecord(setup.noise_multiplier, setup.sample_rate, len(updates))
+        run = train_gradient_canaries(setup, included.size, included, seed, getattr(self, "device", "cpu"))
+        return run.normalised_updates(), run.opacus
+
+    def updates(self, world, trials, rng) -> np.ndarray:
+        """Normalised per-step canary-coordinate updates (steps, trials) from opacus runs of ``world``
+        (``canary_run``: every canary in, or none)."""
+        from dpfed.dpsgd.planted import scaled_noise
+        from dpfed.dpsgd.train import one_thread
+
+        present = check_world(world)
+        setup = self.checked_setup()
         chunks = []
         remaining = int(trials)
         with scaled_noise(self.noise_factor()), one_thread():
             while remaining > 0:
                 count = min(remaining, self.canaries_per_run)
                 (seed,) = _seeds(rng, 1)
-                if isinstance(setup, OpacusRun):
-                    chunks.append(optimizer_gradient_canaries(setup, count, bool(present), seed))
-                else:
-                    run = train_gradient_canaries(setup, count, np.full(count, bool(present)), seed,
-                                                  getattr(self, "device", "cpu"))
-                    chunks.append(run.normalised_updates())
+                chunks.append(self.canary_run(setup, np.full(count, bool(present)), seed)[0])
                 remaining -= count
         return np.concatenate(chunks, axis=1)
 

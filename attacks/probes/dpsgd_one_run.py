@@ -4,6 +4,10 @@ from Steinke et al.'s one-run estimator and its Gaussian f-DP refinement (Mahlou
 
 Valid as those estimators require: inclusions are independent fair coins drawn before training, and a
 canary's score depends only on the released iterates.
+
+``one_run_gradient_canaries`` is the function; ``DpsgdOneRunProbe`` (``dpsgd-one-run``) is the probe of the
+``dp-sgd`` audit target that runs it (a one-run probe: ``run_once``, ``attacks.probes.one_run``), on a
+``DpsgdSetup`` (our loop) or on opacus-check's dict (the user's own sampler and optimizer).
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accounting.errors import require_number
+from accounting.errors import ConfigurationError, require_number
 from attacks.estimators import estimate_one_run
 from attacks.probes.dpsgd import DpsgdAllIteratesProbe, DpsgdLastIterateProbe
+from attacks.probes.one_run import OneRunOutcome, bound_dict, one_run_decision
+
+VIEWS = {"all-iterates": "all iterates (white box), one run", "last-iterate": "last iterate (white box), one run"}
 
 
 @dataclass
@@ -31,19 +38,83 @@ class OneRunResult:
 def one_run_gradient_canaries(probe: DpsgdAllIteratesProbe, canaries: int, seed: int, delta: float,
                               confidence: float = 0.95, inserted: bool = True) -> OneRunResult:
     """Train once with ``canaries`` gradient canaries, each included with probability 1/2 (drawn from
-    ``seed``); score each with ``probe``'s score (its view: all iterates, or the last iterate for a
-    ``DpsgdLastIterateProbe``). ``inserted=False`` draws the coins but inserts no canary (a null run)."""
+    ``seed`` before training); score each with ``probe``'s score (its view: all iterates, or the last iterate
+    for a ``DpsgdLastIterateProbe``). ``inserted=False`` draws the coins but inserts no canary (a null run).
+    ``probe``'s set-up is a ``DpsgdSetup`` or opacus-check's dict (``DpsgdAllIteratesProbe.canary_run``)."""
     from dpfed.dpsgd.planted import scaled_noise
-    from dpfed.dpsgd.train import train_gradient_canaries
+    from dpfed.dpsgd.train import one_thread
 
     canaries = int(require_number("canaries", canaries, low=2, integer=True))
     rng = np.random.default_rng(seed)
     included = rng.random(canaries) < 0.5
-    with scaled_noise(probe.noise_factor()):
-        run = train_gradient_canaries(probe.training_setup(), canaries, included & inserted,
-                                      int(rng.integers(0, 2**62)))
-    scores = probe.score_updates(run.normalised_updates())
-    return OneRunResult(scores, included, estimate_one_run(scores, included, delta, confidence), run.opacus)
+    setup = probe.checked_setup()
+    with scaled_noise(probe.noise_factor()), one_thread():
+        updates, record = probe.canary_run(setup, included & inserted, int(rng.integers(0, 2**62)))
+    scores = probe.score_updates(updates)
+    return OneRunResult(scores, included, estimate_one_run(scores, included, delta, confidence), record)
 
 
-__all__ = ["DpsgdAllIteratesProbe", "DpsgdLastIterateProbe", "OneRunResult", "one_run_gradient_canaries"]
+@dataclass
+class DpsgdOneRunProbe(DpsgdAllIteratesProbe):
+    """One training with ``trials`` gradient canaries, each in by a fair coin; scored in ``view``."""
+
+    view: str = "all-iterates"
+
+    name = "dpsgd-one-run"
+    one_run = True
+    threat_model = VIEWS["all-iterates"]
+    description = ("DP-SGD on opacus, trained once with many Dirac gradient canaries (one coordinate each), each "
+                   "included by an independent fair coin drawn before training; each scored as the all-iterates "
+                   "(or last-iterate) probe scores it; Steinke et al.'s one-run bound (rigorous) and the Gaussian "
+                   "f-DP one (model-based)")
+
+    def __post_init__(self):
+        if self.view not in VIEWS:
+            raise ConfigurationError("view", f"choose from {', '.join(VIEWS)}, got {self.view!r}")
+        self.threat_model = VIEWS[self.view]
+        super().__post_init__()
+
+    def scores(self, world, trials, rng):
+        raise ConfigurationError("probe", "dpsgd-one-run is a one-run probe: it trains once (run_once, in a "
+                                 "dp-sgd audit target); for two worlds of trials use dpsgd-all-iterates")
+
+    def simulated_power(self, trials, claim_epsilon, delta, confidence, probability):
+        return None  # not planned: the multi-run gradient probes carry the half-noise power
+
+    def score_updates(self, updates: np.ndarray) -> np.ndarray:
+        if self.view == "last-iterate":
+            return DpsgdLastIterateProbe.score_updates(self, updates)
+        return super().score_updates(updates)
+
+    def check_canaries(self, canaries) -> int:
+        """``canaries`` as a count this set-up holds (ConfigurationError on ``trials``, one line, before any run):
+        on opacus-check's dict one coordinate and one record each, at most half the records; a ``DpsgdSetup``
+        has no limit (the canary coordinates and examples are added to the user's)."""
+        from attacks.probes.dpsgd_user import OpacusRun, check_canaries
+
+        count = int(require_number("trials", canaries, low=2, integer=True))
+        setup = self.training_setup()
+        return check_canaries(setup, count, "trials") if isinstance(setup, OpacusRun) else count
+
+    def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
+        """Train once with ``canaries`` canaries and test the claim ``(epsilon, delta)`` with the rigorous bound."""
+        canaries = self.check_canaries(canaries)
+        run = one_run_gradient_canaries(self, canaries, int(seed), delta, confidence)
+        bounds = [bound_dict(b, self.view.replace("-", "_"), f"Scored in the {self.view} view.") for b in run.bounds]
+        status, p_value, ceiling = one_run_decision(bounds, canaries, epsilon, delta, confidence)
+        record = run.opacus
+        steps = self.training_setup().steps
+        findings = [{"code": "opacus-reported", "severity": "info",
+                     "values": {"noise_multiplier": record.noise_multiplier, "sample_rate": record.sample_rate,
+                                "steps": record.steps, "expected_steps": steps},
+                     "message": f"the one-run training: opacus's accountant told noise multiplier "
+                                f"{record.noise_multiplier:.4g} at rate {record.sample_rate:.4g}, {record.steps} "
+                                f"steps released (the set-up accounts {steps})"}]
+        details = {"canaries": canaries, "included": int(run.included.sum()), "view": self.view,
+                   "mean_score_in": float(run.scores[run.included].mean()) if run.included.any() else None,
+                   "mean_score_out": float(run.scores[~run.included].mean()) if (~run.included).any() else None}
+        return OneRunOutcome(bounds, status, p_value, ceiling, findings, details)
+
+
+__all__ = ["DpsgdAllIteratesProbe", "DpsgdLastIterateProbe", "DpsgdOneRunProbe", "OneRunResult",
+           "one_run_gradient_canaries"]

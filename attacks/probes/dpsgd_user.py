@@ -6,11 +6,12 @@ dict ``dpaudit opacus-check`` takes (``attacks.opacus_checks.load``: what ``make
 dict, ``optimizer_gradient_canaries`` audits what the user's objects run: the user's batch sampler draws
 the batches, the user's model computes per-sample gradients (of a zero loss) and the user's
 ``DPOptimizer.step`` clips, noises and scales them, with its inner update replaced by a recorder (the
-parameters never move). Canary k is record k of the user's dataset; in world 1 its per-sample gradient is
+parameters never move). Canary k is record k of the user's dataset; where it is included (world 1 of a
+multi-run audit: every canary; a one-run audit: a fair coin each) its per-sample gradient is
 ``CANARY_MAGNITUDE * max_grad_norm`` on flat coordinate k of the optimizer's parameters whenever the sampler
-puts it in a batch, in world 0 it is removed from every batch. Under Poisson sampling, with every other
-per-sample gradient zero, the K coordinates are independent trials, each one release per step of a
-Poisson-subsampled Gaussian (the white-box adversary of Nasr et al. 2023).
+puts it in a batch; where it is not (world 0: none), it is removed from every batch. Under Poisson sampling,
+with every other per-sample gradient zero, the K coordinates are independent trials, each one release per step
+of a Poisson-subsampled Gaussian (the white-box adversary of Nasr et al. 2023).
 """
 
 from __future__ import annotations
@@ -135,16 +136,42 @@ def _inputs(dataset, indices, template):
     return torch.stack([torch.as_tensor(dataset[i][0]) for i in indices])
 
 
-def optimizer_gradient_canaries(run: OpacusRun, canaries: int, present: bool, seed: int) -> np.ndarray:
+def most_canaries(run: OpacusRun) -> int:
+    """The most gradient canaries one pass of the user's loop holds: one coordinate each, and at most half the
+    records (canary k is record k; the rest stay real)."""
+    return min(run.coordinates(), run.examples // 2)
+
+
+def check_canaries(run: OpacusRun, canaries: int, field: str = "canaries_per_run") -> int:
+    """``canaries`` if the set-up holds that many (ConfigurationError on ``field``, one line, otherwise)."""
+    if canaries < 1 or canaries > most_canaries(run):
+        raise ConfigurationError(field, f"{canaries} canaries need as many coordinates and twice as many records; "
+                                 f"the set-up has {run.coordinates()} and {run.examples} (at most "
+                                 f"{most_canaries(run)} canaries)")
+    return int(canaries)
+
+
+def _inclusion_mask(included, canaries: int) -> np.ndarray:
+    """One inclusion flag per canary: a bool (every canary in, or none) or a per-canary mask."""
+    mask = np.asarray(included, dtype=bool)
+    if mask.ndim == 0:
+        return np.full(canaries, bool(mask))
+    if mask.shape != (canaries,):
+        raise ConfigurationError("canaries", f"needs one inclusion flag per canary ({canaries}), got {mask.shape}")
+    return mask
+
+
+def optimizer_gradient_canaries(run: OpacusRun, canaries: int, included, seed: int) -> np.ndarray:
     """One pass of the user's loop (epochs x its batches) with ``canaries`` gradient canaries (see the module
-    docstring); returns the per-step updates of the canary coordinates in units of the noise the accountant is
-    told (steps, canaries): ``b_t / z + N(0, 1)`` for a correct implementation."""
+    docstring); canary k's record is in the data set where ``included[k]`` (a per-canary mask; a bool: all or
+    none, the two worlds of a multi-run audit) and removed from every batch elsewhere. Returns the per-step
+    updates of the canary coordinates in units of the noise the accountant is told (steps, canaries):
+    ``b_t / z + N(0, 1)`` for a correct implementation."""
     import torch
 
     opt, loader = run.optimizer, run.setup.data_loader
-    if canaries < 1 or canaries > min(run.coordinates(), run.examples // 2):
-        raise ConfigurationError("canaries_per_run", f"{canaries} canaries need as many coordinates and twice as "
-                                 f"many records; the set-up has {run.coordinates()} and {run.examples}")
+    check_canaries(run, canaries)
+    excluded = {int(k) for k in np.flatnonzero(~_inclusion_mask(included, canaries))}
     _reseed(run, seed)
     dataset, model, inner = loader.dataset, run.setup.model, opt.original_optimizer
     template = torch.as_tensor(dataset[0][0])
@@ -165,7 +192,7 @@ def optimizer_gradient_canaries(run: OpacusRun, canaries: int, present: bool, se
             warnings.simplefilter("ignore")
             for _ in range(int(run.setup.epochs)):
                 for batch in loader.batch_sampler:
-                    indices = [int(i) for i in batch if present or int(i) >= canaries]
+                    indices = [int(i) for i in batch if int(i) not in excluded]
                     opt.zero_grad()
                     output = model(_inputs(dataset, indices, template))
                     output = output[0] if isinstance(output, (list, tuple)) else output

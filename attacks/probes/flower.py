@@ -16,19 +16,7 @@ from pathlib import Path
 
 from accounting.errors import ConfigurationError
 from attacks.probes.base import Probe
-
-
-@dataclass
-class OneRunOutcome:
-    """What a one-run probe found: its bounds (dicts as ``ProbeSection.bounds``), its decision on the claim, the
-    findings of its run's checks (``{"code", "severity", "message", "values"}``) and plain details."""
-
-    bounds: list
-    status: str | None
-    p_value: float | None
-    ceiling: float | None
-    findings: list
-    details: dict = field(default_factory=dict)
+from attacks.probes.one_run import OneRunOutcome, one_run_decision
 
 
 def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None = None):
@@ -92,7 +80,7 @@ class FlowerAppProbe(Probe):
         from attacks.flower_checks.check import check_config
         from attacks.flower_checks.opacus_check import opacus_findings
         from attacks.flower_checks.transcript_check import check_transcript
-        from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count, one_run_decision
+        from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count
         from dpfed.flower.app_project import load_apps
         from dpfed.flower.run import RunSettings, run_app
 

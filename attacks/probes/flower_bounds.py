@@ -5,12 +5,15 @@ it took part in (the measured shift); ``canary_bounds`` gives both one-run estim
 (``attacks.estimators.estimate_one_run``: Steinke et al.'s, rigorous, and the Gaussian f-DP one of Mahloujifar
 et al., model-based) per threat model, each at confidence ``1 - (1 - c) / 2`` (Bonferroni over the two threat
 models), and a fifth, model-based bound from the measured shift (at ``c`` on its own; it does not enter the
-decision). ``one_run_decision`` tests the claim with the rigorous bounds only.
+decision). ``one_run_decision`` (``attacks.probes.one_run``, shared by every one-run probe) tests the claim with
+the rigorous bounds only.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from attacks.probes.one_run import bound_dict
 
 THREAT_MODELS = ("final_model", "all_iterates")
 
@@ -106,11 +109,8 @@ def canary_bounds(canaries: dict, delta: float, confidence: float) -> list[dict]
     out = []
     for model in THREAT_MODELS:
         for b in estimate_one_run(canaries[model]["scores"], included, delta, per_model):
-            out.append({"threat_model": model, "method": b.method, "epsilon": b.epsilon,
-                        "confidence": b.confidence, "rigorous": b.rigorous,
-                        "assumptions": b.assumptions + " Here the canaries' secret signs are guessed (replace-one "
-                                       "neighbours); Bonferroni over the two threat models.",
-                        "details": {k: v for k, v in b.details.items() if isinstance(v, (int, float))}})
+            out.append(bound_dict(b, model, "Here the canaries' secret signs are guessed (replace-one neighbours); "
+                                            "Bonferroni over the two threat models."))
     if canaries.get("measured_shift", {}).get("participations"):
         out.append(measured_shift_bound(canaries["measured_shift"], delta, confidence))
     return out
@@ -143,20 +143,3 @@ def best_bound(bounds: list[dict], rigorous: bool | None = None) -> dict | None:
     chosen = [b for b in bounds if rigorous is None or b["rigorous"] == rigorous]
     return max(chosen, key=lambda b: b["epsilon"]) if chosen else None
 
-
-def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: float, confidence: float):
-    """(status, p-value, ceiling) of the rigorous bounds against the claim ``(epsilon, delta)``: VIOLATION when
-    the Bonferroni-combined p-value of "(epsilon, delta)-DP" is at most ``1 - confidence``."""
-    from attacks.estimators.one_run import one_run_ceiling, one_run_p_value
-
-    rigorous = [b for b in bounds if b["rigorous"]]
-    p_values = []
-    for b in rigorous:
-        d = b["details"]
-        p = one_run_p_value(epsilon, delta, d["canaries"], d["guesses"], d["correct"])
-        p_values.append(min(1.0, p * d.get("corrected_for", 1)))
-    p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
-    ceiling = one_run_ceiling(canaries, delta, 1 - (1 - confidence) / max(1, len(rigorous)))
-    if p_value is not None and p_value <= 1.0 - confidence:
-        return "VIOLATION", p_value, ceiling
-    return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling

@@ -132,6 +132,8 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options
         return PlannedProbe(spec, trials, None, dict(spec.params), declined.reason)
     trials = probe_budget(spec, override, target, getattr(options, "confidence", 0.95))
     if getattr(probe, "one_run", False):  # one run of the system with ``trials`` canaries, in this process
+        if hasattr(probe, "check_canaries"):  # a count the system cannot hold is refused before any work
+            probe.check_canaries(trials)
         return PlannedProbe(spec, trials, probe, params)
     check_fits(probe, trials, spec.batch_size, 1)  # before the timed batches, which are a part of a batch
     seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
@@ -202,12 +204,21 @@ def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: floa
         seed=seed,
         params=probe.params(),
         bounds=tuple({**b, "delta": claim.delta} for b in outcome.bounds),
+        true_epsilon=_true_epsilon(probe, claim.delta),
         status=outcome.status,
         p_value=outcome.p_value,
         ceiling=outcome.ceiling,
         confidence=confidence,
         findings=tuple(outcome.findings),
     )
+
+
+def _true_epsilon(probe, delta: float) -> float | None:
+    """The accountant's epsilon of the mechanism the probe attacks, where it states one (None if it cannot)."""
+    try:
+        return probe.true_epsilon(delta)
+    except Exception:  # noqa: BLE001 - a figure we cannot state is not stated
+        return None
 
 
 # an audit runs many probes: BC intervals from 200 resamples up to 20,000 scores, none above (``estimate``: BCa)

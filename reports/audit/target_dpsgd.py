@@ -10,12 +10,14 @@ corrected epsilon, critical (a VIOLATION) when the reported epsilon understates 
 trains that the private optimizer does not hold is critical too.
 
 Probes: all-iterates, last-iterate (gradient canaries; on the dict through the user's own sampler and
-optimizer), final-model (input canary; a ``DpsgdSetup`` only). With no ``trials`` given, a probe's budget
-is planned so that the audit refutes an implementation adding half the configured noise with probability
-at least 0.9: the half-noise world's true epsilon from our PLD accountant; a search by simulation of the
-all-iterates test (``attacks.probes.dpsgd_power``) from the larger of ``attacks.power``'s Gaussian-DP
-budget (too optimistic at small rates) and the planner's floor for certifying the claim with a perfect
-attack, rounded up to whole runs of canaries.
+optimizer), final-model (input canary; a ``DpsgdSetup`` only), and the one-run gradient canaries
+(``dpsgd-one-run``: one training, each canary in by a fair coin; its budget, with no ``trials`` given, is
+``canaries_per_run`` capped by the set-up, and its power is not planned). With no ``trials`` given, a
+multi-run probe's budget is planned so that the audit refutes an implementation adding half the configured
+noise with probability at least 0.9: the half-noise world's true epsilon from our PLD accountant; a search
+by simulation of the all-iterates test (``attacks.probes.dpsgd_power``) from the larger of
+``attacks.power``'s Gaussian-DP budget (too optimistic at small rates) and the planner's floor for
+certifying the claim with a perfect attack, rounded up to whole runs of canaries.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ DEFAULT_CANARIES = 2000
 MAX_DEFAULT_TRIALS = 2 * 10**5  # a planned budget above this is capped (and the report says so)
 FINAL_MODEL_DEFAULT_TRIALS = 1000  # a trained model per trial: the planned budget, capped here unless trials is given
 POWER_PROBABILITY = 0.9
-GRADIENT_PROBES = ("dpsgd-all-iterates", "dpsgd-last-iterate", "bug-dpsgd-half-noise")
+ONE_RUN_PROBE = "dpsgd-one-run"  # one training with many canaries, each in by a fair coin (Steinke et al.)
+GRADIENT_PROBES = ("dpsgd-all-iterates", "dpsgd-last-iterate", "bug-dpsgd-half-noise", ONE_RUN_PROBE)
 
 
 @register
@@ -69,7 +72,9 @@ class DpsgdTarget(BaseTarget):
         self.untracked = built.untracked_parameters() if self.opacus else []
         self.check = None
         if self.opacus:
-            self.canaries = min(self.canaries, built.coordinates(), built.examples // 2)
+            from attacks.probes.dpsgd_user import most_canaries
+
+            self.canaries = min(self.canaries, most_canaries(built))
             if not self.untracked:  # a parameter outside the optimizer is critical on its own
                 self.check = _opacus_check(built, spec.claim.delta, p)
         self.examples, self.steps = int(built.examples), int(built.steps)
@@ -114,6 +119,9 @@ class DpsgdTarget(BaseTarget):
     def default_trials(self, name: str, confidence: float) -> int:
         """Trials per world when the configuration gives none (see the module docstring); the plan is kept
         in ``self.planned`` for the report's finding."""
+        if name == ONE_RUN_PROBE:  # one run of the set-up's canaries; its power is not planned (the finding)
+            self.one_run_default = self.canaries
+            return self.canaries
         if name == "dpsgd-final-model":
             plan = dict(self._gradient_plan(confidence))
             plan.update(trials=min(plan["trials"], FINAL_MODEL_DEFAULT_TRIALS), final_model=True)
@@ -169,6 +177,25 @@ class DpsgdTarget(BaseTarget):
                 "message": f"opacus-check: told {rows['opacus']['analysis']}: epsilon {rows['opacus']['epsilon']:.4g}; "
                            f"runs: {rows['runs']['analysis']}: epsilon {rows['runs']['epsilon']:.4g}"}))
         out += [self._budget_finding(name, plan) for name, plan in self.planned.items()]
+        return out + self._one_run_findings(probes)
+
+    def _one_run_findings(self, probes) -> list:
+        """The one-run probe's own findings (its training's opacus record) and what its budget is: the set-up's
+        canaries, with no planned power against half the noise (the multi-run gradient probes carry it)."""
+        out = []
+        for probe in (p for p in probes if p.name == ONE_RUN_PROBE and p.outcome == "ran"):
+            out += [Finding("dpsgd-check", f["severity"], {"code": f["code"], "probe": probe.name,
+                                                           "message": f["message"], **f.get("values", {})})
+                    for f in probe.findings]
+            origin = ("no trials given: canaries_per_run" + (", capped by the set-up" if self.opacus else "")
+                      if getattr(self, "one_run_default", None) == probe.trials else "the trials given")
+            out.append(Finding("dpsgd-check", "info", {
+                "code": "one-run-budget", "probe": probe.name, "canaries": probe.trials, "ceiling": probe.ceiling,
+                "message": f"{probe.name}: one training with {probe.trials} canaries ({origin}), which certifies "
+                           f"at most epsilon {probe.ceiling:.3g} even with every guess right; its power against "
+                           "half the configured noise is not planned (one run's bound stays far below a multi-run "
+                           "audit's): the multi-run gradient probes (dpsgd-all-iterates, dpsgd-last-iterate) "
+                           "carry it"}))
         return out
 
     def _budget_finding(self, name: str, plan: dict) -> Finding:

@@ -1,0 +1,55 @@
+"""What every one-run probe shares: its outcome, its bounds as report dicts, and its decision on a claim.
+
+A one-run probe (``one_run = True``) runs the system once with ``trials`` canaries, each included by an
+independent fair coin (``run_once(canaries, seed, epsilon, delta, confidence) -> OneRunOutcome``), instead of
+``scores(world, trials, rng)`` over two worlds. Its users: ``attacks.probes.flower.FlowerAppProbe`` and
+``attacks.probes.dpsgd_one_run.DpsgdOneRunProbe``; ``reports.audit.probes.run_one_run_probe`` runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class OneRunOutcome:
+    """What a one-run probe found: its bounds (dicts as ``ProbeSection.bounds``), its decision on the claim, the
+    findings of its run's checks (``{"code", "severity", "message", "values"}``) and plain details."""
+
+    bounds: list
+    status: str | None
+    p_value: float | None
+    ceiling: float | None
+    findings: list
+    details: dict = field(default_factory=dict)
+
+
+def bound_dict(bound, threat_model: str, assumptions: str = "") -> dict:
+    """An ``EpsilonBound`` of ``attacks.estimators.estimate_one_run`` as a one-run probe's bound:
+    ``{"threat_model", "method", "epsilon", "confidence", "rigorous", "assumptions", "details"}`` (its numeric
+    details only: the canaries, guesses and correct guesses ``one_run_decision`` reads among them)."""
+    return {"threat_model": threat_model, "method": bound.method, "epsilon": bound.epsilon,
+            "confidence": bound.confidence, "rigorous": bound.rigorous,
+            "assumptions": bound.assumptions + (" " + assumptions if assumptions else ""),
+            "details": {k: v for k, v in bound.details.items() if isinstance(v, (int, float))}}
+
+
+def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: float, confidence: float):
+    """(status, p-value, ceiling) of the rigorous bounds against the claim ``(epsilon, delta)``: VIOLATION when
+    the Bonferroni-combined p-value of "(epsilon, delta)-DP" is at most ``1 - confidence``."""
+    from attacks.estimators.one_run import one_run_ceiling, one_run_p_value
+
+    rigorous = [b for b in bounds if b["rigorous"]]
+    p_values = []
+    for b in rigorous:
+        d = b["details"]
+        p = one_run_p_value(epsilon, delta, d["canaries"], d["guesses"], d["correct"])
+        p_values.append(min(1.0, p * d.get("corrected_for", 1)))
+    p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
+    ceiling = one_run_ceiling(canaries, delta, 1 - (1 - confidence) / max(1, len(rigorous)))
+    if p_value is not None and p_value <= 1.0 - confidence:
+        return "VIOLATION", p_value, ceiling
+    return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling
+
+
+__all__ = ["OneRunOutcome", "bound_dict", "one_run_decision"]
