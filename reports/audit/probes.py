@@ -204,21 +204,12 @@ def run_one_run_probe(target, planned: PlannedProbe, seed: int, confidence: floa
         seed=seed,
         params=probe.params(),
         bounds=tuple({**b, "delta": claim.delta} for b in outcome.bounds),
-        true_epsilon=_true_epsilon(probe, claim.delta),
         status=outcome.status,
         p_value=outcome.p_value,
         ceiling=outcome.ceiling,
         confidence=confidence,
         findings=tuple(outcome.findings),
     )
-
-
-def _true_epsilon(probe, delta: float) -> float | None:
-    """The accountant's epsilon of the mechanism the probe attacks, where it states one (None if it cannot)."""
-    try:
-        return probe.true_epsilon(delta)
-    except Exception:  # noqa: BLE001 - a figure we cannot state is not stated
-        return None
 
 
 # an audit runs many probes: BC intervals from 200 resamples up to 20,000 scores, none above (``estimate``: BCa)

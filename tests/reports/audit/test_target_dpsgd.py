@@ -177,3 +177,47 @@ def test_an_edited_setup_file_is_not_reused_from_the_work_dir(tmp_path):
     setup.write_text(setup.read_text() + "\n# an edit\n")
     second = _system_key(build_target(load_config(config, allow_code=True)["targets"][0]))
     assert first["user_code"] != second["user_code"]
+
+
+ONE_RUN_CONFIG = CONFIG.replace('name = "dpsgd-all-iterates"', 'name = "dpsgd-one-run"')
+
+
+def _one_run_audit(tmp_path, setup: Path, trials: str, extra: str) -> tuple[int, Path]:
+    from reports.cli import main
+
+    config = tmp_path / "audit.toml"
+    config.write_text(ONE_RUN_CONFIG.format(setup=setup.as_posix(), trials=trials, extra=extra))
+    return main(["audit", str(config), "--allow-code", "--out", str(tmp_path / "out"), "--quiet"]), tmp_path / "out"
+
+
+def test_the_one_run_probe_is_a_section_with_the_one_run_bounds(tmp_path):
+    """``dpaudit audit`` with the one-run gradient canaries on a ``DpsgdSetup`` (tests/dpfed/user_dpsgd_setup.py:
+    four steps) and no trials: one training with ``canaries_per_run`` canaries. The claim 2.85 is proved by the
+    accountant (PASS); a probe VIOLATION would be a false alarm (probability <= 0.05; the seed is fixed)."""
+    import json
+
+    setup = Path(__file__).resolve().parents[2] / "dpfed" / "user_dpsgd_setup.py"
+    code, out = _one_run_audit(tmp_path, Path(f"{setup}:digits_mlp_setup"), "", "canaries_per_run = 300")
+    (target,) = json.loads((out / "report.json").read_text())["targets"]
+    (probe,) = target["probes"]
+    assert code == 0 and probe["outcome"] == "ran" and probe["trials"] == 300
+    assert probe["status"] in ("CONSISTENT", "UNTESTABLE") and probe["ceiling"] > 2.85
+    assert {b["method"] for b in probe["bounds"]} == {"one-run", "fdp-one-run"}
+    assert [b["details"]["canaries"] for b in probe["bounds"] if b["rigorous"]] == [300]
+    codes = {f["values"].get("code") for f in target["findings"] if f["id"] == "dpsgd-check"}
+    assert {"opacus-reported", "one-run-budget"} <= codes and "default-budget" not in codes
+    text = (out / "report.md").read_text()
+    assert "Canaries in its one run: 300" in text and "Power: not planned" in text
+    assert "the multi-run gradient probes (dpsgd-all-iterates, dpsgd-last-iterate) carry it" in text
+
+
+def test_more_one_run_canaries_than_the_opacus_setup_holds_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    """opacus-check's dict (tests/opacus_setup/tiny_setups.py: 12 coordinates) holds 12 canaries: 13 is refused
+    before any training. (opacus-check's own accounting, 4 CPU seconds, is left out: it has its own tests.)"""
+    import reports.audit.target_dpsgd
+
+    monkeypatch.setattr(reports.audit.target_dpsgd, "_opacus_check", lambda *args: None)
+    setup = Path(__file__).resolve().parents[2] / "opacus_setup" / "tiny_setups.py"
+    code, _ = _one_run_audit(tmp_path, Path(f"{setup}:correct"), "trials = 13", "")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "trials: 13 canaries" in err and "at most 12" in err and len(err.splitlines()) == 1
