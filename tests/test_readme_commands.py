@@ -62,9 +62,9 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         "--out flower-audit.json", 0 if FLOWER_INSTALLED else 2,
         "as written (2 rounds, 6 nodes); exit 2 without the flower extra"),
     "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
-    "noise-scale=0.5": (
+    "noise-scale=0.5 --out flower-half-noise.json": (
         "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config "
-        "'num-server-rounds=2 noise-scale=0.5'", 1 if FLOWER_INSTALLED else 2,
+        "'num-server-rounds=2 noise-scale=0.5' --out flower-half-noise.json", 1 if FLOWER_INSTALLED else 2,
         "as written (VIOLATION: half the noise); exit 2 without the flower extra"),
     "dpaudit audit configs/audit_flower.toml --allow-code --out out/flower": (
         None,
@@ -454,8 +454,9 @@ def is_flower_job(job: dict) -> bool:
     return job["readme"].startswith("dpaudit flower ") or "audit_flower.toml" in job["readme"]
 
 
-def run_readme_jobs(tmp_path: Path, flower: bool) -> None:
-    """Run the README's Flower commands (``flower=True``) or all the others, in README order, in one child."""
+def run_readme_jobs(tmp_path: Path, flower: bool) -> Path:
+    """Run the README's Flower commands (``flower=True``) or all the others, in README order, in one child;
+    returns the directory they ran in (with what they wrote)."""
     commands = readme_commands(README.read_text(encoding="utf-8"))
     assert len(commands) > 30, "the README's commands were not found"
     jobs, problems = plan_jobs(commands)
@@ -482,6 +483,7 @@ def run_readme_jobs(tmp_path: Path, flower: bool) -> None:
     print(f"{len(results)} README commands: {cpu:.1f} CPU s, {wall:.1f} s wall")  # shown with pytest -s
     timing = ", ".join(f"{r['cpu']:.1f}" for r in results)
     assert not problems, "\n".join(problems) + f"\n(CPU seconds per command: {timing})"
+    return work
 
 
 @pytest.mark.slow

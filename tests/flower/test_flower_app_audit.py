@@ -2,10 +2,10 @@
 written without any of our code), run as ``flwr run`` runs it.
 
 Fast: the target's strict keys, its path relative to the configuration, its --allow-code opt-in, and a runner
-that names no system. Slow (one Flower run each, 6 SuperNodes, 2 rounds, 30-100 s on a loaded 2-core machine):
-PASS (exit 0) with client-side clipping and 4 canary SuperNodes, VIOLATION (exit 1) when the app adds half the
-noise. The noise test is a lower-tail chi-square at 1e-3 per round (Bonferroni over rounds): the correct app
-fails with probability below 1e-3; half the noise gives p below 1e-90 (measured 4e-98 and 1e-96).
+that names no system. Slow (one Flower run, 6 SuperNodes, 2 rounds, 30-100 s on a loaded 2-core machine): PASS
+(exit 0) with client-side clipping and 8 canary SuperNodes; the correct app fails the transcript's noise test
+(lower-tail chi-square at 1e-3 per round, Bonferroni over rounds) with probability below 1e-3. Server-side
+clipping (PASS) and half the noise (VIOLATION) are the README's commands (``tests/test_readme_flower_commands.py``).
 """
 
 import json
@@ -75,20 +75,11 @@ def test_runner_names_no_system():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run_config, canaries, code", [
-    ('num-server-rounds=2 clipping="client-fixed"', "8", 0),
-    ("num-server-rounds=2 noise-scale=0.5", "0", 1),
-])
-def test_cli_exit_codes_on_the_outside_app(tmp_path, capsys, run_config, canaries, code):
+def test_client_side_clipping_with_canaries_passes_on_the_outside_app(tmp_path):
     out = tmp_path / "audit.json"
-    assert main(["flower", str(DIGITS), "--num-supernodes", "6", "--run-config", run_config,
-                 "--canaries", canaries, "--out", str(out)]) == code
+    assert main(["flower", str(DIGITS), "--num-supernodes", "6", "--run-config",
+                 'num-server-rounds=2 clipping="client-fixed"', "--canaries", "8", "--out", str(out)]) == 0
     audit = json.loads(out.read_text())
-    critical = [f["code"] for f in audit["findings"] if f["severity"] == "critical"]
-    if code == 0:
-        assert audit["verdict"] == "PASS" and not critical
-        assert audit["details"]["config"]["kind"] == "client-fixed" and audit["details"]["population"] == 14
-        assert len(audit["details"]["canaries"]["signs"]) == 8
-    else:
-        assert audit["verdict"] == "VIOLATION" and "noise-below-accounted" in critical
-        assert set(critical) <= {"noise-below-accounted", "noise-part-below-accounted"}
+    assert audit["verdict"] == "PASS" and not [f for f in audit["findings"] if f["severity"] == "critical"]
+    assert audit["details"]["config"]["kind"] == "client-fixed" and audit["details"]["population"] == 14
+    assert len(audit["details"]["canaries"]["signs"]) == 8
