@@ -73,26 +73,39 @@ def reduce_composition(composition) -> Reduction | None:
 
 def _rank_power(mu: float, trials: int, rank: int, threshold: float, alpha_each: float, nodes) -> float:
     """P(the in-high test at ``rank`` refutes): TP >= c where cp_lower(c) > ``threshold``."""
-    needed = _least_count(trials, threshold, alpha_each)
-    if needed is None:
-        return 0.0
-    u = stats.beta.ppf(nodes, rank, trials - rank + 1)
+    return float(_rank_powers(mu, trials, np.array([rank]), np.array([threshold]), alpha_each, nodes)[0])
+
+
+def _rank_powers(mu: float, trials: int, ranks, thresholds, alpha_each: float, nodes) -> np.ndarray:
+    """``_rank_power`` of every rank at once (ranks and thresholds are arrays of one length)."""
+    needed = _least_counts(trials, thresholds, alpha_each)
+    out = np.zeros(len(ranks))
+    some = needed > 0
+    if not some.any():
+        return out
+    ranks = np.asarray(ranks, dtype=float)[some, None]
+    u = stats.beta.ppf(nodes[None, :], ranks, trials - ranks + 1)
     tpr = stats.norm.cdf(mu + stats.norm.ppf(np.clip(u, 1e-300, 1.0)))
-    return float(np.mean(stats.binom.sf(needed - 1, trials, tpr)))
+    out[some] = np.mean(stats.binom.sf(needed[some, None] - 1, trials, tpr), axis=1)
+    return out
 
 
 def _least_count(trials: int, threshold: float, alpha_each: float) -> int | None:
-    """Least count whose Clopper-Pearson lower bound exceeds ``threshold`` (bisection; None if none)."""
-    if cp_lower(trials, trials, alpha_each / 2) <= threshold:
-        return None
-    low, high = 0, trials  # cp_lower(low) <= threshold < cp_lower(high)
-    while high - low > 1:
+    """Least count whose Clopper-Pearson lower bound exceeds ``threshold`` (None if none)."""
+    needed = int(_least_counts(trials, np.array([threshold]), alpha_each)[0])
+    return needed or None
+
+
+def _least_counts(trials: int, thresholds, alpha_each: float) -> np.ndarray:
+    """``_least_count`` of each threshold by one bisection over all of them (0 where no count exceeds it)."""
+    thresholds = np.asarray(thresholds, dtype=float)
+    reachable = cp_lower(trials, trials, alpha_each / 2) > thresholds
+    low, high = np.zeros(thresholds.shape, dtype=np.int64), np.full(thresholds.shape, int(trials), dtype=np.int64)
+    while np.any(high - low > 1):  # cp_lower(low) <= threshold < cp_lower(high)
         mid = (low + high) // 2
-        if cp_lower(mid, trials, alpha_each / 2) > threshold:
-            high = mid
-        else:
-            low = mid
-    return high
+        above = cp_lower(mid, trials, alpha_each / 2) > thresholds
+        high, low = np.where(above, mid, high), np.where(above, low, mid)
+    return np.where(reachable, high, 0)
 
 
 def refutation_probability(mu: float, trials: int, claim_epsilon: float, delta: float,
@@ -106,14 +119,11 @@ def refutation_probability(mu: float, trials: int, claim_epsilon: float, delta: 
     ranks = rank_grid(trials, candidates or DEFAULT_CANDIDATES)
     alpha_each = (1.0 - confidence) / (2 * ranks.size)
     nodes = (np.arange(QUADRATURE) + 0.5) / QUADRATURE
-    best = 0.0
-    for rank in ranks:
-        upper = float(cp_upper(rank - 1, trials, alpha_each / 2))
-        threshold = delta + math.exp(claim_epsilon) * upper
-        if threshold >= 1.0:
-            continue
-        best = max(best, _rank_power(mu, trials, int(rank), threshold, alpha_each, nodes))
-    return best
+    thresholds = delta + math.exp(claim_epsilon) * cp_upper(ranks - 1, trials, alpha_each / 2)
+    below = thresholds < 1.0
+    if not below.any():
+        return 0.0
+    return float(np.max(_rank_powers(mu, trials, ranks[below], thresholds[below], alpha_each, nodes)))
 
 
 def trials_for_power(mu: float, claim_epsilon: float, delta: float, confidence: float = 0.95,
