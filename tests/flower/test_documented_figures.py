@@ -168,3 +168,36 @@ def test_transcript_check_benchmark_seed_reproduces(name, seed):
     findings = check_transcript(out["transcript"], assumptions_from_config(out["config"], args["delta"]),
                                 args["alpha"])
     assert sorted({f.code for f in findings if f.severity == "critical"}) == run["critical_codes"][str(seed)]
+
+
+def test_two_bounds_table_reproduces():
+    """BENCHMARKS' table of the two bounds that frame what Flower runs (N = 220, delta 1e-5): each setting's realised
+    pair, RDP upper bound, Flower's no-amplification figure and z-unchanged row, to their printed decimals."""
+    from dpfed.flower.config import FlowerDpConfig, accounted_rows
+
+    text = between(section("BENCHMARKS.md", BENCHMARKS_FLOWER), "| setting (N = 220, delta 1e-5)", "\n\n")
+    rows = table_rows(text, "m = ")
+    assert len(rows) == 2
+    for row in rows:
+        m, rounds, z = (float(v) for v in re.fullmatch(r"m = (\d+), (\d+) rounds, z = ([\d.]+)", row[0]).groups())
+        fresh = accounted_rows(FlowerDpConfig("server-fixed", int(rounds), 220, int(m), z), 1e-5)
+        for documented, name in zip(row[1:], ("worst-pair", "runs", "no-amplification", "z-unchanged"), strict=True):
+            assert printed(documented, fresh[name]["epsilon"]), (row[0], name, documented, fresh[name]["epsilon"])
+
+
+def test_a_round_of_canaries_only_is_aggregated(in_process, tmp_path, capsys):
+    """Found reproducing the ``--sampled 16`` figure: where Flower samples only canaries in a round (16 of 220
+    nodes, 200 of them canaries: about one round in five), their replies had no weight key for FedAvg and the
+    recorder (KeyError, exit 4). Each now weighs 1. Here 2 of 2 + 8 nodes a round, 4 rounds: at node seed 0
+    (``in_process_simulation``'s) some rounds have no real client."""
+    from dpfed.flower.records import releases
+    from dpfed.transcript import Transcript
+    from tests.flower.inprocess_grid import InProcessGrid
+
+    code, result = audit(["flower", "dpfed/flower/example_app", "--num-supernodes", "2", "--canaries", "8",
+                          "--run-config", "clients-per-round=2 num-server-rounds=4"], tmp_path, capsys)
+    assert code in (0, 1)
+    canary_ids = set(InProcessGrid(None, 10, seed=0).get_node_ids()[2:])  # partitions 2-9: the canaries
+    records = [p for _, p in releases(Transcript.from_dict(result["details"]["transcript"]))]
+    assert len(records) == 4 and all(p["weights"] == pytest.approx([0.5, 0.5]) for p in records)
+    assert any(set(map(int, p["replies"])) <= canary_ids for p in records)  # a round of canaries only
