@@ -28,9 +28,6 @@ import sys
 import tempfile
 import time
 
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-sys.path.insert(0, os.getcwd())
-
 OUTPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flower_figures_output.json")
 BASE = ["flower", "dpfed/flower/example_app", "--num-supernodes", "20", "--canaries", "200"]
 CLAIMS = ["--claim", "no-amplification,z-unchanged"]
@@ -149,5 +146,7 @@ def main(argv=None) -> int:
     return 1 if failed else 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # as a script: the repository (the working directory) first, not this folder
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+    sys.path.insert(0, os.getcwd())
     sys.exit(main())

@@ -201,3 +201,127 @@ def test_a_round_of_canaries_only_is_aggregated(in_process, tmp_path, capsys):
     records = [p for _, p in releases(Transcript.from_dict(result["details"]["transcript"]))]
     assert len(records) == 4 and all(p["weights"] == pytest.approx([0.5, 0.5]) for p in records)
     assert any(set(map(int, p["replies"])) <= canary_ids for p in records)  # a round of canaries only
+
+
+FIGURES = ROOT / "benchmarks" / "flower_figures_output.json"
+
+
+def load_benchmark(name: str):
+    """``benchmarks/NAME.py`` as a module (the folder is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record() -> dict:
+    return json.loads(FIGURES.read_text())
+
+
+def canary_text() -> str:
+    return between(section("BENCHMARKS.md", BENCHMARKS_FLOWER), "Must-show 1, the documented command",
+                   "**Null audits of the measured-shift bound.**")
+
+
+def pair(cell: str) -> list[str]:
+    """``"a / b"`` -> ``["a", "b"]``."""
+    return [part.strip() for part in cell.split("/")]
+
+
+def check_all_sampled_row(row: list[str], figures: dict) -> None:
+    estimates, bounds = figures["estimates"], figures["bounds"]
+    assert printed(row[1], figures["rows"]["runs"])
+    found = re.fullmatch(r"([\d.]+) / ([\d.]+) \(([\d.]+) \+- ([\d.]+)\)", row[2])
+    assert printed(found[1], estimates["final_model"]["epsilon"])
+    assert printed(found[2], estimates["all_iterates"]["epsilon"])
+    assert printed(found[3], estimates["all_iterates"]["mu"])
+    assert printed(found[4], estimates["all_iterates"]["mu_stderr"])
+    assert printed(row[3], estimates["all_iterates"]["epsilon"] / figures["rows"]["runs"])
+    for cell, method in ((row[4], "one-run"), (row[5], "fdp-one-run")):
+        final, every = pair(cell)
+        assert printed(final, bounds[f"final_model/{method}"]) and printed(every, bounds[f"all_iterates/{method}"])
+    assert printed(row[6], bounds["all_iterates/measured-shift"])
+    assert figures["exit"] == 1 and set(figures["findings"]) == {"understated-no-amplification",
+                                                                 "understated-z-unchanged"}
+
+
+def test_all_sampled_canary_table_reproduces(in_process, tmp_path, capsys):
+    """BENCHMARKS' must-show 1 table: seed 0 rerun in-process with the documented command; both seeds' rows are
+    the record's, for the in-process and the simulation runs alike (they agree to float32 rounding); the exact
+    Gaussian epsilon of one sign beside it."""
+    from scipy import optimize, stats
+
+    benchmark = load_benchmark("flower_figures")
+    text = canary_text()
+    find(r"--run-config 'clients-per-round=220 num-server-rounds=3 noise-multiplier=2.5 hidden=64' --seed 0", text)
+    rows = {row[0]: row for row in table_rows(between(text, "| seed | accounted", "\n\n"), "") if row[0] in "01"}
+    assert set(rows) == {"0", "1"}
+    stored = record()
+    for seed in (0, 1):
+        for runtime in ("inprocess", "simulation"):
+            check_all_sampled_row(rows[str(seed)], stored[runtime][f"all-sampled seed {seed}"]["figures"])
+    from reports.cli import main
+
+    out = tmp_path / "audit.json"
+    code = main([*benchmark.RUNS["all-sampled seed 0"], "--out", str(out)])
+    capsys.readouterr()
+    check_all_sampled_row(rows["0"], benchmark.summary(code, json.loads(out.read_text()), 0.0))
+    gaussian = find(r"the exact Gaussian epsilon of one sign is ([\d.]+) \(mu = ([\d.]+)\)", text)
+    mu = 2 * 3 ** 0.5 / 2.5  # 3 rounds of a replace-one sign flip (sensitivity 2C) at z = 2.5
+
+    def delta(eps):
+        return stats.norm.cdf(-eps / mu + mu / 2) - np.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2) - 1e-5
+
+    assert printed(gaussian[2], mu) and printed(gaussian[1], optimize.brentq(delta, 0.0, 50.0))
+
+
+def test_sampled_canary_tables_are_the_record():
+    """BENCHMARKS' ``clients-per-round=16`` figures, the 44-of-220 table and its planted-bug table print as the
+    in-process record of ``benchmarks/flower_figures.py`` (which ``--check`` reruns; about 2 min, not here)."""
+    text, runs = canary_text(), record()["inprocess"]
+    small = find(r"measured shift `a` = ([\d.]+) \+- ([\d.]+) \(1/z = 0.4\) over only (\d+) canary-rounds, estimate "
+                 r"([\d.]+) \((\d+)% of the pair's ([\d.]+), (\d+)% of RDP's ([\d.]+)\), measured-shift bound ([\d.]+)",
+                 text)
+    figures = runs["sampled-16 seed 0"]["figures"]
+    shift, rows = figures["measured_shift"], figures["rows"]
+    assert printed(small[1], shift["shift"]) and printed(small[2], shift["stderr"])
+    assert int(small[3]) == shift["participations"] and printed(small[4], shift["estimate"])
+    assert printed(small[5], 100 * shift["estimate"] / rows["worst-pair"]) and printed(small[6], rows["worst-pair"])
+    assert printed(small[7], 100 * shift["estimate"] / rows["runs"]) and printed(small[8], rows["runs"])
+    assert printed(small[9], figures["bounds"]["all_iterates/measured-shift"])
+    assert all(b == 0 for k, b in figures["bounds"].items() if not k.endswith("measured-shift"))
+    for row in table_rows(text, "seed "):
+        figures = runs[f"sampled-44 {row[0]}"]["figures"]
+        shift, bounds = figures["measured_shift"], figures["bounds"]
+        a, se = row[1].split(" +- ")
+        assert printed(a, shift["shift"]) and printed(se, shift["stderr"]) and int(row[2]) == shift["participations"]
+        estimate, share = re.fullmatch(r"([\d.]+) \((\d+)%\)", row[3]).groups()
+        assert printed(estimate, shift["estimate"]) and printed(share, 100 * shift["estimate"] / 24.5308)
+        for cell, method in ((row[4], "one-run"), (row[5], "fdp-one-run")):
+            final, every = pair(cell)
+            assert printed(final, bounds[f"final_model/{method}"]) and printed(every, bounds[f"all_iterates/{method}"])
+        assert printed(row[6], bounds["all_iterates/measured-shift"]) and figures["exit"] == 1
+        assert {c: f["severity"] for c, f in figures["findings"].items()} == {
+            "unproven-no-amplification": "medium", "understated-z-unchanged": "critical"}
+    bugs = {"noise-cut (x0.5)": "noise-cut", "skip-round (round 2)": "skip-round", "unequal-weights": "unequal-weights"}
+    rows = [row for row in table_rows(between(text, "| bug | transcript findings", "\n\n"), "") if row[0] in bugs]
+    assert len(rows) == 3
+    for row in rows:
+        figures = runs[f"sampled-44 {bugs[row[0]]} seed 0"]["figures"]
+        found = figures["findings"]
+        documented = {code: int(n) for n, code in re.findall(r"(\d+) CRITICAL ([a-z-]+)", row[1])}
+        assert {c: f["count"] for c, f in found.items()} == documented and figures["exit"] == int(row[5])
+        a, se = row[2].split(" +- ")
+        shift = figures["measured_shift"]
+        assert printed(a, shift["shift"]) and printed(se, shift["stderr"]) and printed(row[3], shift["estimate"])
+        assert printed(row[4].split()[0], figures["bounds"]["all_iterates/measured-shift"])
+        if "ratio" in row[1]:
+            ratios = [v["noise_std"] / v["accounted"] for v in found["noise-below-accounted"]["values"]]
+            span(find(r"ratio ([\d.-]+)\)", row[1])[1], ratios)
+        if "largest weight" in row[1]:
+            span(find(r"largest weight ([\d.-]+) vs", row[1])[1],
+                 [v["max_weight"] for v in found["unequal-weights"]["values"]])
+        if "(round 2)" in row[1]:
+            assert [v["round"] for v in found["noise-below-accounted"]["values"]] == [2]
