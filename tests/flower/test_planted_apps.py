@@ -120,7 +120,7 @@ def test_falling_adaptive_clip_flags_noise_scaled_with_the_updated_clip():
     assert found.values["realised_epsilon"] > found.values["accounted_epsilon"] == pytest.approx(a.accounted_epsilon())
     text = section("BENCHMARKS.md", "## Flower")
     documented = find(r"e\.g\. ([\d.]+) against the accounted ([\d.]+) for 5 rounds, 5 of 20 sampled, initial clip "
-                      r"0\.5, seed 0 \(ratios C_\{t\+1\} / C_t down to ([\d.]+)\)", text)
+                      r"0\.5, seed 0 \(ratios C_\{t\+1\} / C_t down to ([\d.]+);", text)
     assert printed(documented[1], found.values["realised_epsilon"])
     assert printed(documented[2], found.values["accounted_epsilon"])
     assert printed(documented[3], found.values["smallest_ratio"])
