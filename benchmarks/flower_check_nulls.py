@@ -6,16 +6,20 @@ with ``dpfed.flower.recorder`` and checks it with ``attacks.flower_checks.transc
 configuration, how many runs raised a CRITICAL finding of each code. For a correct app every statistical check
 kind may fire in at most ``alpha`` of the runs (five kinds: at most 5 alpha of the runs in all); the
 deterministic ones never (except ``adaptive-noise-below-clip``, a true finding about Flower's adaptive wrappers:
-see BENCHMARKS.md). ``--runtime inprocess`` (default) drives Flower's strategies and ClientApps through the
-in-process grid of ``tests/flower/inprocess_grid.py`` (about 1 s a run); ``simulation`` runs Flower's
+see BENCHMARKS.md). ``--json`` also writes each run's CRITICAL codes, per configuration and seed
+(``benchmarks/flower_check_nulls_results.json``), which ``tests/flower/test_documented_figures.py`` compares with a
+fresh in-process run of a few seeds. ``--runtime inprocess`` (default) drives Flower's strategies and ClientApps
+through the in-process grid of ``tests/flower/inprocess_grid.py`` (about 1 s a run); ``simulation`` runs Flower's
 simulation engine (Ray; 20-70 s a run).
 
-    PYTHONPATH=$PWD python benchmarks/flower_check_nulls.py [--seeds 30] [--runtime inprocess] [--planted]
+    PYTHONPATH=$PWD python benchmarks/flower_check_nulls.py [--seeds 30] [--runtime inprocess] [--planted] \
+        [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -80,18 +84,22 @@ def main(argv=None) -> int:
     parser.add_argument("--delta", type=float, default=1e-5)
     parser.add_argument("--runtime", choices=("inprocess", "simulation"), default="inprocess")
     parser.add_argument("--planted", action="store_true", help="also count the planted bugs' findings (power)")
+    parser.add_argument("--json", default=None, help="write each run's CRITICAL codes (configuration -> seed -> codes)")
     args = parser.parse_args(argv)
     logging.getLogger("flwr").setLevel(logging.WARNING)
     from tests.flower.planted_apps import settings
 
     groups = {"correct": CORRECT, **({"planted": PLANTED} if args.planted else {})}
+    per_seed = {}
     for group, configs in groups.items():
         for name, base in configs.items():
             started, runs, codes, any_critical = time.perf_counter(), 0, Counter(), 0
+            seen = per_seed[f"[{group}] {name}"] = {"settings": base, "critical_codes": {}}
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 findings = one_run(settings(**base, rounds=args.rounds, seed=seed), args.runtime, args.alpha,
                                    args.delta)
                 critical = {f.code for f in findings if f.severity == "critical"}
+                seen["critical_codes"][str(seed)] = sorted(critical)
                 codes.update(critical)
                 any_critical += bool(critical)
                 runs += 1
@@ -99,9 +107,16 @@ def main(argv=None) -> int:
             shown = ", ".join(f"{c} {n}" for c, n in sorted(codes.items())) or "none"
             print(f"[{group}] {name}: {any_critical}/{runs} runs with a CRITICAL finding; runs per code: {shown} "
                   f"({per_run:.1f} s a run)", flush=True)
+            odd = [s for s, c in seen["critical_codes"].items() if bool(c) != (any_critical > runs / 2)]
+            print(f"    seeds {'without' if any_critical > runs / 2 else 'with'} a CRITICAL finding: "
+                  f"{', '.join(odd) or 'none'}", flush=True)
     print(f"alpha {args.alpha:g} per check kind (5 statistical kinds: at most {5 * args.alpha:g} of correct runs "
           f"in expectation); {args.rounds} rounds, 20 nodes, 5 sampled (adaptive: 10), z = 1, C = 0.5; runtime "
           f"{args.runtime}; seeds {args.first_seed}..{args.first_seed + args.seeds - 1}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"args": vars(args), "runs": per_seed}, handle, indent=1)
+            handle.write("\n")
     return 0
 
 

@@ -100,7 +100,15 @@ def canary_host(inner):
             replies = list(replies)
             real, canaries = self._split(replies)
             real = [r for r in real if r.has_content()]
-            if not real:  # nothing to complete the canaries' replies from
+            if not real:  # a round of canaries only: nothing to complete their replies from; each weighs 1
+                key = weighted_by_key(self.strategy)
+                for reply in canaries:
+                    metrics = dict(next(iter(reply.content.metric_records.values())))
+                    metrics.pop(MARKER)
+                    metrics.setdefault(key, 1)
+                    for old in list(reply.content.metric_records):
+                        del reply.content[old]
+                    reply.content["metrics"] = MetricRecord(metrics)
                 return self.strategy.aggregate_train(server_round, replies)
             name, completed, keys, array_name = _completed_metrics(real, weighted_by_key(self.strategy))
             for reply in canaries:

@@ -89,3 +89,26 @@ def run_in_process(cfg: dict) -> dict:
     strategy.start(grid=grid, initial_arrays=app.initial_arrays(cfg), num_rounds=cfg["rounds"])
     return {"transcript": strategy.transcript, "strategy": strategy, "config": config, "configured_m": configured_m,
             "partitions": {node: i for i, node in enumerate(grid.get_node_ids())}}
+
+
+def in_process_simulation(*, num_supernodes, client_app, server_app, server_app_context, node_seed: int = 0, **_):
+    """Stands in for flwr 1.42's ``_run_simulation`` (what ``dpfed.flower.run.run_app`` calls, so ``dpaudit flower``
+    and the ``flower-app`` probe run unchanged): the ServerApp's main runs here on an ``InProcessGrid`` of
+    ``num_supernodes`` nodes (canaries included: the audit's ClientApp carries the canary mod), each node's context
+    holding the fused run config as Flower's simulation gives it. Node ids come from ``node_seed`` (Flower's
+    simulation draws new ones every run). Torch runs single-threaded, as in ``run_in_process``."""
+    import torch
+
+    torch.set_num_threads(1)  # tiny models: threads only contend on a shared machine
+    grid = InProcessGrid(client_app, num_supernodes, run_config=dict(server_app_context.run_config), seed=node_seed)
+    server_app(grid, server_app_context)
+
+
+def flower_runtime_in_process(monkeypatch) -> None:
+    """Make ``dpfed.flower.run.run_app`` run apps on the in-process grid for the rest of a test (pytest's
+    ``monkeypatch``): it imports ``_run_simulation`` from flwr's module at each call."""
+    import importlib
+
+    # (``import flwr.simulation.run_simulation as m`` would give the function that flwr.simulation exports)
+    simulation = importlib.import_module("flwr.simulation.run_simulation")
+    monkeypatch.setattr(simulation, "_run_simulation", in_process_simulation)

@@ -53,6 +53,22 @@ def test_claim_rows_match_dp_accounting(issue_rows):
         assert issue_rows[row]["epsilon"] == pytest.approx(figure, abs=0.06)
 
 
+def test_documented_configuration_figures_reproduce(issue_rows):
+    """BENCHMARKS.md's configuration table (Flower section) and README.md's "at least 31.3, and at most 83.9":
+    each documented epsilon is the fresh row's, to its printed decimals (half a unit of the last digit)."""
+    from tests.flower.documented import find, printed, section, table_rows
+
+    names = {"runs (corrected)": "runs", "worst-pair (lower bound)": "worst-pair", "no-amplification":
+             "no-amplification", "poisson": "poisson", "z-unchanged": "z-unchanged"}
+    rows = [row for row in table_rows(section("BENCHMARKS.md", "## Flower"), "") if row[0] in names]
+    assert [row[0] for row in rows] == list(names)  # the table, once, every row
+    for row in rows:
+        assert printed(row[3].split()[0], issue_rows[names[row[0]]]["epsilon"]), row
+    readme = find(r"the sampler provably spends at least ([\d.]+), and at most ([\d.]+) \(RDP\)",
+                  section("README.md", "### Auditing a Flower app"))
+    assert printed(readme[1], issue_rows["worst-pair"]["epsilon"]) and printed(readme[2], issue_rows["runs"]["epsilon"])
+
+
 def test_findings_flag_understated_claims_with_corrected_epsilon():
     config = FlowerDpConfig("server-fixed", rounds=100, nodes=100, sampled=10, noise_multiplier=1.0)
     out = check_config(config, DELTA, configured_m=10, claimed_epsilon=8.0)

@@ -168,3 +168,8 @@ def test_flowers_own_accountant_beside_our_rows(method, relation, row):
         assert flower < rows["runs"]["epsilon"] / 5
     else:
         assert rows[row]["epsilon"] <= flower <= 1.1 * rows[row]["epsilon"]
+        from tests.flower.documented import find, printed, section
+
+        table = section("BENCHMARKS.md", "## Flower")
+        documented = find(r"\| no-amplification \|.*\| [\d.]+ \(Flower's RDP: ([\d.]+)\) \|", table)
+        assert printed(documented[1], flower)  # BENCHMARKS' configuration table, to its printed decimals
