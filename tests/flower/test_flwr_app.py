@@ -1,8 +1,11 @@
-"""Real flwr objects and a real run of the example app project on Flower's simulation engine, through the
-``flower-app`` probe as ``dpaudit flower`` runs it (skipped without the flower extra).
+"""Real flwr objects and a real run of the example app project, through the ``flower-app`` probe as ``dpaudit
+flower`` runs it (skipped without the flower extra), on the in-process grid (``tests/flower/inprocess_grid.py``:
+the project's ServerApp, Flower's strategy and the ClientApps, without Ray's 20-60 s start and stop; the example
+app on Flower's simulation engine is the README's ``dpaudit audit configs/audit_flower.toml`` command, run by
+``tests/test_readme_flower_commands.py``).
 
 Run: the example app (dpfed/flower/example_app), 40 SuperNodes and 40 canary SuperNodes, 8 trained a round,
-z = 1, C = 1, 3 rounds (20-60 s on 2 cores, most of it Ray's start and stop). The transcript check tests at
+z = 1, C = 1, 3 rounds. The transcript check tests at
 alpha = 1e-3 per check kind (a false failure with probability below ~4e-3). Flower's DP wrapper draws its noise
 from NumPy's global generator, which the example's ServerApp seeds, so every round's noise is the seed's draw
 (``test_released_noise_is_the_seeds_draw``).
@@ -21,7 +24,7 @@ from dpfed.transcript import Transcript  # noqa: E402
 EXAMPLE = Path(__file__).resolve().parents[2] / "dpfed" / "flower" / "example_app"
 RUN_CONFIG = {"num-server-rounds": 3, "clients-per-round": 8, "seed": 0}
 NODES, CANARIES = 40, 40
-# a Flower simulation: slow, so tests/conftest.py starts this module early
+# a Flower run of 80 nodes (in process): slow, so tests/conftest.py starts this module early
 pytestmark = pytest.mark.slow
 
 
@@ -54,9 +57,12 @@ def test_reads_local_dp_mod():
 @pytest.fixture(scope="module")
 def correct():
     from attacks.probes import get_probe
+    from tests.flower.inprocess_grid import flower_runtime_in_process
 
     probe = get_probe("flower-app", app=str(EXAMPLE), run_config=RUN_CONFIG, num_supernodes=NODES)
-    outcome = probe.run_once(CANARIES, 5, 100.0, 1e-5, 0.95)
+    with pytest.MonkeyPatch.context() as patch:
+        flower_runtime_in_process(patch)
+        outcome = probe.run_once(CANARIES, 5, 100.0, 1e-5, 0.95)
     return probe, outcome
 
 
