@@ -12,6 +12,8 @@ the same privacy-loss distribution, one release's discretisation error, and inst
 
 from __future__ import annotations
 
+import functools
+
 from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Laplace, Sampling, SubsampledGaussian
@@ -44,7 +46,11 @@ def discretisation_interval(composition: Composition, finest: float = 1e-4) -> f
     return max(finest, widest / MAX_POINTS)
 
 
+@functools.lru_cache(maxsize=4)
 def _accountant(composition: Composition, value_discretization_interval: float, relation=None):
+    """dp-accounting's PLD of ``composition`` (composed once per process for the same composition, interval and
+    relation, which are frozen values: asking for epsilon at several deltas, or delta at several epsilons, reuses
+    it; ``get_epsilon``/``get_delta`` leave it unchanged)."""
     from dp_accounting import pld
 
     for mechanism, _ in composition.parts:
