@@ -8,6 +8,7 @@ needs no fonts or network; ids are salted with a constant so the same data gives
 from __future__ import annotations
 
 import codecs
+import contextlib
 import functools
 import html
 import io
@@ -159,6 +160,21 @@ def _minor_ticks_as_one_line(axis) -> None:
     axis.axes.add_artist(line)
 
 
+@contextlib.contextmanager
+def _ticks_once_per_pass(fig: Figure):
+    """Within one pass (measuring, or drawing), each axis works out its ticks once: matplotlib does it
+    again for every spine, sibling axis, label and title that asks (~24 times a figure), with the same
+    limits, locator and formatter, so with the same result."""
+    axes = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    for axis in axes:
+        axis._update_ticks = functools.cache(axis._update_ticks)  # an instance attribute over the method
+    try:
+        yield
+    finally:
+        for axis in axes:
+            del axis._update_ticks
+
+
 def _to_svg(fig: Figure, label: str) -> str:
     """The figure cropped to its drawn extent (what ``bbox_inches="tight"`` gives) as SVG text, laid out
     once: the extent is measured without matplotlib's extra (not drawing) pass before the real one."""
@@ -170,9 +186,11 @@ def _to_svg(fig: Figure, label: str) -> str:
     width, height = fig.get_size_inches()
     measure = _PathTextRendererSVG(width * 72, height * 72, io.StringIO())
     pad = rcParams["savefig.pad_inches"]
-    bbox = fig.get_tightbbox(measure).padded(pad)
+    with _ticks_once_per_pass(fig):
+        bbox = fig.get_tightbbox(measure).padded(pad)
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches=bbox)
+    with _ticks_once_per_pass(fig):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches=bbox)
     text = buffer.getvalue()
     start = _SVG_START.search(text)
     svg = _COMMENT.sub("", text[start.start() :] if start else text)  # comments repeat label text verbatim
