@@ -4,8 +4,8 @@ timed test).
 
 The previous ``_to_svg`` is reimplemented below (``legacy_to_svg``: ``fig.savefig(..., format="svg",
 bbox_inches="tight")``, as before) and swapped in for the "old" runs; the figures themselves are built by
-the same code either way. Runs alternate old/new and each side's minimum and median are kept: read the
-ratios (the machine is shared and noisy), not the seconds.
+the same code either way. Runs alternate old/new; each side's minimum and median, and the median of the
+paired runs' ratios, are printed: read the ratios (the machine is shared and noisy), not the seconds.
 
 Reports timed: the small audit (``configs/audit_small.toml``, run once through the CLI into a temporary
 folder: summary, two ROC plots, one utility plot), the tests' synthetic report (every plot kind), and any
