@@ -7,16 +7,26 @@ needs no fonts or network; ids are salted with a constant so the same data gives
 
 from __future__ import annotations
 
+import codecs
+import contextlib
+import functools
 import html
 import io
 import math
 import re
+import threading
+from collections import OrderedDict
 
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib import rcParams  # noqa: E402
+from matplotlib import cbook, rcParams  # noqa: E402
+from matplotlib.backends.backend_mixed import MixedModeRenderer  # noqa: E402
+from matplotlib.backends.backend_svg import FigureCanvasSVG, RendererSVG  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.textpath import TextToPath  # noqa: E402
+from matplotlib.ticker import NullLocator  # noqa: E402
 
 rcParams["svg.hashsalt"] = "dpfed-audit"
 rcParams["svg.fonttype"] = "path"
@@ -29,9 +39,158 @@ def plain(text) -> str:
     return str(text).replace("$", r"\$")
 
 
+_LOCAL = threading.local()  # matplotlib's font objects are not shared between threads
+
+
+class _CachedTextToPath(TextToPath):
+    """``TextToPath`` remembering each string's glyph layout (libraqm shaping, ~2 ms a string): the same
+    glyphs at the same places, and the glyph definitions new to the figure, in the same order."""
+
+    def __init__(self):
+        super().__init__()
+        self._layouts: dict = {}
+
+    def get_glyphs_with_font(
+        self, font, s, glyph_map=None, return_new_glyphs_only=False, *, features=None, language=None
+    ):
+        key = (font, s, features, language)  # the font object itself (held here, so never a reused id)
+        if key not in self._layouts:
+            glyphs, paths, _ = super().get_glyphs_with_font(font, s, {}, True, features=features, language=language)
+            if len(self._layouts) > 4096:
+                self._layouts.clear()
+            self._layouts[key] = (glyphs, paths)
+        glyphs, paths = self._layouts[key]
+        if glyph_map is None:
+            glyph_map = OrderedDict()
+        glyph_map_new = OrderedDict() if return_new_glyphs_only else glyph_map
+        for glyph in glyphs:
+            if glyph[0] not in glyph_map:
+                glyph_map_new[glyph[0]] = paths[glyph[0]]
+        return list(glyphs), glyph_map_new, []
+
+
+def _text_to_path() -> TextToPath:
+    """One TextToPath per thread, so its mathtext parses (log tick labels) and its glyph layouts are
+    cached across figures."""
+    if not hasattr(_LOCAL, "text2path"):
+        _LOCAL.text2path = _CachedTextToPath()
+    return _LOCAL.text2path
+
+
+@functools.lru_cache(maxsize=4096)
+def _path_text_metrics(text: str, prop, ismath) -> tuple[float, float, float]:
+    # Glyphs drawn as paths are measured from the font outlines at a fixed scale: the size of a text is a
+    # function of (text, font properties, ismath) alone, so one cache serves every figure and renderer
+    # (matplotlib's own cache lives and dies with each renderer: twice per figure). Assumes this module's
+    # rcParams (no usetex), which nothing here changes after import.
+    return _text_to_path().get_text_width_height_descent(text, prop, ismath)
+
+
+class _PathTextRendererSVG(RendererSVG):
+    """The SVG renderer with text metrics cached across figures (same numbers, same output)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._text2path = _text_to_path()
+
+    def get_text_width_height_descent(self, s, prop, ismath):
+        return _path_text_metrics(s, prop.copy(), ismath)  # a copy: FontProperties is mutable
+
+
+class _Canvas(FigureCanvasSVG):
+    """``FigureCanvasSVG`` drawing through ``_PathTextRendererSVG`` (``print_svg`` as matplotlib's, whose
+    renderer class it cannot be told)."""
+
+    def print_svg(self, filename, *, bbox_inches_restore=None, metadata=None, **_):
+        with cbook.open_file_cm(filename, "w", encoding="utf-8") as fh:
+            if not cbook.file_requires_unicode(fh):
+                fh = codecs.getwriter("utf-8")(fh)
+            dpi = self.figure.dpi
+            self.figure.dpi = 72
+            width, height = self.figure.get_size_inches()
+            renderer = MixedModeRenderer(
+                self.figure,
+                width,
+                height,
+                dpi,
+                _PathTextRendererSVG(width * 72, height * 72, fh, image_dpi=dpi, metadata=metadata),
+                bbox_inches_restore=bbox_inches_restore,
+            )
+            self.figure.draw(renderer)
+            renderer.finalize()
+
+
+def _minor_ticks_as_one_line(axis) -> None:
+    """Draw an axis's unlabelled minor ticks as one line of tick markers instead of one ``Tick`` (five
+    artists, laid out again on every pass) per tick: the same marks at the same places (a log axis has
+    ~8 per decade, most of a ROC plot's drawing time). Left alone when any minor tick has a label or a
+    grid line, or draws on the second side."""
+    if isinstance(axis.get_minor_locator(), NullLocator) or not axis.get_visible():
+        return
+    locs = axis.get_minorticklocs()  # without those at a major tick, as matplotlib draws them
+    low, high = sorted(axis.get_view_interval())
+    if not len(locs):
+        return
+    scale = axis.get_transform()
+    a, b = scale.transform([low, high])
+    tol = (b - a) * 1e-10  # matplotlib's test for a tick within the view (_interval_contains_close)
+    locs = [loc for loc, t in zip(locs, scale.transform(locs), strict=True) if a - tol <= t <= b + tol]
+    tick = axis.get_minor_ticks(1)[0]
+    labelled = tick.label1.get_visible() and any(axis.get_minor_formatter().format_ticks(locs))
+    if not locs or labelled or tick.gridline.get_visible() or tick.label2.get_visible() or tick.tick2line.get_visible():
+        return
+    mark = tick.tick1line
+    ones = [0.0] * len(locs)
+    xy = (locs, ones) if axis.axis_name == "x" else (ones, locs)
+    line = Line2D(
+        *xy,
+        linestyle="none",
+        marker=mark.get_marker(),
+        markersize=mark.get_markersize(),
+        markeredgewidth=mark.get_markeredgewidth(),
+        markeredgecolor=mark.get_markeredgecolor(),
+        color=mark.get_color(),
+        alpha=mark.get_alpha(),
+        zorder=axis.get_zorder(),
+        transform=mark.get_transform(),
+        clip_on=False,
+        visible=mark.get_visible(),
+    )
+    axis.set_minor_locator(NullLocator())
+    axis.axes.add_artist(line)
+
+
+@contextlib.contextmanager
+def _ticks_once_per_pass(fig: Figure):
+    """Within one pass (measuring, or drawing), each axis works out its ticks once: matplotlib does it
+    again for every spine, sibling axis, label and title that asks (~24 times a figure), with the same
+    limits, locator and formatter, so with the same result."""
+    axes = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    for axis in axes:
+        axis._update_ticks = functools.cache(axis._update_ticks)  # an instance attribute over the method
+    try:
+        yield
+    finally:
+        for axis in axes:
+            del axis._update_ticks
+
+
 def _to_svg(fig: Figure, label: str) -> str:
+    """The figure cropped to its drawn extent (what ``bbox_inches="tight"`` gives) as SVG text, laid out
+    once: the extent is measured without matplotlib's extra (not drawing) pass before the real one."""
+    for ax in fig.axes:
+        _minor_ticks_as_one_line(ax.xaxis)
+        _minor_ticks_as_one_line(ax.yaxis)
+    _Canvas(fig)
+    fig.dpi = 72  # as the SVG canvas draws (1 pixel = 1 point)
+    width, height = fig.get_size_inches()
+    measure = _PathTextRendererSVG(width * 72, height * 72, io.StringIO())
+    pad = rcParams["savefig.pad_inches"]
+    with _ticks_once_per_pass(fig):
+        bbox = fig.get_tightbbox(measure).padded(pad)
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
+    with _ticks_once_per_pass(fig):
+        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches=bbox)
     text = buffer.getvalue()
     start = _SVG_START.search(text)
     svg = _COMMENT.sub("", text[start.start() :] if start else text)  # comments repeat label text verbatim
