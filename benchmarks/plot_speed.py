@@ -132,7 +132,7 @@ def per_plot(report: dict, repeats: int) -> None:
         )
 
 
-def _screenshot(chromium: str, svg: str, path: Path, profile: Path) -> "object":
+def _screenshot(chromium: str, svg: str, path: Path, profile: Path) -> object:
     import numpy as np
     from PIL import Image
 
@@ -166,7 +166,8 @@ def check(name: str, report: dict, workdir: Path) -> None:
     new, again = _render(report, "new"), _render(report, "new")
     assert _flat(new) == _flat(again), "the new SVGs are not deterministic"
     old = _render(report, "old")
-    chromium = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    browsers = ("chromium", "chromium-browser", "google-chrome")
+    chromium = next((shutil.which(n) for n in browsers if shutil.which(n)), None)
     if chromium is None:
         print(f"   {name}: deterministic; no Chromium, so no pixel comparison")
         return
