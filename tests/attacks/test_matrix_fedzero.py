@@ -10,7 +10,7 @@ code has no option for them), each audited with the bundled ``configs/audit_fedz
 A decision made from an un-noised value has no separate place in DP-FedZero: the server's only output is
 the iterate it broadcasts (the mirror-descent step), so that kind is the broadcast kind above.
 
-The correct code is a PASS, and half the noise a VIOLATION, at the bundled budget (80 000 trials per world);
+Half the noise is a VIOLATION at the bundled budget (80 000 trials per world); the correct code (a PASS) and
 the two large bugs are audited by the same target, probes and seed at a tenth of it (8 000). Every audit uses
 the configuration's own seed, so each is deterministic; for a random seed the correct code's false-failure
 probability is at most 5% (the audit's confidence), and the half-noise VIOLATION fails to appear with
@@ -81,29 +81,31 @@ def _audit(trials: int | None = None):
     return {r.name: r for r in run_audit(specs, options, log=lambda _: None)}
 
 
+SMALL_TRIALS = 8000  # a tenth of the bundled budget: its ceiling (6.85 at the audit's confidence) is above 5.7
+
+
 def _private(results):
     return results[PRIVATE]
 
 
-@pytest.mark.slow  # a bundled audit: about 15 s of CPU
+@pytest.mark.slow  # a tenth of a bundled audit: a few seconds of CPU
 def test_correct_dp_fedzero_passes_its_bundled_audit():
-    result = _private(_audit())
+    # a false VIOLATION has probability at most 0.05 at every budget (the null-world tests below show the
+    # probes valid), so the verdict is checked at a tenth of the budget; the bundled budget carries power
+    result = _private(_audit(SMALL_TRIALS))
     assert result.verdict.status.value == "PASS"
     names = [p.name for p in result.probes if p.outcome == "ran"]
     assert names == ["fedzero-end-to-end", "fedzero-broadcast"]
-    assert all(p.power and p.power["refuted_fraction"] >= 0.5 for p in result.probes)
 
 
 @pytest.mark.slow  # a bundled audit: about 15 s of CPU
 def test_half_the_noise_in_the_uplink_is_a_violation_of_the_bundled_audit(monkeypatch):
-    # the exact case of issue 21
+    # the exact case of issue 21; the stated power is that of the configured noise at the bundled budget
     monkeypatch.setattr(WorkerScalarUplink, "aggregate", _half_noise)
     result = _private(_audit())
     assert result.verdict.status.value == "VIOLATION"
     assert result.verdict.empirical.lower_bound.epsilon > 5.7
-
-
-BIG_BUG_TRIALS = 8000  # a tenth of the bundled budget: its ceiling (6.85 at the audit's confidence) is above 5.7
+    assert all(p.power and p.power["refuted_fraction"] >= 0.5 for p in result.probes)
 
 
 @pytest.mark.slow  # a tenth of a bundled audit: a few seconds of CPU
@@ -113,7 +115,7 @@ def test_planted_bug_is_a_violation_of_the_bundled_audit(monkeypatch, bug):
     # there already (at 8 000 trials, seed 12: both probes 6.85 for clip-skipped; broadcast 6.85, uplink 2.37 for
     # unnoised-broadcast; the claim is 5.7)
     monkeypatch.setattr(WorkerScalarUplink, "aggregate", bug)
-    result = _private(_audit(BIG_BUG_TRIALS))
+    result = _private(_audit(SMALL_TRIALS))
     assert result.verdict.status.value == "VIOLATION"
     if bug is _unnoised_broadcast:  # the uploads are noised: only the broadcast view can see it
         bounds = {p.name: p.best_rigorous()["epsilon"] for p in result.probes}

@@ -12,7 +12,8 @@ matrix target (epsilon = 3, its replay probe with a canary 10x beyond the clip b
   broadcast made from the un-noised value" is the same bug).
 
 False-failure probabilities (the seeds are fixed, so each test is deterministic): the correct code
-fails PASS with probability at most 0.05 (Clopper-Pearson level); the half-noise bug at the bundled
+fails PASS with probability at most 0.05 (Clopper-Pearson level; audited at a tenth of the bundled
+budget, 2500 trials per world: validity holds at every budget); the half-noise bug at the bundled
 budget (25000 trials per world) escapes with probability below 0.03 (simulated Gaussian scores: about
 0.03 at 20000 trials; attacks/power.py states at most 0.1 at 25000); the
 clip and decision bugs are refuted by a wide margin even at the 2000 trials per world used here
@@ -80,9 +81,14 @@ def _plant_unnoised_decision(monkeypatch):
     monkeypatch.setattr(engine, "_eliminate", from_unnoised)
 
 
-@pytest.mark.slow  # two audits of 25000 trials per world of the real algorithm: about 50 s of CPU
-def test_correct_code_passes_and_half_noise_client_is_a_violation_at_the_bundled_budget(monkeypatch):
-    assert _matrix_audit() == "PASS"
+def test_correct_code_passes():
+    # a false VIOLATION has probability at most 0.05 at every budget (the estimator's validity, shown on 200
+    # null-world audits below), so a tenth of the bundled budget checks the verdict; the budget carries power
+    assert _matrix_audit(trials=2500) == "PASS"
+
+
+@pytest.mark.slow  # an audit of 25000 trials per world of the real algorithm: about 50 s of CPU
+def test_half_noise_client_is_a_violation_at_the_bundled_budget(monkeypatch):
     monkeypatch.setattr(RewardPrivatizer, "__call__", _half_noise_client(0))
     assert _matrix_audit() == "VIOLATION"
 

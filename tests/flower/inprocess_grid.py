@@ -5,7 +5,8 @@ only what the strategy sees, so these tests drive the very strategies (Flower's 
 sampler, the apps' subclasses) through this grid instead: each message goes, as a serialised copy, to the
 ClientApp (mods included) with a ``Context`` whose ``node_config`` holds ``partition-id`` and
 ``num-partitions`` as Flower's simulation gives them; node ids are random 63-bit integers as Flower's are.
-One test (``test_planted_apps.py``) runs an app on ``run_simulation`` too.
+The README's ``dpaudit flower`` and ``flower-app`` audit commands run on Flower's simulation engine
+(``tests/test_readme_flower_commands.py``).
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 written without any of our code), run as ``flwr run`` runs it.
 
 Fast: the target's strict keys, its path relative to the configuration, its --allow-code opt-in, and a runner
-that names no system. Slow (one Flower run, 6 SuperNodes, 2 rounds, 30-100 s on a loaded 2-core machine): PASS
-(exit 0) with client-side clipping and 8 canary SuperNodes; the correct app fails the transcript's noise test
-(lower-tail chi-square at 1e-3 per round, Bonferroni over rounds) with probability below 1e-3. Server-side
-clipping (PASS) and half the noise (VIOLATION) are the README's commands (``tests/test_readme_flower_commands.py``).
+that names no system. Slow (one Flower run, 6 SuperNodes, 2 rounds, on the in-process grid of
+``tests/flower/inprocess_grid.py``): PASS (exit 0) with client-side clipping and 8 canary SuperNodes; the correct
+app fails the transcript's noise test (lower-tail chi-square at 1e-3 per round, Bonferroni over rounds) with
+probability below 1e-3. Server-side clipping (PASS) and half the noise (VIOLATION), on Flower's simulation
+engine, are the README's commands (``tests/test_readme_flower_commands.py``).
 """
 
 import json
@@ -75,7 +76,10 @@ def test_runner_names_no_system():
 
 
 @pytest.mark.slow
-def test_client_side_clipping_with_canaries_passes_on_the_outside_app(tmp_path):
+def test_client_side_clipping_with_canaries_passes_on_the_outside_app(tmp_path, monkeypatch):
+    from tests.flower.inprocess_grid import flower_runtime_in_process
+
+    flower_runtime_in_process(monkeypatch)  # the same command on the in-process grid (no Ray start and stop)
     out = tmp_path / "audit.json"
     assert main(["flower", str(DIGITS), "--num-supernodes", "6", "--run-config",
                  'num-server-rounds=2 clipping="client-fixed"', "--canaries", "8", "--out", str(out)]) == 0
