@@ -63,9 +63,27 @@ def _completed_metrics(real, key: str) -> tuple[str, dict, frozenset, str]:
     return name, completed, frozenset(reference), next(iter(template.array_records))
 
 
+def _complete_canary_reply(reply, name: str, completed: dict, keys, array_name) -> None:
+    """A canary's reply made like the real ones: its metrics (the marker dropped; only ``keys``, all when None)
+    over ``completed`` as the one metric record ``name``, its array record renamed ``array_name`` (if given)."""
+    from flwr.app import MetricRecord
+
+    metrics = dict(next(iter(reply.content.metric_records.values())))
+    metrics.pop(MARKER)
+    own = {**completed, **{k: v for k, v in metrics.items() if keys is None or k in keys}}
+    for old in list(reply.content.metric_records):
+        del reply.content[old]
+    reply.content[name] = MetricRecord(own)
+    if array_name is None:
+        return
+    for old, record in list(reply.content.array_records.items()):
+        if old != array_name:
+            del reply.content[old]
+            reply.content[array_name] = record
+
+
 def canary_host(inner):
     """``inner`` (the recorder around the project's strategy) inside a ``CanaryHost``."""
-    from flwr.app import MetricRecord
     from flwr.serverapp.strategy import Strategy
 
     class CanaryHost(Strategy):
@@ -100,28 +118,13 @@ def canary_host(inner):
             replies = list(replies)
             real, canaries = self._split(replies)
             real = [r for r in real if r.has_content()]
-            if not real:  # a round of canaries only: nothing to complete their replies from; each weighs 1
-                key = weighted_by_key(self.strategy)
-                for reply in canaries:
-                    metrics = dict(next(iter(reply.content.metric_records.values())))
-                    metrics.pop(MARKER)
-                    metrics.setdefault(key, 1)
-                    for old in list(reply.content.metric_records):
-                        del reply.content[old]
-                    reply.content["metrics"] = MetricRecord(metrics)
-                return self.strategy.aggregate_train(server_round, replies)
-            name, completed, keys, array_name = _completed_metrics(real, weighted_by_key(self.strategy))
+            key = weighted_by_key(self.strategy)
+            if real:
+                name, completed, keys, array_name = _completed_metrics(real, key)
+            else:  # a round of canaries only: nothing to complete their replies from; each weighs 1
+                name, completed, keys, array_name = "metrics", {key: 1}, None, None
             for reply in canaries:
-                metrics = dict(next(iter(reply.content.metric_records.values())))
-                metrics.pop(MARKER)
-                own = {**completed, **{k: v for k, v in metrics.items() if k in keys}}
-                for old in list(reply.content.metric_records):
-                    del reply.content[old]
-                reply.content[name] = MetricRecord(own)
-                for old, record in list(reply.content.array_records.items()):
-                    if old != array_name:
-                        del reply.content[old]
-                        reply.content[array_name] = record
+                _complete_canary_reply(reply, name, completed, keys, array_name)
             return self.strategy.aggregate_train(server_round, replies)
 
         def configure_evaluate(self, server_round, arrays, config, grid):

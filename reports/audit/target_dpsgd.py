@@ -81,6 +81,7 @@ class DpsgdTarget(BaseTarget):
         self.mechanism = SubsampledGaussian(built.sample_rate, built.noise_multiplier, built.clip)
         self.releases = self.steps
         self.planned: dict[str, dict] = {}
+        self.one_run_default: int | None = None  # the canaries default_trials gave the one-run probe, if it did
 
     def default_units(self) -> tuple[int | None, str]:
         return self.examples, "records"
@@ -188,7 +189,7 @@ class DpsgdTarget(BaseTarget):
                                                            "message": f["message"], **f.get("values", {})})
                     for f in probe.findings]
             origin = ("no trials given: canaries_per_run" + (", capped by the set-up" if self.opacus else "")
-                      if getattr(self, "one_run_default", None) == probe.trials else "the trials given")
+                      if self.one_run_default == probe.trials else "the trials given")
             out.append(Finding("dpsgd-check", "info", {
                 "code": "one-run-budget", "probe": probe.name, "canaries": probe.trials, "ceiling": probe.ceiling,
                 "message": f"{probe.name}: one training with {probe.trials} canaries ({origin}), which certifies "
