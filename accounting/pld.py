@@ -46,7 +46,7 @@ def discretisation_interval(composition: Composition, finest: float = 1e-4) -> f
     return max(finest, widest / MAX_POINTS)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=8)
 def _accountant(composition: Composition, value_discretization_interval: float, relation=None):
     """dp-accounting's PLD of ``composition`` (composed once per process for the same composition, interval and
     relation, which are frozen values: asking for epsilon at several deltas, or delta at several epsilons, reuses
@@ -67,8 +67,53 @@ def _accountant(composition: Composition, value_discretization_interval: float, 
     event = peers.dp_event(composition, peers.PeerScale.RECORD_NORM, relation)
     if not accountant.supports(event):
         raise Unsupported("dp-accounting's PLD does not support this composition")
+    if len(composition.parts) == 1 and _is_subsampled_gaussian(event.event):
+        return _RepeatedRelease(event.event, event.count, value_discretization_interval, accountant.neighboring_relation)
     accountant.compose(event)
     return accountant
+
+
+def _is_subsampled_gaussian(event) -> bool:
+    import dp_accounting
+
+    return isinstance(event, dp_accounting.PoissonSampledDpEvent) and isinstance(
+        event.event, dp_accounting.GaussianDpEvent
+    )
+
+
+class _RepeatedRelease:
+    """``count`` releases of one Poisson-subsampled Gaussian, composed as dp-accounting's ``PLDAccountant``
+    composes them (the one release's PLD, self-composed ``count`` times, composed onto the identity: the same
+    calls, so the same numbers), with the one release's PLD shared by every ``count`` (building it is the
+    cost; epsilon over rounds asks for several counts of one mechanism)."""
+
+    def __init__(self, event, count: int, interval: float, relation):
+        from dp_accounting.pld import privacy_loss_distribution
+
+        one = _one_release(event.event.noise_multiplier, event.sampling_probability, interval, relation)
+        # ``_pld``: where dp-accounting's accountant keeps it (``accounting.cost`` reads a release's PMF there)
+        self._pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
+            one.self_compose(count)
+        )
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return self._pld.get_epsilon_for_delta(target_delta)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        return self._pld.get_delta_for_epsilon(target_epsilon)
+
+
+@functools.lru_cache(maxsize=8)
+def _one_release(noise_multiplier: float, sampling_probability: float, interval: float, relation):
+    """dp-accounting's PLD of one Poisson-subsampled Gaussian release (record-norm multiplier)."""
+    from dp_accounting.pld.privacy_loss_distribution import from_gaussian_mechanism
+
+    return from_gaussian_mechanism(
+        standard_deviation=noise_multiplier,
+        value_discretization_interval=interval,
+        sampling_prob=sampling_probability,
+        neighboring_relation=relation,
+    )
 
 
 class PldAccountant:

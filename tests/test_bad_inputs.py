@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -858,17 +860,55 @@ def report_files() -> dict[str, str]:
     return texts
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
+def _write_inputs(directory: Path, names=None) -> None:
+    """The input files every case may name (all of them, or those in ``names``)."""
     for name, content in {**files(), **report_files()}.items():
-        path = tmp_path / name
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+        if names is None or name in names:
+            (directory / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+@pytest.fixture(scope="module")
+def input_dir(tmp_path_factory):
+    """The input files, written once for the module (about 150 files: writing them afresh for each of the
+    600 cases cost more than running the cases)."""
+    directory = tmp_path_factory.mktemp("bad-inputs")
+    _write_inputs(directory)
+    return directory, stamps(directory)
+
+
+@pytest.fixture
+def workdir(input_dir, monkeypatch):
+    """The input directory as the case's working directory; afterwards put back as it was (what the case
+    wrote removed, an input it changed or removed rewritten), so no case sees another's files."""
+    directory, pristine = input_dir
+    monkeypatch.chdir(directory)
+    yield directory
+    now = stamps(directory)
+    for name in sorted(set(now) - set(pristine), key=lambda n: -n.count("/")):  # deepest first
+        path = directory / name
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    changed = {name for name, stamp in pristine.items() if now.get(name) != stamp}
+    _write_inputs(directory, changed)
+    pristine.update({name: stamp for name, stamp in stamps(directory).items() if name in changed})
+    assert stamps(directory) == pristine
+
+
+def stamps(directory: Path) -> dict[str, tuple]:
+    """{path: (size, modification time)} of every file (directories: None) under ``directory``."""
+    out = {}
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        where = os.path.relpath(root, directory)
+        for name in dirs:
+            out[os.path.normpath(os.path.join(where, name))] = None
+        for name in names:
+            info = os.lstat(os.path.join(root, name))
+            out[os.path.normpath(os.path.join(where, name))] = (info.st_size, info.st_mtime_ns)
+    return out
 
 
 def listing(directory: Path) -> set[str]:
-    return {str(p.relative_to(directory)) for p in directory.rglob("*") if "__pycache__" not in p.parts}
+    return set(stamps(directory))
 
 
 @pytest.mark.parametrize("argv, code, words, check", ALL_CASES)
