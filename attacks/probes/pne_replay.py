@@ -207,7 +207,9 @@ class PneObserver:
             means = uploads[log.phase][1]
             if log.phase == self.phase:
                 out.update(self._canary(log, raw, pulled, uploads[log.phase]))
-                worlds = self._worlds(partition, nodes, raw, log, depth) if log.completed else None
+                # the un-noised schedules matter only if the next one deviates: computed then (never, for a
+                # correct implementation)
+                worlds = functools.partial(self._worlds, partition, nodes, raw, log, depth) if log.completed else None
             if not log.completed:
                 break
             state = self.rules.next_schedule(partition, nodes, _mean(means, 0), pulls, depth)
@@ -277,11 +279,13 @@ def _uploaded(run, phase: int) -> bool:
 
 
 def _direction(log, worlds) -> int:
-    """+1 if the observed schedule is world 1's un-noised one and not world 0's, -1 the reverse, else 0."""
+    """+1 if the observed schedule is world 1's un-noised one and not world 0's, -1 the reverse, else 0
+    (``worlds``: None, or a function giving the two worlds' un-noised schedules)."""
     if worlds is None:
         return 0
+    schedules = worlds()
     seen = ([tuple(key) for key in log.nodes], int(log.pulls))
-    in0, in1 = seen == worlds[0], seen == worlds[1]
+    in0, in1 = seen == schedules[0], seen == schedules[1]
     return int(in1) - int(in0)
 
 

@@ -110,3 +110,24 @@ def test_no_multiplier_reaches_a_peer_outside_the_peers_module():
                 if pattern.search(line) and ("dp_accounting" in line or "opacus" in line or "DpEvent" in line):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace-one"])
+def test_pld_of_repeated_subsampled_releases_is_dp_accountings_own(relation):
+    """``accounting.pld`` builds one release's PLD once and self-composes it per count (epsilon over rounds asks
+    for several counts); dp-accounting's PLDAccountant, composing the same event itself, gives the same bits."""
+    import dp_accounting
+
+    from accounting import pld as ours
+    from accounting.peers import composition_relation, dp_event, dpa_relation
+
+    mechanism = SubsampledGaussian(0.5, 2.64, neighbouring=relation)
+    for count in (7, 3):  # the second count reuses the first one's single-release PLD
+        composition = Composition.of(mechanism, count)
+        own = composition_relation(composition)
+        interval = ours.discretisation_interval(composition)
+        direct = dp_accounting.pld.PLDAccountant(dpa_relation(own), interval)
+        direct.compose(dp_event(composition, PeerScale.RECORD_NORM, own))
+        for delta in (1e-5, 0.0246):
+            assert ours.PldAccountant().epsilon(composition, delta) == direct.get_epsilon(delta)
+        assert ours.PldAccountant().delta(composition, 1.0) == direct.get_delta(1.0)
