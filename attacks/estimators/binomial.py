@@ -47,11 +47,13 @@ def threshold_epsilons(lower_count, lower_total, upper_count, upper_total, delta
     return np.where(np.isfinite(eps) & (eps > 0), eps, 0.0), lower, upper
 
 
-def threshold_p_values(lower_count, lower_total, upper_count, upper_total, epsilon, delta, iterations=90):
+def threshold_p_values(lower_count, lower_total, upper_count, upper_total, epsilon, delta, iterations=56):
     """For each test, the smallest significance at which it rejects "(epsilon, delta)-DP".
 
     The certified epsilon grows monotonically as alpha grows, so the p-value is found by a vectorised
-    bisection on log(alpha). A test that does not reject even at alpha = 1 gets p = 1.
+    bisection on log(alpha). A test that does not reject even at alpha = 1 gets p = 1. The value returned
+    is the bracket's rejecting end, never below the exact p-value; 56 halvings of [-700, 0] put it within
+    a relative 1e-14 of it.
     """
     shape = np.broadcast(np.asarray(lower_count), np.asarray(upper_count)).shape
     lo = np.full(shape, -700.0)  # log(alpha); exp(-700) ~ 1e-304
