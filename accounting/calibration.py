@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import optimize
-
 from accounting.errors import ConfigurationError, require_number
 from accounting.exact import gaussian_delta
 from accounting.mechanisms import Gaussian
@@ -39,6 +37,8 @@ def analytic_gaussian_noise_multiplier(epsilon: float, delta: float) -> float:
         high *= 2.0
     while excess(low) <= 0:
         low /= 2.0
+    from scipy import optimize  # here, not at the top: every process importing accounting would pay for it
+
     z = optimize.brentq(excess, low, high, xtol=1e-14, rtol=1e-14)
     while excess(z) > 0:  # guard the side: never return noise below the requirement
         z *= 1 + 1e-12
@@ -92,6 +92,8 @@ def classic_failure_threshold(delta: float, high: float = 100.0) -> float | None
 
     if margin(high) <= 0:
         return None
+    from scipy import optimize
+
     low = 1.0
     return float(optimize.brentq(margin, low, high, xtol=1e-6))
 
@@ -210,6 +212,8 @@ class _NoiseSearch:
                 z = math.exp(u)
                 self.meets(z)
                 return min(self.values[z] - self.target, 1e12)  # an infinite epsilon would derail the steps
+
+            from scipy import optimize
 
             root = optimize.brentq(excess, math.log(low), math.log(high), xtol=width / 4)
             for u in (root + width * 0.45, root - width * 0.45):  # straddle the estimate to close the bracket

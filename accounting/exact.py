@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from accounting import peers
 from accounting.base import Unsupported
@@ -85,6 +85,8 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         high *= 2.0
         if not math.isfinite(high):
             return math.inf
+    from scipy import optimize  # here, not at the top: every process importing accounting would pay for it
+
     # relative tolerance only: tiny noise gives tiny epsilons (an absolute 1e-12 left 1e-14 unresolved)
     eps = float(optimize.brentq(lambda e: float(gaussian_delta(mu, e)) - delta, 0.0, high, xtol=1e-300, rtol=1e-12,
                                 maxiter=1000))
