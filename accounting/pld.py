@@ -68,7 +68,8 @@ def _accountant(composition: Composition, value_discretization_interval: float, 
     if not accountant.supports(event):
         raise Unsupported("dp-accounting's PLD does not support this composition")
     if len(composition.parts) == 1 and _is_subsampled_gaussian(event.event):
-        return _RepeatedRelease(event.event, event.count, value_discretization_interval, accountant.neighboring_relation)
+        relation = accountant.neighboring_relation
+        return _RepeatedRelease(event.event, event.count, value_discretization_interval, relation)
     accountant.compose(event)
     return accountant
 
