@@ -90,14 +90,9 @@ def _rank_powers(mu: float, trials: int, ranks, thresholds, alpha_each: float, n
     return out
 
 
-def _least_count(trials: int, threshold: float, alpha_each: float) -> int | None:
-    """Least count whose Clopper-Pearson lower bound exceeds ``threshold`` (None if none)."""
-    needed = int(_least_counts(trials, np.array([threshold]), alpha_each)[0])
-    return needed or None
-
-
 def _least_counts(trials: int, thresholds, alpha_each: float) -> np.ndarray:
-    """``_least_count`` of each threshold by one bisection over all of them (0 where no count exceeds it)."""
+    """For each threshold, the least count whose Clopper-Pearson lower bound exceeds it, by one bisection over
+    all of them (0 where no count does)."""
     thresholds = np.asarray(thresholds, dtype=float)
     reachable = cp_lower(trials, trials, alpha_each / 2) > thresholds
     low, high = np.zeros(thresholds.shape, dtype=np.int64), np.full(thresholds.shape, int(trials), dtype=np.int64)

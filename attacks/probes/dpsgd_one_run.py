@@ -36,18 +36,19 @@ class OneRunResult:
 
 
 def one_run_gradient_canaries(probe: DpsgdAllIteratesProbe, canaries: int, seed: int, delta: float,
-                              confidence: float = 0.95, inserted: bool = True) -> OneRunResult:
+                              confidence: float = 0.95, inserted: bool = True, setup=None) -> OneRunResult:
     """Train once with ``canaries`` gradient canaries, each included with probability 1/2 (drawn from
     ``seed`` before training); score each with ``probe``'s score (its view: all iterates, or the last iterate
     for a ``DpsgdLastIterateProbe``). ``inserted=False`` draws the coins but inserts no canary (a null run).
-    ``probe``'s set-up is a ``DpsgdSetup`` or opacus-check's dict (``DpsgdAllIteratesProbe.canary_run``)."""
+    ``probe``'s set-up is a ``DpsgdSetup`` or opacus-check's dict (``DpsgdAllIteratesProbe.canary_run``);
+    ``setup``: that set-up already built by ``probe.checked_setup()`` (default: built here)."""
     from dpfed.dpsgd.planted import scaled_noise
     from dpfed.dpsgd.train import one_thread
 
     canaries = int(require_number("canaries", canaries, low=2, integer=True))
     rng = np.random.default_rng(seed)
     included = rng.random(canaries) < 0.5
-    setup = probe.checked_setup()
+    setup = probe.checked_setup() if setup is None else setup
     with scaled_noise(probe.noise_factor()), one_thread():
         updates, record = probe.canary_run(setup, included & inserted, int(rng.integers(0, 2**62)))
     scores = probe.score_updates(updates)
@@ -86,24 +87,26 @@ class DpsgdOneRunProbe(DpsgdAllIteratesProbe):
             return DpsgdLastIterateProbe.score_updates(self, updates)
         return super().score_updates(updates)
 
-    def check_canaries(self, canaries) -> int:
+    def check_canaries(self, canaries, setup=None) -> int:
         """``canaries`` as a count this set-up holds (ConfigurationError on ``trials``, one line, before any run):
         on opacus-check's dict one coordinate and one record each, at most half the records; a ``DpsgdSetup``
-        has no limit (the canary coordinates and examples are added to the user's)."""
+        has no limit (the canary coordinates and examples are added to the user's). ``setup``: the set-up
+        already built (default: built here)."""
         from attacks.probes.dpsgd_user import OpacusRun, check_canaries
 
         count = int(require_number("trials", canaries, low=2, integer=True))
-        setup = self.training_setup()
+        setup = self.training_setup() if setup is None else setup
         return check_canaries(setup, count, "trials") if isinstance(setup, OpacusRun) else count
 
     def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
         """Train once with ``canaries`` canaries and test the claim ``(epsilon, delta)`` with the rigorous bound."""
-        canaries = self.check_canaries(canaries)
-        run = one_run_gradient_canaries(self, canaries, int(seed), delta, confidence)
+        setup = self.checked_setup()  # the user's set-up, built once for the check, the run and its steps
+        canaries = self.check_canaries(canaries, setup)
+        run = one_run_gradient_canaries(self, canaries, int(seed), delta, confidence, setup=setup)
         bounds = [bound_dict(b, self.view.replace("-", "_"), f"Scored in the {self.view} view.") for b in run.bounds]
         status, p_value, ceiling = one_run_decision(bounds, canaries, epsilon, delta, confidence)
         record = run.opacus
-        steps = self.training_setup().steps
+        steps = setup.steps
         findings = [{"code": "opacus-reported", "severity": "info",
                      "values": {"noise_multiplier": record.noise_multiplier, "sample_rate": record.sample_rate,
                                 "steps": record.steps, "expected_steps": steps},
