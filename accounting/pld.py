@@ -13,10 +13,12 @@ the same privacy-loss distribution, one release's discretisation error, and inst
 from __future__ import annotations
 
 import functools
+import math
 
 from accounting import peers
 from accounting.base import Unsupported
 from accounting.mechanisms import Composition, Gaussian, Laplace, Sampling, SubsampledGaussian
+from accounting.pld_gaussian import gaussian_pld
 from accounting.shortcuts import collapsed
 
 MAX_POINTS = 200_000
@@ -67,35 +69,54 @@ def _accountant(composition: Composition, value_discretization_interval: float, 
     event = peers.dp_event(composition, peers.PeerScale.RECORD_NORM, relation)
     if not accountant.supports(event):
         raise Unsupported("dp-accounting's PLD does not support this composition")
-    if len(composition.parts) == 1 and _is_subsampled_gaussian(event.event):
-        relation = accountant.neighboring_relation
-        return _RepeatedRelease(event.event, event.count, value_discretization_interval, relation)
+    releases = _gaussian_releases(event)
+    if releases is not None:
+        return _ComposedGaussians(releases, value_discretization_interval, accountant.neighboring_relation)
     accountant.compose(event)
     return accountant
 
 
-def _is_subsampled_gaussian(event) -> bool:
+def _gaussian_releases(event) -> list[tuple[float, float, int]] | None:
+    """``(noise multiplier, sampling probability, count)`` per part of ``event`` when every part is ``count``
+    Gaussian releases, Poisson-subsampled or not (``peers.dp_event``'s shape), with positive noise and rate;
+    None otherwise (dp-accounting's accountant then composes it)."""
     import dp_accounting
 
-    return isinstance(event, dp_accounting.PoissonSampledDpEvent) and isinstance(
-        event.event, dp_accounting.GaussianDpEvent
-    )
+    parts = event.events if isinstance(event, dp_accounting.ComposedDpEvent) else [event]
+    releases = []
+    for part in parts:
+        count = 1
+        while isinstance(part, dp_accounting.SelfComposedDpEvent):
+            count, part = count * part.count, part.event
+        rate = 1.0
+        if isinstance(part, dp_accounting.PoissonSampledDpEvent):
+            rate, part = part.sampling_probability, part.event
+            if not 0 < rate <= 1:
+                return None
+        if not isinstance(part, dp_accounting.GaussianDpEvent) or not part.noise_multiplier > 0:
+            return None
+        releases.append((part.noise_multiplier, rate, count))
+    return releases
 
 
-class _RepeatedRelease:
-    """``count`` releases of one Poisson-subsampled Gaussian, composed as dp-accounting's ``PLDAccountant``
-    composes them (the one release's PLD, self-composed ``count`` times, composed onto the identity: the same
-    calls, so the same numbers), with the one release's PLD shared by every ``count`` (building it is the
-    cost; epsilon over rounds asks for several counts of one mechanism)."""
+class _ComposedGaussians:
+    """What dp-accounting's ``PLDAccountant`` composes for Gaussian releases, the same calls in the same order:
+    from the identity, per part either one Gaussian of multiplier ``z / sqrt(count)`` (un-subsampled releases
+    compose to it) or one Poisson-subsampled release's PLD self-composed ``count`` times. A release's PLD is
+    built by ``accounting.pld_gaussian`` (dp-accounting's construction, vectorised) and shared across counts
+    (epsilon over rounds asks for several counts of one mechanism)."""
 
-    def __init__(self, event, count: int, interval: float, relation):
+    def __init__(self, releases, interval: float, relation):
         from dp_accounting.pld import privacy_loss_distribution
 
-        one = _one_release(event.event.noise_multiplier, event.sampling_probability, interval, relation)
-        # ``_pld``: where dp-accounting's accountant keeps it (``accounting.cost`` reads a release's PMF there)
-        self._pld = privacy_loss_distribution.identity(value_discretization_interval=interval).compose(
-            one.self_compose(count)
-        )
+        composed = privacy_loss_distribution.identity(value_discretization_interval=interval)
+        for multiplier, rate, count in releases:
+            if rate == 1.0:
+                part = _one_release(multiplier / math.sqrt(count), 1.0, interval, relation)
+            else:
+                part = _one_release(multiplier, rate, interval, relation).self_compose(count)
+            composed = composed.compose(part)
+        self._pld = composed  # where dp-accounting's accountant keeps it (``accounting.cost`` reads it there)
 
     def get_epsilon(self, target_delta: float) -> float:
         return self._pld.get_epsilon_for_delta(target_delta)
@@ -106,15 +127,9 @@ class _RepeatedRelease:
 
 @functools.lru_cache(maxsize=8)
 def _one_release(noise_multiplier: float, sampling_probability: float, interval: float, relation):
-    """dp-accounting's PLD of one Poisson-subsampled Gaussian release (record-norm multiplier)."""
-    from dp_accounting.pld.privacy_loss_distribution import from_gaussian_mechanism
-
-    return from_gaussian_mechanism(
-        standard_deviation=noise_multiplier,
-        value_discretization_interval=interval,
-        sampling_prob=sampling_probability,
-        neighboring_relation=relation,
-    )
+    """The PLD of one Gaussian release of ``noise_multiplier`` (record norm), Poisson-subsampled at
+    ``sampling_probability`` (1: not subsampled), as dp-accounting's ``from_gaussian_mechanism`` builds it."""
+    return gaussian_pld(noise_multiplier, interval, sampling_probability, relation)
 
 
 class PldAccountant:

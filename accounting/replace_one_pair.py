@@ -33,7 +33,9 @@ def worst_pair_epsilon(rate: float, shift: float, releases: int, delta: float, b
     client's full-norm update moves the mean by ``shift`` noise stds (``a = 1 / z``; the pair's gap is 2a);
     rounded as ``bound`` says; 0 when ``shift`` is 0. A lower bound beyond ``MAX_SHIFT`` is taken at
     ``MAX_SHIFT`` (epsilon increases with the shift); an upper one there is refused."""
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    from dp_accounting import NeighboringRelation
+
+    from accounting.pld_gaussian import gaussian_pld
 
     require_number("rate", rate, low=0, high=1, low_open=True)
     require_number("shift", shift, low=0)
@@ -49,9 +51,9 @@ def worst_pair_epsilon(rate: float, shift: float, releases: int, delta: float, b
             raise ConfigurationError("shift", f"{shift:g} noise stds a release is beyond {MAX_SHIFT:g}: the "
                                               "pair's PLD would take minutes (and epsilon is in the hundreds)")
         shift = MAX_SHIFT
-    distribution = pld.from_gaussian_mechanism(
-        1.0 / (2.0 * float(shift)), sensitivity=1.0, sampling_prob=float(rate), pessimistic_estimate=upper,
-        value_discretization_interval=LOSS_INTERVAL, use_connect_dots=upper)
+    # dp-accounting's from_gaussian_mechanism (add-or-remove), its construction vectorised: the same distribution
+    distribution = gaussian_pld(1.0 / (2.0 * float(shift)), LOSS_INTERVAL, float(rate),
+                                NeighboringRelation.ADD_OR_REMOVE_ONE, pessimistic=upper)
     if int(releases) > 1:
         distribution = distribution.self_compose(int(releases))
     return max(0.0, float(distribution.get_epsilon_for_delta(delta)))
