@@ -101,7 +101,25 @@ def audit_system(system: str, log=print) -> int:
     return code
 
 
+def _list_reads(path: str) -> None:
+    """Write the repository's Python files this process imported to ``path``, one per line (what the run read of
+    the code: ``mutation_score.py`` fingerprints results with them)."""
+    names = set()
+    for module in list(sys.modules.values()):
+        name = os.path.abspath(getattr(module, "__file__", None) or "")
+        if name.startswith(ROOT + os.sep) and name.endswith(".py"):
+            relative = os.path.relpath(name, ROOT)
+            if not relative.startswith((".venv", "..")):
+                names.add(relative.replace(os.sep, "/"))
+    with open(path, "w") as out:
+        out.write("".join(f"{name}\n" for name in sorted(names)))
+
+
 def main(argv=None) -> int:
+    if os.environ.get("MUTATION_READS"):
+        import atexit
+
+        atexit.register(_list_reads, os.environ["MUTATION_READS"])
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0] not in TARGETS:
         print(f"usage: mutation_audit.py {{{','.join(TARGETS)}}}", file=sys.stderr)

@@ -4,7 +4,8 @@
 what is uploaded or broadcast); cosmic-ray's operators (``OPERATORS``) are applied at every position inside
 them, less lines of input validation (an ``if`` whose body only raises). A mutant is identified by
 (file, operator, occurrence) and carries its mutated source; its ``fingerprint`` hashes that source with
-every file the audit reads (``code_fingerprint``), so a recorded result is reused only for the same inputs.
+the files the audit reads (``code_fingerprint``: the repository files its unmutated run imported, the data
+files, the audit script and configurations), so a recorded result is reused only for the same inputs.
 """
 
 from __future__ import annotations
@@ -126,15 +127,45 @@ def tracked_files(root: Path = ROOT) -> list[str]:
     return sorted(name for name in out if (root / name).is_file())
 
 
-def code_fingerprint(configs, root: Path = ROOT) -> str:
-    """sha256 over the names and contents of the code the audits read (``AUDITED``) and of ``configs``
-    (the audit configurations of one system)."""
+AUDIT_SCRIPT = "benchmarks/mutation_audit.py"
+
+
+def code_fingerprint(configs, root: Path = ROOT, reads=None, system: str | None = None) -> str:
+    """sha256 over the names and contents of the code the audits read and of ``configs`` (the audit
+    configurations of one system). The code: with ``reads`` (the repository's Python files an audit of ``system``
+    imported, as ``mutation_audit.py`` lists them), those files, every file of ``AUDITED`` that is not Python
+    (templates, schemas, data) and ``mutation_audit.py`` with its ``TARGETS`` table cut to ``system``'s entry (another
+    system's targets do not change this one's audit); without, every file of ``AUDITED`` (all of it: conservative)."""
     digest = hashlib.sha256()
-    code = [p for top in AUDITED for p in ([root / top] if top.endswith(".py") else (root / top).rglob("*.py"))]
-    names = sorted(str(p.relative_to(root)) for p in code if "__pycache__" not in p.parts) + sorted(configs)
-    for name in names:
-        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    everything = [p for top in AUDITED for p in ([root / top] if top.endswith(".py") else (root / top).rglob("*"))
+                  if p.is_file() and "__pycache__" not in p.parts]
+    names = {str(p.relative_to(root)) for p in everything}
+    if reads is not None:
+        names = {n for n in names if not n.endswith(".py") or n in set(reads)} | {AUDIT_SCRIPT}
+    for name in sorted(names) + sorted(configs):
+        content = (root / name).read_bytes()
+        if reads is not None and name == AUDIT_SCRIPT:
+            content = _audit_script_for(content.decode(), system).encode()
+        digest.update(name.encode() + b"\0" + content + b"\0")
     return digest.hexdigest()
+
+
+def _audit_script_for(source: str, system: str | None) -> str:
+    """``mutation_audit.py``'s source with its ``TARGETS = {...}`` assignment replaced by ``system``'s entry."""
+    module = ast.parse(source)
+    for node in module.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TARGETS"]:
+            entry = ast.literal_eval(node.value).get(system)
+            lines = source.splitlines(keepends=True)
+            cut = f"TARGETS[{system!r}] = {entry!r}\n"
+            return "".join(lines[: node.lineno - 1]) + cut + "".join(lines[node.end_lineno:])
+    return source
+
+
+def file_digest(root: Path, name: str) -> str | None:
+    """sha256 of one file's bytes (None when it is gone)."""
+    path = root / name
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def mutants(system: str, root: Path = ROOT) -> list[Mutant]:

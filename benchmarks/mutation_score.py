@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_mutants import ROOT, SCOPE, code_fingerprint, mutants, tracked_files  # noqa: E402
+from mutation_mutants import ROOT, SCOPE, code_fingerprint, file_digest, mutants, tracked_files  # noqa: E402
 
 PYTHON = sys.executable
 RESULTS = ROOT / "benchmarks" / "mutation_results.json"
@@ -57,10 +57,13 @@ def record(path: Path, key: str, entry: dict) -> None:
     os.replace(temporary, path)
 
 
-def audit(tree: Path, system: str, timeout: float) -> tuple[str, int | None, str, float]:
-    """(verdict, exit code, output tail, seconds) of the system's audit in ``tree``, one core."""
+def audit(tree: Path, system: str, timeout: float) -> tuple[str, int | None, str, float, list[str] | None]:
+    """(verdict, exit code, output tail, seconds, the repository's Python files it imported or None when it was
+    stopped) of the system's audit in ``tree``, one core."""
+    reads_file = tree.parent / f"reads-{system}.txt"
+    reads_file.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MUTATION_READS": str(reads_file)}
     start = time.perf_counter()
     process = subprocess.Popen(
         ["nice", "-n", "10", PYTHON, "benchmarks/mutation_audit.py", system], cwd=tree, env=env,
@@ -75,7 +78,8 @@ def audit(tree: Path, system: str, timeout: float) -> tuple[str, int | None, str
         code = None
     seconds = time.perf_counter() - start
     verdict = "pass" if code == 0 else "violation" if code == 1 else "broken"
-    return verdict, code, (output or "")[-800:], seconds
+    reads = reads_file.read_text().split() if reads_file.exists() else None
+    return verdict, code, (output or "")[-800:], seconds, reads
 
 
 def copy_tree(destination: Path) -> None:
@@ -84,47 +88,86 @@ def copy_tree(destination: Path) -> None:
         shutil.copy2(ROOT / name, destination / name)
 
 
+def system_code(system: str, tree: Path, results: dict) -> tuple[str, list[str]] | None:
+    """(code fingerprint, files read) of a recorded baseline of ``system`` whose reads are unchanged in ``tree``:
+    the files its unmutated audit imported, the data files, the audit script and the configurations are the same
+    bytes now. None when no recorded baseline matches (a new baseline run is needed)."""
+    configs = system_configs(system)
+    for key, entry in results.items():
+        if key.startswith(f"baseline:{system}:") and entry.get("reads") is not None:
+            code = code_fingerprint(configs, tree, entry["reads"], system)
+            if key == f"baseline:{system}:{code}":
+                return code, entry["reads"]
+    return None
+
+
+def still_valid(entry: dict, tree: Path, broad: str) -> bool:
+    """A mutant's recorded result holds for ``tree``: the files its run imported beyond the baseline's (if any)
+    are the same bytes; a run stopped before it could list them holds only while the whole of ``AUDITED`` is
+    the same (``broad``)."""
+    extra = entry.get("extra_reads")
+    if extra is None:
+        return entry.get("code_all") == broad
+    return all(file_digest(tree, name) == digest for name, digest in extra.items())
+
+
 def run_system(system: str, tree: Path, results: Path, timeout: float, log=print) -> None:
-    code = code_fingerprint(system_configs(system), tree)
-    baseline_key = f"baseline:{system}:{code}"
     done = load(results)
-    if baseline_key not in done:
-        verdict, exit_code, output, seconds = audit(tree, system, timeout)
-        record(results, baseline_key, {"system": system, "baseline": True, "verdict": verdict,
-                                       "exit": exit_code, "seconds": round(seconds, 1), "output": output,
-                                       "code": code})
+    found = system_code(system, tree, done)
+    if found is None:
+        verdict, exit_code, output, seconds, reads = audit(tree, system, timeout)
+        if reads is None:
+            log(f"{system}: the unmutated audit stopped before listing what it read ({output[-200:]}); skipped")
+            return
+        code = code_fingerprint(system_configs(system), tree, reads, system)
+        record(results, f"baseline:{system}:{code}", {
+            "system": system, "baseline": True, "verdict": verdict, "exit": exit_code, "seconds": round(seconds, 1),
+            "output": output, "code": code, "reads": reads})
         done = load(results)
-    if done[baseline_key]["verdict"] != "pass":
-        log(f"{system}: the unmutated code does not PASS its audit ({done[baseline_key]['output'][-200:]}); skipped")
+    else:
+        code, reads = found
+    baseline = done[f"baseline:{system}:{code}"]
+    if baseline["verdict"] != "pass":
+        log(f"{system}: the unmutated code does not PASS its audit ({baseline['output'][-200:]}); skipped")
         return
+    broad = code_fingerprint(system_configs(system), tree)
     todo = mutants(system, tree)
-    log(f"{system}: {len(todo)} mutants in scope; baseline PASS")
+    log(f"{system}: {len(todo)} mutants in scope; baseline PASS; its audit reads {len(reads)} Python files")
     for number, mutant in enumerate(todo, 1):
         key = mutant.fingerprint(code)
-        if key in done:
+        if key in done and still_valid(done[key], tree, broad):
             continue
         path = tree / mutant.file
         original = path.read_text()
         try:
             path.write_text(mutant.source)
-            verdict, exit_code, output, seconds = audit(tree, system, timeout)
+            verdict, exit_code, output, seconds, mutant_reads = audit(tree, system, timeout)
         finally:
             path.write_text(original)
+        extra = None if mutant_reads is None else {
+            name: file_digest(tree, name) for name in sorted(set(mutant_reads) - set(reads) - {mutant.file})}
         entry = {"system": system, "file": mutant.file, "line": mutant.line, "operator": mutant.operator,
                  "occurrence": mutant.occurrence, "verdict": verdict, "exit": exit_code,
-                 "seconds": round(seconds, 1), "diff": mutant.diff, "output": output, "code": code}
+                 "seconds": round(seconds, 1), "diff": mutant.diff, "output": output, "code": code,
+                 "extra_reads": extra, "code_all": broad}
         record(results, key, entry)
         done[key] = entry
         log(f"{system} {number}/{len(todo)} {mutant.file}:{mutant.line} {mutant.operator}: {verdict} ({seconds:.0f} s)")
 
 
+def system_results(system: str, results: dict, tree: Path = ROOT) -> list[tuple[object, dict]]:
+    """(mutant, result) for each in-scope mutant of ``system`` with a result that holds for ``tree``."""
+    found = system_code(system, tree, results)
+    if found is None:
+        return []
+    code, broad = found[0], code_fingerprint(system_configs(system), tree)
+    return [(m, results[m.fingerprint(code)]) for m in mutants(system, tree)
+            if m.fingerprint(code) in results and still_valid(results[m.fingerprint(code)], tree, broad)]
+
+
 def current(results: dict, tree: Path = ROOT) -> dict[str, list[dict]]:
     """The results of the current code's mutants, per system (a result of other inputs is left out)."""
-    out = {}
-    for system in SCOPE:
-        code = code_fingerprint(system_configs(system), tree)
-        out[system] = [results[m.fingerprint(code)] for m in mutants(system, tree) if m.fingerprint(code) in results]
-    return out
+    return {system: [row for _, row in system_results(system, results, tree)] for system in SCOPE}
 
 
 def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
@@ -135,16 +178,16 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     lines = [head, "|---" * 13 + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
     for system in ORDER:
-        code = code_fingerprint(system_configs(system), tree)
         scope = mutants(system, tree)
-        rows = [(m, results[m.fingerprint(code)]) for m in scope if m.fingerprint(code) in results]
+        rows = system_results(system, results, tree)
+        checked = code_fingerprint(system_configs(system), tree)  # survivor checks: keyed by all of the code
         count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "more-noise": 0,
                  "data-independent": 0, "refuses": 0, "missed": 0, "unchecked": 0}
         for mutant, row in rows:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
                 continue
-            check = checks.get(mutant.fingerprint(code))
+            check = checks.get(mutant.fingerprint(checked))
             category = check["category"] if check else "unchecked"
             count[category] += 1
             survivors.append((mutant, category, check))

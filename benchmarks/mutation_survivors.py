@@ -36,9 +36,9 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_mutants import ROOT, SCOPE, code_fingerprint, mutants, tracked_files  # noqa: E402
+from mutation_mutants import ROOT, SCOPE, code_fingerprint, tracked_files  # noqa: E402
 from mutation_release import PYTHON, _env, compare, release_outputs  # noqa: E402
-from mutation_score import RESULTS, load, record, system_configs  # noqa: E402
+from mutation_score import RESULTS, load, record, system_configs, system_results  # noqa: E402
 
 CHECKS = ROOT / "benchmarks" / "mutation_survivors.json"
 FKM_NOISE_SCRIPT = r'''
@@ -142,10 +142,9 @@ def main(argv=None) -> int:
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, tree / name)
         for system in args.systems.split(","):
-            code = code_fingerprint(system_configs(system), tree)
-            survivors = [m for m in mutants(system, tree)
-                         if results.get(m.fingerprint(code), {}).get("verdict") == "pass"
-                         and m.fingerprint(code) not in load(checks)]
+            code = code_fingerprint(system_configs(system), tree)  # a check is keyed by all of the code it runs
+            survivors = [m for m, row in system_results(system, results, tree)
+                         if row["verdict"] == "pass" and m.fingerprint(code) not in load(checks)]
             if not survivors:
                 continue
             original = release_outputs(system, tree, Path(work) / "run")

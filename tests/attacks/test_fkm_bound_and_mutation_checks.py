@@ -114,6 +114,49 @@ def test_results_are_keyed_by_what_the_audit_reads(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mutation-")] == []  # no temporary left
 
 
+def test_a_result_is_kept_while_the_files_its_audit_read_are_unchanged(tmp_path):
+    """Keys from what the unmutated audit imported: a Python file it did not import may change; a file it read,
+    a data file, the audit script or a configuration may not; a mutant's run that imported more is checked on
+    those files too, and a run stopped before listing its reads holds only while all the code is unchanged."""
+    from mutation_mutants import code_fingerprint
+    from mutation_score import still_valid
+
+    files = (("accounting/a.py", "x = 1\n"), ("dpfed/unused.py", "y = 1\n"), ("reports/t.html", "<p>\n"),
+             ("configs/c.toml", "seed = 1\n"), ("benchmarks/mutation_audit.py", ""))
+    for name, text in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    reads = ["accounting/a.py"]
+    code, broad = code_fingerprint(["configs/c.toml"], tmp_path, reads), code_fingerprint(["configs/c.toml"], tmp_path)
+    (tmp_path / "dpfed/unused.py").write_text("y = 2\n")
+    assert code_fingerprint(["configs/c.toml"], tmp_path, reads) == code  # not imported by the audit
+    assert code_fingerprint(["configs/c.toml"], tmp_path) != broad
+    for name, changed in (("accounting/a.py", "x = 2\n"), ("reports/t.html", "<b>\n"),
+                          ("benchmarks/mutation_audit.py", "#\n"), ("configs/c.toml", "seed = 2\n")):
+        original = (tmp_path / name).read_text()
+        (tmp_path / name).write_text(changed)
+        assert code_fingerprint(["configs/c.toml"], tmp_path, reads) != code, name
+        (tmp_path / name).write_text(original)
+    script = 'TARGETS = {{"fkm": [("configs/c.toml", ("a",))], "pne": [("configs/p.toml", ("{}",))]}}\nrun()\n'
+    (tmp_path / "benchmarks/mutation_audit.py").write_text(script.format("b"))
+    code = code_fingerprint(["configs/c.toml"], tmp_path, reads, "fkm")
+    (tmp_path / "benchmarks/mutation_audit.py").write_text(script.format("c"))  # another system's targets
+    assert code_fingerprint(["configs/c.toml"], tmp_path, reads, "fkm") == code
+    assert code_fingerprint(["configs/c.toml"], tmp_path, reads, "pne") != code_fingerprint(
+        ["configs/c.toml"], tmp_path.parent / tmp_path.name, reads, "fkm")
+    (tmp_path / "benchmarks/mutation_audit.py").write_text(script.format("c").replace("run()", "run(1)"))
+    assert code_fingerprint(["configs/c.toml"], tmp_path, reads, "fkm") != code  # the audit's own code
+    import hashlib
+
+    digest = hashlib.sha256(b"y = 2\n").hexdigest()
+    broad = code_fingerprint(["configs/c.toml"], tmp_path)
+    assert still_valid({"extra_reads": {"dpfed/unused.py": digest}}, tmp_path, broad)
+    (tmp_path / "dpfed/unused.py").write_text("y = 3\n")
+    assert not still_valid({"extra_reads": {"dpfed/unused.py": digest}}, tmp_path, broad)
+    assert not still_valid({"extra_reads": None, "code_all": broad}, tmp_path, code_fingerprint(["configs/c.toml"],
+                                                                                                 tmp_path))
+
+
 @pytest.mark.slow  # cosmic-ray enumerates the module's mutants: about 7 s on the loaded 2-core machine
 def test_every_fkm_mutant_lies_in_its_scope():
     pytest.importorskip("cosmic_ray")
