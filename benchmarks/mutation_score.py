@@ -174,15 +174,15 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     """Markdown: per system, the mutants in scope, tested, killed by VIOLATION, killed by a broken run, and
     the survivors by their checked category (``mutation_survivors.py``; "unchecked" until it has run)."""
     head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | equivalent | post-processing | "
-            "more noise | data-independent | refuses | missed | unchecked | privacy-relevant killed |")
-    lines = [head, "|---" * 13 + "|"]
+            "more noise | data-independent | within bound | refuses | missed | unchecked | privacy-relevant killed |")
+    lines = [head, "|---" * 14 + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
     for system in ORDER:
         scope = mutants(system, tree)
         rows = system_results(system, results, tree)
         checked = code_fingerprint(system_configs(system), tree)  # survivor checks: keyed by all of the code
         count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "more-noise": 0,
-                 "data-independent": 0, "refuses": 0, "missed": 0, "unchecked": 0}
+                 "data-independent": 0, "within-bound": 0, "refuses": 0, "missed": 0, "unchecked": 0}
         for mutant, row in rows:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
@@ -196,7 +196,7 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
         lines.append(
             f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
             f"{count['equivalent']} | {count['post-processing']} | {count['more-noise']} | "
-            f"{count['data-independent']} | {count['refuses']} | "
+            f"{count['data-independent']} | {count['within-bound']} | {count['refuses']} | "
             f"{count['missed']} | "
             f"{count['unchecked']} | {killed}/{relevant} |"
         )
@@ -207,8 +207,8 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     killed = total["violation"] + total["broken"]
     relevant = killed + total["missed"] + total["unchecked"]
     share = f" = {killed / relevant:.1%}; by VIOLATION {total['violation'] / relevant:.1%}" if relevant else ""
-    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | | | | | | "
-                 f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
+    lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | "
+                 f"| | | | | | {total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]
     for mutant, category, check in survivors:

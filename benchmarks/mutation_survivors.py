@@ -17,6 +17,9 @@ and the outputs are compared bit for bit:
 - ``data-independent`` (DP-FKM): the releases are identical for two different data sets (loss families)
   under the same noise draws in every configuration, where the original's are not (nothing about the data
   is released);
+- ``within-bound`` (DP-FKM): each release is a value in the original's [-B, B] plus the original's noise draw for
+  that release, at the same noise scale, in every configuration (the loss is clipped to another value or range
+  inside [-B, B]: one event moves it by at most 2 B, the sensitivity the noise is calibrated to);
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
@@ -108,6 +111,27 @@ def fkm_noise_change(original: dict, mutant: dict) -> str | None:
     return "more" if grew else "same"
 
 
+def within_bound(original: dict, mutant: dict) -> bool:
+    """Whether, in every configuration, each of the mutant's releases is a value in the original's [-B, B] plus the
+    original's noise draw for that release (the same noise scale and count of releases): whatever value the
+    mutant clips the loss to, one event moves it by at most 2 B, the sensitivity the noise is calibrated to."""
+    import numpy as np
+
+    for key, before in original.items():
+        after = mutant.get(key, {"error": "missing"})
+        if "error" in after or "error" in before or len(after["observed"]) != len(before["observed"]):
+            return False
+        if after["scale"] != before["scale"]:
+            return False
+        bound = before["bound"]
+        for (v0, r0), (_, r1) in zip(before["observed"], after["observed"], strict=True):
+            noise = np.asarray(r0) - np.clip(np.asarray(v0), -bound, bound)
+            value = np.asarray(r1) - noise
+            if value.shape != noise.shape or not np.all(np.abs(value) <= bound * (1 + 1e-9)):
+                return False
+    return True
+
+
 def data_independent(outputs: dict) -> bool:
     """Whether every configuration released the same values for two different data sets (same noise)."""
     return all(o.get("data_independent") is True for o in outputs.values())
@@ -126,6 +150,8 @@ def classify(system: str, difference: dict, noise: str | None) -> str:
         return "more-noise"
     if system == "fkm" and noise == "data-independent" and not difference["breaks"]:
         return "data-independent"
+    if system == "fkm" and noise == "within-bound" and not difference["breaks"]:
+        return "within-bound"
     return "missed"
 
 
@@ -161,6 +187,8 @@ def main(argv=None) -> int:
                         noise = fkm_noise_change(original_noise, outputs)
                         if noise is None and data_independent(outputs) and not data_independent(original_noise):
                             noise = "data-independent"
+                        elif noise is None and within_bound(original_noise, outputs):
+                            noise = "within-bound"
                 finally:
                     path.write_text(text)
                 category = classify(system, difference, noise)

@@ -9,6 +9,7 @@ the two PMFs are equal bit for bit.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
@@ -55,10 +56,11 @@ def main() -> None:
     print("|---:|---:|---|---|---:|---:|---:|---|")
     for z, q, name, pessimistic in CONFIGURATIONS:
         relation = getattr(dp_accounting.NeighboringRelation, name)
-        theirs_s, theirs = _best(lambda: from_gaussian_mechanism(
-            z, value_discretization_interval=args.interval, sampling_prob=q, neighboring_relation=relation,
-            pessimistic_estimate=pessimistic, use_connect_dots=pessimistic), args.repeat)
-        ours_s, ours = _best(lambda: gaussian_pld(z, args.interval, q, relation, pessimistic=pessimistic), args.repeat)
+        theirs_s, theirs = _best(functools.partial(
+            from_gaussian_mechanism, z, value_discretization_interval=args.interval, sampling_prob=q,
+            neighboring_relation=relation, pessimistic_estimate=pessimistic, use_connect_dots=pessimistic), args.repeat)
+        ours_s, ours = _best(functools.partial(gaussian_pld, z, args.interval, q, relation, pessimistic=pessimistic),
+                             args.repeat)
         kind = "pessimistic" if pessimistic else "optimistic"
         print(f"| {z} | {q} | {name.lower()} | {kind} | {theirs_s:.3f} s | {ours_s:.3f} s | "
               f"{theirs_s / ours_s:.1f}x | {'yes' if _same(theirs, ours) else 'NO'} |")

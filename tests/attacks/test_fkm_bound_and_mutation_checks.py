@@ -39,11 +39,15 @@ def test_fkm_probes_clip_to_the_configured_bound():
 def test_the_bound_target_hands_its_bound_to_both_probes():
     config = load_config(ROOT / "configs" / "audit_fkm_bound.toml")
     options = AuditOptions(seed=config["seed"], confidence=config["confidence"], progress=False, estimate=False)
+    bounds = []
     for index, spec in enumerate(config["targets"]):
         planned = plan_target(spec, index, options)
+        bound = spec.parameters["lipschitz"]  # the radius is 1: B = lipschitz
+        bounds.append(bound)
         for p in planned.probes:
-            assert p.probe is not None and p.probe.lipschitz == 2.5, p.spec.name
-            assert p.probe.mechanism().sensitivity >= 5.0
+            assert p.probe is not None and p.probe.lipschitz == bound, p.spec.name
+            assert p.probe.mechanism().sensitivity >= 2.0 * bound - 1e-9
+    assert bounds == [2.5, 2.5, 10.0, 1.0]
 
 
 def _difference(**changed):
@@ -59,6 +63,8 @@ def test_survivor_categories_follow_the_comparison():
     assert classify("duets", _difference(released_differs=["a"]), None) == "missed"
     assert classify("duets", _difference(description_differs=["a"]), None) == "missed"
     assert classify("fkm", _difference(released_differs=["a"]), "same") == "post-processing"
+    assert classify("fkm", _difference(released_differs=["a"]), "within-bound") == "within-bound"
+    assert classify("fkm", _difference(released_differs=["a"], breaks=["a"]), "within-bound") == "missed"
     assert classify("fkm", _difference(released_differs=["a"]), None) == "missed"
     assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "same") == "missed"
     assert classify("fkm", _difference(released_differs=["a"], description_differs=["a"]), "more") == "more-noise"
@@ -112,6 +118,20 @@ def test_results_are_keyed_by_what_the_audit_reads(tmp_path):
     record(results, "other", {"verdict": "violation"})
     assert load(results) == {mutant.fingerprint(code): {"verdict": "pass"}, "other": {"verdict": "violation"}}
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mutation-")] == []  # no temporary left
+
+
+def test_within_bound_needs_every_release_inside_the_original_bound_plus_its_noise_draw():
+    from mutation_survivors import within_bound
+
+    # original: losses 3 and -0.4 clipped to B = 1, noise draws 0.5 and -0.2
+    original = {"c": {"bound": 1.0, "scale": 2.0, "observed": [[[3.0], [1.5]], [[-0.4], [-0.6]]]}}
+    clipped_to_0_b = {"c": {"bound": 1.0, "scale": 2.0, "observed": [[[3.0], [1.5]], [[-0.4], [-0.2]]]}}
+    assert within_bound(original, clipped_to_0_b)  # [0, B]: 1 + 0.5 and 0 - 0.2
+    unclipped = {"c": {"bound": 1.0, "scale": 2.0, "observed": [[[3.0], [3.5]], [[-0.4], [-0.6]]]}}
+    assert not within_bound(original, unclipped)  # 3 + 0.5: a value beyond B
+    less_noise = {"c": {"bound": 1.0, "scale": 1.0, "observed": [[[3.0], [1.5]], [[-0.4], [-0.6]]]}}
+    assert not within_bound(original, less_noise)
+    assert not within_bound(original, {"c": {"error": "exit 2"}})
 
 
 def test_a_result_is_kept_while_the_files_its_audit_read_are_unchanged(tmp_path):
