@@ -52,7 +52,7 @@ TARGETS = {
         # B = 2.5: a sensitivity written 2 / B or 2 ** B equals 2 B at B = 1 (every target above)
         # B = 10: a sensitivity written 2 + B is 0.6 of 2 B; epsilon 0.5: a calibration to 1.0 adds half the noise
         ("configs/audit_fkm_bound.toml", ("B = 2.5, epsilon = 2", "B = 2.5, noise multiplier 2", "B = 10, epsilon = 2",
-                                          "B = 1, epsilon = 0.5")),
+                                          "B = 10, noise multiplier 2", "B = 1, epsilon = 0.5")),
     ],
     "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",))],
     "pne": [

@@ -47,7 +47,7 @@ def test_the_bound_target_hands_its_bound_to_both_probes():
         for p in planned.probes:
             assert p.probe is not None and p.probe.lipschitz == bound, p.spec.name
             assert p.probe.mechanism().sensitivity >= 2.0 * bound - 1e-9
-    assert bounds == [2.5, 2.5, 10.0, 1.0]
+    assert bounds == [2.5, 2.5, 10.0, 10.0, 1.0]
 
 
 def _difference(**changed):
