@@ -43,6 +43,23 @@ TARGETS = {
             ),
         )
     ],
+    # the mechanism module's second stage, run by mutation_score.py on the mutants that pass "mechanism": the
+    # settings where a changed formula shows (noise z * s at z = s = 10, fixed-size sampling, a clip of 0.5, the
+    # weighted server release with concentrated weights); every claim holds under the exact accountant alone
+    "mechanism-stress": [
+        (
+            "configs/audit_mechanism_stress.toml",
+            (
+                "Gaussian mechanism, noise multiplier 10, sensitivity 10",
+                "Subsampled Gaussian, fixed size 1 of 3",
+                "Gaussian sum, clip 0.5, canary of norm 2",
+                "8 agents, P = 8, z = 2, S = 20",
+                "2 agents, P = 2, z = 1, S = 2 (reference weights)",
+                "2 agents, P = 2, z = 1, S = 2, canary agent 0",
+                "2 agents, P = 2, z = 0.5, S = 1",
+            ),
+        )
+    ],
     "fedzero": [("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",))],
     "fkm": [
         (

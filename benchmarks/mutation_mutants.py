@@ -162,6 +162,22 @@ def _audit_script_for(source: str, system: str | None) -> str:
     return source
 
 
+#: the scripts a survivor check runs besides the release code (a changed check retires its recorded verdicts)
+CHECKERS = ("benchmarks/mutation_release.py", "benchmarks/mutation_survivors.py", "benchmarks/mutation_law.py",
+            "benchmarks/mutation_fts.py")
+
+
+def check_fingerprint(root: Path = ROOT) -> str:
+    """sha256 over what a survivor check (``mutation_survivors.py``) runs: every file of ``AUDITED`` but the audit
+    script (the check runs the release code, not the audit) and the check scripts themselves."""
+    digest = hashlib.sha256()
+    names = {str(p.relative_to(root)) for top in AUDITED if not top.endswith(".py") for p in (root / top).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    for name in sorted(names) + list(CHECKERS):
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def file_digest(root: Path, name: str) -> str | None:
     """sha256 of one file's bytes (None when it is gone)."""
     path = root / name

@@ -29,11 +29,26 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_mutants import ROOT, SCOPE, code_fingerprint, file_digest, mutants, tracked_files  # noqa: E402
+from mutation_mutants import (  # noqa: E402
+    ROOT,
+    SCOPE,
+    check_fingerprint,
+    code_fingerprint,
+    file_digest,
+    mutants,
+    tracked_files,
+)
 
 PYTHON = sys.executable
 RESULTS = ROOT / "benchmarks" / "mutation_results.json"
 ORDER = ("fkm", "mechanism", "duets", "pne", "fedzero", "fts")  # cheapest audits first
+#: a system whose audit runs in stages (``mutation_audit.py`` names): a mutant runs a stage only if it passed the ones
+#: before (the usual stop at the first failing test); its verdict is the first stage's that kills it
+STAGES = {"mechanism": ("mechanism", "mechanism-stress")}
+
+
+def stages(system: str) -> tuple[str, ...]:
+    return STAGES.get(system, (system,))
 
 
 def system_configs(system: str) -> list[str]:
@@ -112,27 +127,37 @@ def still_valid(entry: dict, tree: Path, broad: str) -> bool:
 
 
 def run_system(system: str, tree: Path, results: Path, timeout: float, log=print) -> None:
+    """Every in-scope mutant of ``system`` through its audit's stages, in order."""
+    for number, stage in enumerate(stages(system)):
+        run_stage(system, stage, stages(system)[:number], tree, results, timeout, log)
+
+
+def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path, timeout: float, log=print) -> None:
+    """Run audit ``stage`` on each mutant of ``system`` that passed every stage of ``before`` (all, if none)."""
     done = load(results)
-    found = system_code(system, tree, done)
+    found = system_code(stage, tree, done)
     if found is None:
-        verdict, exit_code, output, seconds, reads = audit(tree, system, timeout)
+        verdict, exit_code, output, seconds, reads = audit(tree, stage, timeout)
         if reads is None:
-            log(f"{system}: the unmutated audit stopped before listing what it read ({output[-200:]}); skipped")
+            log(f"{stage}: the unmutated audit stopped before listing what it read ({output[-200:]}); skipped")
             return
-        code = code_fingerprint(system_configs(system), tree, reads, system)
-        record(results, f"baseline:{system}:{code}", {
-            "system": system, "baseline": True, "verdict": verdict, "exit": exit_code, "seconds": round(seconds, 1),
-            "output": output, "code": code, "reads": reads})
+        code = code_fingerprint(system_configs(stage), tree, reads, stage)
+        record(results, f"baseline:{stage}:{code}", {
+            "system": system, "stage": stage, "baseline": True, "verdict": verdict, "exit": exit_code,
+            "seconds": round(seconds, 1), "output": output, "code": code, "reads": reads})
         done = load(results)
     else:
         code, reads = found
-    baseline = done[f"baseline:{system}:{code}"]
+    baseline = done[f"baseline:{stage}:{code}"]
     if baseline["verdict"] != "pass":
-        log(f"{system}: the unmutated code does not PASS its audit ({baseline['output'][-200:]}); skipped")
+        log(f"{stage}: the unmutated code does not PASS its audit ({baseline['output'][-200:]}); skipped")
         return
-    broad = code_fingerprint(system_configs(system), tree)
+    broad = code_fingerprint(system_configs(stage), tree)
     todo = mutants(system, tree)
-    log(f"{system}: {len(todo)} mutants in scope; baseline PASS; its audit reads {len(reads)} Python files")
+    if before:  # only the mutants every earlier stage let pass
+        earlier = dict(system_results(system, done, tree, before))
+        todo = [m for m in todo if m in earlier and earlier[m]["verdict"] == "pass"]
+    log(f"{stage}: {len(todo)} mutants to run; baseline PASS; its audit reads {len(reads)} Python files")
     for number, mutant in enumerate(todo, 1):
         key = mutant.fingerprint(code)
         if key in done and still_valid(done[key], tree, broad):
@@ -146,23 +171,35 @@ def run_system(system: str, tree: Path, results: Path, timeout: float, log=print
             path.write_text(original)
         extra = None if mutant_reads is None else {
             name: file_digest(tree, name) for name in sorted(set(mutant_reads) - set(reads) - {mutant.file})}
-        entry = {"system": system, "file": mutant.file, "line": mutant.line, "operator": mutant.operator,
-                 "occurrence": mutant.occurrence, "verdict": verdict, "exit": exit_code,
+        entry = {"system": system, "stage": stage, "file": mutant.file, "line": mutant.line,
+                 "operator": mutant.operator, "occurrence": mutant.occurrence, "verdict": verdict, "exit": exit_code,
                  "seconds": round(seconds, 1), "diff": mutant.diff, "output": output, "code": code,
                  "extra_reads": extra, "code_all": broad}
         record(results, key, entry)
         done[key] = entry
-        log(f"{system} {number}/{len(todo)} {mutant.file}:{mutant.line} {mutant.operator}: {verdict} ({seconds:.0f} s)")
+        log(f"{stage} {number}/{len(todo)} {mutant.file}:{mutant.line} {mutant.operator}: {verdict} ({seconds:.0f} s)")
 
 
-def system_results(system: str, results: dict, tree: Path = ROOT) -> list[tuple[object, dict]]:
-    """(mutant, result) for each in-scope mutant of ``system`` with a result that holds for ``tree``."""
-    found = system_code(system, tree, results)
-    if found is None:
-        return []
-    code, broad = found[0], code_fingerprint(system_configs(system), tree)
-    return [(m, results[m.fingerprint(code)]) for m in mutants(system, tree)
-            if m.fingerprint(code) in results and still_valid(results[m.fingerprint(code)], tree, broad)]
+def system_results(system: str, results: dict, tree: Path = ROOT, only: tuple | None = None) -> list[tuple]:
+    """(mutant, result) for each in-scope mutant of ``system`` with a result that holds for ``tree``: the first
+    stage's (of ``only``, default all of ``stages(system)``) that killed it, else the last stage's pass; a mutant
+    missing a result at some stage it reached is left out (untested)."""
+    keys = []
+    for stage in only or stages(system):
+        found = system_code(stage, tree, results)
+        if found is None:
+            return []
+        keys.append((found[0], code_fingerprint(system_configs(stage), tree)))
+    out = []
+    for mutant in mutants(system, tree):
+        row = None
+        for code, broad in keys:
+            row = results.get(mutant.fingerprint(code))
+            if row is None or not still_valid(row, tree, broad) or row["verdict"] != "pass":
+                break
+        if row is not None and still_valid(row, tree, broad):
+            out.append((mutant, row))
+    return out
 
 
 def current(results: dict, tree: Path = ROOT) -> dict[str, list[dict]]:
@@ -170,22 +207,28 @@ def current(results: dict, tree: Path = ROOT) -> dict[str, list[dict]]:
     return {system: [row for _, row in system_results(system, results, tree)] for system in SCOPE}
 
 
+CATEGORIES = ("equivalent", "equal-in-law", "post-processing", "more-noise", "data-independent", "within-bound",
+              "input-only", "refuses")
+
+
 def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     """Markdown: per system, the mutants in scope, tested, killed by VIOLATION, killed by a broken run, and
     the survivors by their checked category (``mutation_survivors.py``; "unchecked" until it has run)."""
-    head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | equivalent | post-processing | "
-            "more noise | data-independent | within bound | refuses | missed | unchecked | privacy-relevant killed |")
-    lines = [head, "|---" * 14 + "|"]
+    head = ("| system | in scope | tested | killed: VIOLATION | killed: run broke | "
+            + " | ".join(c.replace("-", " ") for c in CATEGORIES) + " | missed | unchecked | privacy-relevant killed |")
+    lines = [head, "|---" * (len(CATEGORIES) + 8) + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
+    later = []
+    checked = check_fingerprint(tree)  # survivor checks: keyed by the release code and the check scripts
     for system in ORDER:
         scope = mutants(system, tree)
         rows = system_results(system, results, tree)
-        checked = code_fingerprint(system_configs(system), tree)  # survivor checks: keyed by all of the code
-        count = {"violation": 0, "broken": 0, "equivalent": 0, "post-processing": 0, "more-noise": 0,
-                 "data-independent": 0, "within-bound": 0, "refuses": 0, "missed": 0, "unchecked": 0}
+        count = dict.fromkeys(("violation", "broken", *CATEGORIES, "missed", "unchecked"), 0)
         for mutant, row in rows:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
+                if row.get("stage", system) != system:
+                    later.append(f"{row['stage']} {row['verdict']}")
                 continue
             check = checks.get(mutant.fingerprint(checked))
             category = check["category"] if check else "unchecked"
@@ -193,13 +236,9 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
             survivors.append((mutant, category, check))
         killed = count["violation"] + count["broken"]
         relevant = killed + count["missed"] + count["unchecked"]
-        lines.append(
-            f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
-            f"{count['equivalent']} | {count['post-processing']} | {count['more-noise']} | "
-            f"{count['data-independent']} | {count['within-bound']} | {count['refuses']} | "
-            f"{count['missed']} | "
-            f"{count['unchecked']} | {killed}/{relevant} |"
-        )
+        lines.append(f"| {system} | {len(scope)} | {len(rows)} | {count['violation']} | {count['broken']} | "
+                     + " | ".join(str(count[c]) for c in CATEGORIES)
+                     + f" | {count['missed']} | {count['unchecked']} | {killed}/{relevant} |")
         for key, value in (("scope", len(scope)), ("tested", len(rows)), ("violation", count["violation"]),
                            ("broken", count["broken"]), ("missed", count["missed"]),
                            ("unchecked", count["unchecked"])):
@@ -208,24 +247,42 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     relevant = killed + total["missed"] + total["unchecked"]
     share = f" = {killed / relevant:.1%}; by VIOLATION {total['violation'] / relevant:.1%}" if relevant else ""
     lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | "
-                 f"| | | | | | {total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
+                 + "| " * len(CATEGORIES) + f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
+    if later:
+        kinds = ", ".join(f"{later.count(k)} {k.split()[1]}" for k in sorted(set(later)))
+        lines += ["", f"Killed by a later stage of their system's audit (counted above): {kinds} "
+                      f"({', '.join(sorted({k.split()[0] for k in later}))})."]
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]
     for mutant, category, check in survivors:
-        change = " / ".join(line[1:].strip() for line in mutant.diff.splitlines()
-                            if line[:1] in "+-" and not line.startswith(("+++", "---")))
-        evidence = "not yet checked"
-        if check:
-            parts = [f"{name.replace('_', ' ')}: {len(check[name])}" for name in
-                     ("released_differs", "description_differs", "breaks", "other_messages_differ") if check[name]]
-            parts.append(f"of {check['configurations']}")
-            if check.get("fkm_noise") is not None:
-                parts.append(f"noise of every release: {check['fkm_noise']} draw")
-            first = (check["released_differs"] or check["description_differs"] or check["breaks"] or [""])[0]
-            evidence = ", ".join(parts) + (f" (first: `{first}`)" if first else "")
-        lines.append(f"| {mutant.system} | {mutant.file}:{mutant.line} `{change}` | {category} | {evidence} |"
-                     .replace("||", "| |"))
+        lines.append(f"| {mutant.system} | {mutant.file}:{mutant.line} `{_change(mutant)}` | {category} | "
+                     f"{_evidence(check)} |".replace("||", "| |"))
     return "\n".join(lines)
+
+
+def _change(mutant) -> str:
+    return " / ".join(line[1:].strip() for line in mutant.diff.splitlines()
+                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
+
+
+def _evidence(check: dict | None) -> str:
+    if not check:
+        return "not yet checked"
+    parts = [f"{name.replace('_', ' ')}: {len(check[name])}" for name in
+             ("released_differs", "description_differs", "breaks", "other_messages_differ") if check[name]]
+    parts.append(f"of {check['configurations']}")
+    if check.get("fkm_noise") == "input-only":
+        parts.append("agents' uploads isolated and finite, server unchanged")
+    elif check.get("fkm_noise") is not None:
+        parts.append(f"noise of every release: {check['fkm_noise']} draw")
+    if check.get("law"):
+        tally = {}
+        for category in check["law"].values():
+            tally[str(category)] = tally.get(str(category), 0) + 1
+        parts.append("mechanism checks per configuration: "
+                     + ", ".join(f"{name} {n}" for name, n in sorted(tally.items())))
+    first = (check["released_differs"] or check["description_differs"] or check["breaks"] or [""])[0]
+    return ", ".join(parts) + (f" (first: `{first}`)" if first else "")
 
 
 def main(argv=None) -> int:

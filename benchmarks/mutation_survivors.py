@@ -20,12 +20,20 @@ and the outputs are compared bit for bit:
 - ``within-bound`` (DP-FKM): each release is a value in the original's [-B, B] plus the original's noise draw for
   that release, at the same noise scale, in every configuration (the loss is clipped to another value or range
   inside [-B, B]: one event moves it by at most 2 B, the sensitivity the noise is calibrated to);
+- the mechanism module (``mutation_law.py``, per configuration of its own script, two data sets, two seeds):
+  ``equivalent`` up to rounding, ``equal-in-law`` (the original's release under a generator whose Gaussian and
+  Laplace draws are reflected), ``data-independent``, ``post-processing`` (a public affine map of the original's
+  release) or ``more-noise`` (the original's signal plus its noise draw times a factor of absolute value >= 1);
+- ``input-only`` (DP-FTS-DE, ``mutation_fts.py``): the server's code is the original's, every agent's first-round
+  upload is finite and reads no other agent's data (the release is the original server's clip and noise of
+  uploads each of which is a function of one agent's data);
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
 
 Each verdict is written, with the configurations that differ, to ``--checks`` (JSON keyed by the mutant's
-fingerprint; atomically, resumable like the results).
+fingerprint with the release code and these check scripts, ``check_fingerprint``; atomically, resumable like the
+results).
 """
 
 from __future__ import annotations
@@ -39,9 +47,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_mutants import ROOT, SCOPE, code_fingerprint, tracked_files  # noqa: E402
+from mutation_fts import input_only, isolation, server_digests  # noqa: E402
+from mutation_law import law_categories, law_category, law_outputs  # noqa: E402
+from mutation_mutants import ROOT, SCOPE, check_fingerprint, tracked_files  # noqa: E402
 from mutation_release import PYTHON, _env, compare, release_outputs  # noqa: E402
-from mutation_score import RESULTS, load, record, system_configs, system_results  # noqa: E402
+from mutation_score import RESULTS, load, record, system_results  # noqa: E402
 
 CHECKS = ROOT / "benchmarks" / "mutation_survivors.json"
 FKM_NOISE_SCRIPT = r'''
@@ -137,8 +147,9 @@ def data_independent(outputs: dict) -> bool:
     return all(o.get("data_independent") is True for o in outputs.values())
 
 
-def classify(system: str, difference: dict, noise: str | None) -> str:
-    """The category of a survivor from its comparison (and, for DP-FKM, from ``fkm_noise_change``)."""
+def classify(system: str, difference: dict, noise: str | None, law: str | None = None) -> str:
+    """The category of a survivor from its comparison (and, for DP-FKM, from ``fkm_noise_change``; for the
+    mechanism module, from ``mutation_law.law_category``)."""
     released, described = difference["released_differs"], difference["description_differs"]
     if not (released or described or difference["breaks"] or difference["other_messages_differ"]):
         return "equivalent"
@@ -152,6 +163,10 @@ def classify(system: str, difference: dict, noise: str | None) -> str:
         return "data-independent"
     if system == "fkm" and noise == "within-bound" and not difference["breaks"]:
         return "within-bound"
+    if system == "mechanism" and law is not None:
+        return law
+    if system == "fts" and noise == "input-only" and not (described or difference["breaks"]):
+        return "input-only"
     return "missed"
 
 
@@ -167,21 +182,29 @@ def main(argv=None) -> int:
         for name in tracked_files(ROOT):
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, tree / name)
+        code = check_fingerprint(tree)  # a check is keyed by all of the code it runs
         for system in args.systems.split(","):
-            code = code_fingerprint(system_configs(system), tree)  # a check is keyed by all of the code it runs
             survivors = [m for m, row in system_results(system, results, tree)
                          if row["verdict"] == "pass" and m.fingerprint(code) not in load(checks)]
             if not survivors:
                 continue
             original = release_outputs(system, tree, Path(work) / "run")
             original_noise = fkm_noise(tree) if system == "fkm" else None
+            original_law = law_outputs(tree) if system == "mechanism" else None
+            original_agents = isolation(tree) if system == "fts" else None
+            server = server_digests(tree)
             for mutant in survivors:
                 path = tree / mutant.file
                 text = path.read_text()
                 try:
                     path.write_text(mutant.source)
                     difference = compare(system, original, release_outputs(system, tree, Path(work) / "run"))
-                    noise = None
+                    noise, law = None, None
+                    if system == "mechanism":
+                        law = law_categories(original_law, law_outputs(tree))
+                    if system == "fts" and (difference["released_differs"] or difference["description_differs"]):
+                        agents = isolation(tree)
+                        noise = "input-only" if input_only(server, tree, original_agents, agents, difference) else None
                     if system == "fkm":
                         outputs = fkm_noise(tree)
                         noise = fkm_noise_change(original_noise, outputs)
@@ -191,8 +214,9 @@ def main(argv=None) -> int:
                             noise = "within-bound"
                 finally:
                     path.write_text(text)
-                category = classify(system, difference, noise)
+                category = classify(system, difference, noise, law and law_category(law))
                 record(checks, mutant.fingerprint(code), {**difference, "category": category, "fkm_noise": noise,
+                                                          "law": law,
                                                           "system": system, "file": mutant.file, "line": mutant.line,
                                                           "diff": mutant.diff})
                 print(f"{system} {mutant.file}:{mutant.line} {mutant.operator}: {category}", flush=True)

@@ -1,0 +1,99 @@
+"""Checks, per surviving DP-FTS-DE mutant, that it only changes what an agent computes from its own data.
+
+DP-FTS-DE's guarantee is per agent: the server clips each agent's upload and adds noise calibrated to the clip,
+whatever the upload holds, so an agent may upload any function of its own data (and of the public broadcasts)
+without a change to the privacy of anyone. A mutant of the agents' code is of that kind (``input-only``) when,
+checked for that mutant:
+
+- the server's release code is the original's (``dpfed/fts/server.py`` and ``accounting/mechanisms.py`` the same
+  bytes in the mutant's tree);
+- ``ISOLATION_SCRIPT``, run in the mutant's tree over ``mutation_release.CONFIGURATIONS["fts"]`` (3 and 29 agents,
+  1 and 4 sub-regions, rates 0.1 to 1) and seeds 5 and 11, finds every first-round upload finite (a NaN or an
+  infinity would survive the clip and show who was sampled) and, when agent 1's observations are all shifted
+  by 0.75, every other agent's first-round upload unchanged bit for bit (no agent's upload reads another's data);
+- no configuration breaks where the original's does not, and the privacy description is the original's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from mutation_mutants import file_digest
+from mutation_release import CONFIGURATIONS, PYTHON, _env
+
+SERVER_FILES = ("dpfed/fts/server.py", "accounting/mechanisms.py")
+
+ISOLATION_SCRIPT = r'''
+import json, sys
+import numpy as np
+from dpfed.fts import FTSConfig, run_fts_batch
+from dpfed.fts import objectives
+
+evaluate = objectives.TrialObjectives.evaluate
+shifted_agent = [None]
+
+def shifted(self, x, streams):
+    y, t = evaluate(self, x, streams)
+    if shifted_agent[0] is not None:
+        y = np.array(y, dtype=float, copy=True)
+        y[:, shifted_agent[0]] += 0.75
+    return y, t
+
+objectives.TrialObjectives.evaluate = shifted
+out = {}
+for q, z, c, n, p in json.load(sys.stdin):
+    config = FTSConfig.from_preset("synthetic", dim=1, num_agents=int(n), rounds=2, init_points=3, num_features=20,
+                                   subregions=int(p), rate=float(q), noise_multiplier=float(z), clip=float(c))
+    for seed in (5, 11):
+        uploads = []
+        for agent in (None, 1):
+            shifted_agent[0] = agent
+            try:
+                uploads.append(np.asarray(run_fts_batch(config, [seed]).uploads, dtype=float)[0, 0, : int(n)])
+            except Exception as exc:
+                uploads.append(f"error: {type(exc).__name__}")
+        key = f"q={q} z={z} clip={c} agents={n} P={p} seed={seed}"
+        if any(isinstance(u, str) for u in uploads):
+            out[key] = {"error": " / ".join(u for u in uploads if isinstance(u, str))}
+            continue
+        same, moved = uploads
+        others = [i for i in range(int(n)) if i != 1]
+        out[key] = {"finite": bool(np.isfinite(same).all() and np.isfinite(moved).all()),
+                    "others_unchanged": bool(np.array_equal(same[others], moved[others])),
+                    "shifted_changed": not np.array_equal(same[1], moved[1])}
+json.dump(out, sys.stdout)
+'''
+
+
+def isolation(tree: Path) -> dict:
+    """{configuration: {"finite", "others_unchanged"} or {"error"}} of ``tree``'s agents."""
+    done = subprocess.run([PYTHON, "-c", ISOLATION_SCRIPT], cwd=tree, env=_env(tree), input=json.dumps(
+        CONFIGURATIONS["fts"]), capture_output=True, text=True, timeout=1200)
+    if done.returncode != 0:
+        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
+    return json.loads(done.stdout)
+
+
+def server_digests(tree: Path) -> dict:
+    return {name: file_digest(tree, name) for name in SERVER_FILES}
+
+
+def input_only(server: dict, tree: Path, original: dict, mutant: dict, difference: dict) -> bool:
+    """The checks of the module docstring for the mutant in ``tree``: ``server`` the original's
+    ``server_digests``, ``original`` and ``mutant`` the two trees' ``isolation``, ``difference`` their
+    ``mutation_release.compare``."""
+    if difference["breaks"] or difference["description_differs"] or "script" in mutant or "script" in original:
+        return False
+    if server_digests(tree) != server:
+        return False
+    for key, before in original.items():
+        after = mutant.get(key, {"error": "missing"})
+        if "error" in before:
+            if after != before:
+                return False
+            continue
+        if "error" in after or not (after["finite"] and after["others_unchanged"]):
+            return False
+    return True

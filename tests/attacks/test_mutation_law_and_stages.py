@@ -1,0 +1,106 @@
+"""The mechanism module's survivor checks (``benchmarks/mutation_law.py``) and the staged audit of a system.
+
+Deterministic: the checks classify hand-made outputs (each category held, and broken by a one-element change);
+one run of the law script on the unmutated module checks its generators (the mirrored release reflects the
+plain one about the noiseless one); the staged results use hand-made result tables.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+_PATH = list(sys.path)
+sys.path.append(str(ROOT / "benchmarks"))
+try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
+    import mutation_score
+    from mutation_law import law_categories, law_category, law_outputs
+    from mutation_survivors import classify
+finally:
+    sys.path[:] = _PATH
+
+SIGNAL = {0: np.array([1.0, -2.0, 0.5]), 1: np.array([3.0, 0.0, -1.0])}  # two data sets
+NOISE = {"5": np.array([0.3, -1.2, 0.7]), "11": np.array([-0.4, 0.9, 2.1])}  # two seeds
+
+
+def _outputs(release, mask=None) -> dict:
+    """One configuration: release(signal, noise) per seed and data set under the three generators."""
+    def out(values):
+        return {"values": np.asarray(values, dtype=float).tolist(), "mask": mask}
+
+    return {"config": {seed: {"plain": [out(release(SIGNAL[d], noise)) for d in (0, 1)],
+                              "mirrored": [out(release(SIGNAL[d], -noise)) for d in (0, 1)],
+                              "noiseless": [out(release(SIGNAL[d], 0 * noise)) for d in (0, 1)]}
+                       for seed, noise in NOISE.items()}}
+
+
+ORIGINAL = _outputs(lambda s, n: s + n)
+
+
+def _category(release, mask=None):
+    return law_category(law_categories(ORIGINAL, _outputs(release, mask)))
+
+
+def test_each_category_holds_for_the_mutant_it_describes():
+    assert _category(lambda s, n: s + n + 1e-13) == "equivalent"
+    assert _category(lambda s, n: s - n) == "equal-in-law"
+    assert _category(lambda s, n: n) == "data-independent"
+    assert _category(lambda s, n: 2.5 * (s + n) - 1.0) == "post-processing"
+    assert _category(lambda s, n: s + np.array([1.0, -3.0, 2.0]) * n) == "more-noise"
+
+
+def test_each_category_fails_on_a_privacy_relevant_change():
+    assert _category(lambda s, n: s + 0.5 * n) is None  # less noise
+    assert _category(lambda s, n: 2.0 * s + n) is None  # twice the sensitivity
+    assert _category(lambda s, n: s + n * (1.0 + (s > 0))) is None  # noise scale read from the data
+    assert _category(lambda s, n: s + n, mask=[True, False]) is None  # another sample
+    broken = _outputs(lambda s, n: s + n)
+    broken["config"]["5"]["plain"][1] = "error: ValueError"
+    assert law_category(law_categories(ORIGINAL, broken)) is None  # breaks where the original does not
+
+
+def test_a_survivor_is_named_by_the_weakest_check_its_configurations_needed():
+    assert law_category({"a": "equivalent", "b": "equal-in-law", "c": "more-noise"}) == "more-noise"
+    assert law_category({"a": "equivalent", "b": None}) is None
+    assert classify("mechanism", {"released_differs": ["a"], "description_differs": [], "breaks": [],
+                                  "other_messages_differ": []}, None, "equal-in-law") == "equal-in-law"
+    assert classify("mechanism", {"released_differs": ["a"], "description_differs": [], "breaks": [],
+                                  "other_messages_differ": []}, None, None) == "missed"
+
+
+def test_the_law_script_mirrors_and_silences_only_the_noise():
+    outputs = law_outputs(ROOT)
+    assert len(outputs) == 234 and "script" not in outputs
+    assert set(law_categories(outputs, outputs).values()) == {"equivalent"}
+    for config in ("gaussian s=2.0 z=1.0", "laplace s=0.5 z=3.0", "subsampled poisson q=0.35 z=1.0 clip=2.0 n=3 plain"):
+        for runs in outputs[config].values():
+            plain, mirrored, quiet = (np.asarray(runs[k][0]["values"]) for k in ("plain", "mirrored", "noiseless"))
+            assert runs["plain"][0]["mask"] == runs["mirrored"][0]["mask"] == runs["noiseless"][0]["mask"]
+            assert np.allclose(plain + mirrored, 2.0 * quiet) and not np.allclose(plain, quiet)
+
+
+def test_a_staged_system_reports_the_first_stage_that_kills(monkeypatch):
+    mutants = ["m1", "m2", "m3", "m4"]
+    results = {"a:m1": {"verdict": "violation"}, "a:m2": {"verdict": "pass"}, "b:m2": {"verdict": "violation"},
+               "a:m3": {"verdict": "pass"}, "b:m3": {"verdict": "pass"}, "a:m4": {"verdict": "pass"}}
+    monkeypatch.setattr(mutation_score, "STAGES", {"sys": ("a", "b")})
+    monkeypatch.setattr(mutation_score, "system_code", lambda stage, tree, results: (stage, []))
+    monkeypatch.setattr(mutation_score, "code_fingerprint", lambda *args, **kwargs: "broad")
+    monkeypatch.setattr(mutation_score, "still_valid", lambda entry, tree, broad: True)
+    monkeypatch.setattr(mutation_score, "mutants", lambda system, tree: [_Named(m) for m in mutants])
+    monkeypatch.setattr(mutation_score, "system_configs", lambda stage: [])
+    rows = {m.name: row for m, row in mutation_score.system_results("sys", results)}
+    assert rows == {"m1": {"verdict": "violation"}, "m2": {"verdict": "violation"}, "m3": {"verdict": "pass"}}
+    first = {m.name: row for m, row in mutation_score.system_results("sys", results, only=("a",))}
+    assert set(first) == {"m1", "m2", "m3", "m4"}  # m4 passed stage a and awaits stage b: untested overall
+
+
+class _Named:
+    def __init__(self, name):
+        self.name = name
+
+    def fingerprint(self, code):
+        return f"{code}:{self.name}"
