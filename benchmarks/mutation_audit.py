@@ -71,7 +71,9 @@ TARGETS = {
         ("configs/audit_fkm_bound.toml", ("B = 2.5, epsilon = 2", "B = 2.5, noise multiplier 2", "B = 10, epsilon = 2",
                                           "B = 10, noise multiplier 2", "B = 1, epsilon = 0.5")),
     ],
-    "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",))],
+    # reward level too: its epoch mechanism and exact-sum release are code the agent-level target never runs
+    "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",
+                                            "DP-DUETS (ours), reward level, sigma = 2"))],
     "pne": [
         ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
         # the correct twin whose node-difference score sees noise shared across a client's nodes

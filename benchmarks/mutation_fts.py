@@ -12,6 +12,10 @@ checked for that mutant:
   infinity would survive the clip and show who was sampled) and, when agent 1's observations are all shifted
   by 0.75, every other agent's first-round upload unchanged bit for bit (no agent's upload reads another's data);
 - no configuration breaks where the original's does not, and the privacy description is the original's.
+
+A mutant of the server is ``post-processing`` (``rescaled_broadcast``) when every first-round upload is the original's
+bit for bit and the first-round broadcasts are one public affine map of the original's per configuration (both seeds,
+both data sets): a changed rescaling after the noise.
 """
 
 from __future__ import annotations
@@ -47,11 +51,13 @@ for q, z, c, n, p in json.load(sys.stdin):
     config = FTSConfig.from_preset("synthetic", dim=1, num_agents=int(n), rounds=2, init_points=3, num_features=20,
                                    subregions=int(p), rate=float(q), noise_multiplier=float(z), clip=float(c))
     for seed in (5, 11):
-        uploads = []
+        uploads, broadcasts = [], []
         for agent in (None, 1):
             shifted_agent[0] = agent
             try:
-                uploads.append(np.asarray(run_fts_batch(config, [seed]).uploads, dtype=float)[0, 0, : int(n)])
+                run = run_fts_batch(config, [seed])
+                uploads.append(np.asarray(run.uploads, dtype=float)[0, 0, : int(n)])
+                broadcasts.append(np.asarray(run.broadcasts, dtype=float)[0, 0].tolist())
             except Exception as exc:
                 uploads.append(f"error: {type(exc).__name__}")
         key = f"q={q} z={z} clip={c} agents={n} P={p} seed={seed}"
@@ -62,7 +68,8 @@ for q, z, c, n, p in json.load(sys.stdin):
         others = [i for i in range(int(n)) if i != 1]
         out[key] = {"finite": bool(np.isfinite(same).all() and np.isfinite(moved).all()),
                     "others_unchanged": bool(np.array_equal(same[others], moved[others])),
-                    "shifted_changed": not np.array_equal(same[1], moved[1])}
+                    "shifted_changed": not np.array_equal(same[1], moved[1]),
+                    "uploads": same.tolist(), "broadcasts": broadcasts}
 json.dump(out, sys.stdout)
 '''
 
@@ -97,3 +104,26 @@ def input_only(server: dict, tree: Path, original: dict, mutant: dict, differenc
         if "error" in after or not (after["finite"] and after["others_unchanged"]):
             return False
     return True
+
+
+def rescaled_broadcast(original: dict, mutant: dict, difference: dict) -> bool:
+    """``post-processing``: the agents' code is the original's (every first-round upload bit-identical) and, per
+    configuration, the first-round broadcasts of both seeds and both data sets are one public affine map of the
+    original's (the server's release is the original's, rescaled after the noise)."""
+    from mutation_law import affine_fit
+
+    if difference["breaks"] or difference["description_differs"] or "script" in mutant or "script" in original:
+        return False
+    groups: dict[str, tuple[list, list]] = {}
+    for key, before in original.items():
+        after = mutant.get(key, {"error": "missing"})
+        if "error" in before or "error" in after:
+            if after != before:
+                return False
+            continue
+        if after["uploads"] != before["uploads"]:
+            return False
+        xs, ys = groups.setdefault(key.rsplit(" seed=", 1)[0], ([], []))
+        xs += before["broadcasts"]
+        ys += after["broadcasts"]
+    return all(affine_fit(xs, ys) for xs, ys in groups.values())

@@ -135,6 +135,17 @@ def _data_independent(outputs: dict, config: str) -> bool:
     return all(runs["plain"][0] == runs["plain"][1] for runs in outputs[config].values())
 
 
+def affine_fit(before, after) -> bool:
+    """Whether ``after`` = a * ``before`` + b (element for element, nested lists flattened) for one pair (a, b)."""
+    x, y = np.ravel(np.asarray(before, dtype=float)), np.ravel(np.asarray(after, dtype=float))
+    if x.shape != y.shape:
+        return False
+    if x.size == 0:
+        return True
+    (a, b), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1), y, rcond=None)
+    return _close(a * x + b, y)
+
+
 def _affine(original: dict, mutant: dict, config: str) -> bool:
     """mutant = a * original + b, one (a, b) for both data sets and both seeds, the same sample."""
     xs, ys = [], []
@@ -148,11 +159,7 @@ def _affine(original: dict, mutant: dict, config: str) -> bool:
             return False
         xs += before["values"]
         ys += now["values"]
-    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-    if x.size == 0:
-        return True
-    (a, b), *_ = np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1), y, rcond=None)
-    return _close(a * x + b, y)
+    return affine_fit(xs, ys)
 
 
 def _more_noise(original: dict, mutant: dict, config: str) -> bool:

@@ -208,7 +208,7 @@ def current(results: dict, tree: Path = ROOT) -> dict[str, list[dict]]:
 
 
 CATEGORIES = ("equivalent", "equal-in-law", "post-processing", "more-noise", "data-independent", "within-bound",
-              "input-only", "refuses")
+              "input-only", "recalibrated", "refuses")
 
 
 def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
@@ -273,6 +273,8 @@ def _evidence(check: dict | None) -> str:
     parts.append(f"of {check['configurations']}")
     if check.get("fkm_noise") == "input-only":
         parts.append("agents' uploads isolated and finite, server unchanged")
+    elif check.get("fkm_noise") == "recalibrated":
+        parts.append("only the epoch mechanism's clip changed, its release path the same")
     elif check.get("fkm_noise") is not None:
         parts.append(f"noise of every release: {check['fkm_noise']} draw")
     if check.get("law"):

@@ -27,6 +27,12 @@ and the outputs are compared bit for bit:
 - ``input-only`` (DP-FTS-DE, ``mutation_fts.py``): the server's code is the original's, every agent's first-round
   upload is finite and reads no other agent's data (the release is the original server's clip and noise of
   uploads each of which is a function of one agent's data);
+- ``recalibrated`` (DP-DUETS, ``mutation_duets.py``): only the epoch mechanism's clip bound changes (positive and
+  finite; at reward level, where nothing is clipped, at least the original's), with the original's rate, noise
+  multiplier, sampling and neighbouring relation, and the release still goes through that mechanism;
+- ``post-processing`` also (DP-DUETS, DP-FTS-DE): the mechanism's parameters are the original's and its releases
+  (DP-FTS-DE: the first-round broadcasts, with the agents' uploads unchanged) are one public affine map of the
+  original's per configuration on two data sets (a changed rescaling after the noise);
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
@@ -47,7 +53,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutation_fts import input_only, isolation, server_digests  # noqa: E402
+from mutation_duets import recalibrated, recalibration, rescaled  # noqa: E402
+from mutation_fts import input_only, isolation, rescaled_broadcast, server_digests  # noqa: E402
 from mutation_law import law_categories, law_category, law_outputs  # noqa: E402
 from mutation_mutants import ROOT, SCOPE, check_fingerprint, tracked_files  # noqa: E402
 from mutation_release import PYTHON, _env, compare, release_outputs  # noqa: E402
@@ -167,6 +174,10 @@ def classify(system: str, difference: dict, noise: str | None, law: str | None =
         return law
     if system == "fts" and noise == "input-only" and not (described or difference["breaks"]):
         return "input-only"
+    if system == "duets" and noise == "recalibrated" and not difference["breaks"]:
+        return "recalibrated"
+    if system in ("duets", "fts") and noise == "rescaled" and not difference["breaks"]:
+        return "post-processing"
     return "missed"
 
 
@@ -192,6 +203,7 @@ def main(argv=None) -> int:
             original_noise = fkm_noise(tree) if system == "fkm" else None
             original_law = law_outputs(tree) if system == "mechanism" else None
             original_agents = isolation(tree) if system == "fts" else None
+            original_epochs = recalibration(tree) if system == "duets" else None
             server = server_digests(tree)
             for mutant in survivors:
                 path = tree / mutant.file
@@ -204,7 +216,12 @@ def main(argv=None) -> int:
                         law = law_categories(original_law, law_outputs(tree))
                     if system == "fts" and (difference["released_differs"] or difference["description_differs"]):
                         agents = isolation(tree)
-                        noise = "input-only" if input_only(server, tree, original_agents, agents, difference) else None
+                        noise = "input-only" if input_only(server, tree, original_agents, agents, difference) else (
+                            "rescaled" if rescaled_broadcast(original_agents, agents, difference) else None)
+                    if system == "duets" and (difference["released_differs"] or difference["description_differs"]):
+                        epochs = recalibration(tree)
+                        noise = "recalibrated" if recalibrated(original_epochs, epochs, difference) else (
+                            "rescaled" if rescaled(original_epochs, epochs, difference) else None)
                     if system == "fkm":
                         outputs = fkm_noise(tree)
                         noise = fkm_noise_change(original_noise, outputs)
