@@ -1,4 +1,5 @@
-"""The mechanism module's survivor checks (``benchmarks/mutation_law.py``) and the staged audit of a system.
+"""The survivor checks of the mechanism module (``benchmarks/mutation_law.py``), DP-DUETS (``mutation_duets.py``)
+and DP-FTS-DE (``mutation_fts.py``), and the staged audit of a system.
 
 Deterministic: the checks classify hand-made outputs (each category held, and broken by a one-element change);
 one run of the law script on the unmutated module checks its generators (the mirrored release reflects the
@@ -17,6 +18,8 @@ _PATH = list(sys.path)
 sys.path.append(str(ROOT / "benchmarks"))
 try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
     import mutation_score
+    from mutation_duets import recalibrated, rescaled
+    from mutation_fts import input_only, rescaled_broadcast, server_digests
     from mutation_law import law_categories, law_category, law_outputs
     from mutation_survivors import classify
 finally:
@@ -104,3 +107,57 @@ class _Named:
 
     def fingerprint(self, code):
         return f"{code}:{self.name}"
+
+
+NO_CHANGE = {"released_differs": ["a"], "description_differs": [], "breaks": [], "other_messages_differ": []}
+
+
+def _epoch(clip=2.0, z=1.0, path="release", released=((1.0, -2.0), (0.5, 3.0))):
+    return {"rate": 0.5, "z": z, "clip": clip, "sampling": "poisson", "neighbouring": "add-remove", "path": path,
+            "released": [list(r) for r in released]}
+
+
+def test_duets_recalibrated_needs_the_same_mechanism_but_its_clip():
+    original = {"agent": _epoch(), "reward": _epoch(path="add_noise")}
+    assert recalibrated(original, {"agent": _epoch(clip=7.0), "reward": _epoch(clip=2.5, path="add_noise")}, NO_CHANGE)
+    assert not recalibrated(original, original, NO_CHANGE)  # nothing changed here: the change is elsewhere
+    assert not recalibrated(original, {"agent": _epoch(clip=7.0, z=0.5), "reward": original["reward"]}, NO_CHANGE)
+    assert not recalibrated(original, {"agent": _epoch(clip=7.0, path="add_noise"), "reward": original["reward"]},
+                            NO_CHANGE)  # no clip any more
+    assert not recalibrated(original, {"agent": original["agent"], "reward": _epoch(clip=1.0, path="add_noise")},
+                            NO_CHANGE)  # less noise where nothing is clipped
+    assert not recalibrated(original, {"agent": _epoch(clip=0.0), "reward": original["reward"]}, NO_CHANGE)
+    assert not recalibrated(original, {"agent": _epoch(clip=7.0), "reward": {"error": "ValueError"}}, NO_CHANGE)
+
+
+def test_duets_rescaled_needs_one_affine_map_on_both_data_sets():
+    original = {"agent": _epoch()}
+    assert rescaled(original, {"agent": _epoch(path="other", released=((2.0, -4.0), (1.0, 6.0)))}, NO_CHANGE)
+    assert not rescaled(original, {"agent": _epoch(path="other", released=((2.0, -4.0), (0.5, 3.0)))}, NO_CHANGE)
+    assert not rescaled(original, {"agent": _epoch(clip=3.0, released=((2.0, -4.0), (1.0, 6.0)))}, NO_CHANGE)
+
+
+def _agents(finite=True, isolated=True, uploads=((1.0, 2.0),), broadcasts=((0.5, -1.0),)):
+    return {"finite": finite, "others_unchanged": isolated, "shifted_changed": True,
+            "uploads": [list(u) for u in uploads], "broadcasts": [[list(b) for b in broadcasts]] * 2}
+
+
+def test_fts_input_only_needs_finite_isolated_uploads_and_the_original_server(tmp_path):
+    original = {"q=1 seed=5": _agents(), "q=1 seed=11": _agents()}
+    server = server_digests(tmp_path)  # the same (absent) server files in both trees
+    assert input_only(server, tmp_path, original, {k: _agents(uploads=((9.0, 9.0),)) for k in original}, NO_CHANGE)
+    assert not input_only(server, tmp_path, original, {"q=1 seed=5": _agents(isolated=False),
+                                                       "q=1 seed=11": _agents()}, NO_CHANGE)
+    assert not input_only(server, tmp_path, original, {"q=1 seed=5": _agents(finite=False),
+                                                       "q=1 seed=11": _agents()}, NO_CHANGE)
+    assert not input_only({**server, "dpfed/fts/server.py": "another"}, tmp_path, original, original, NO_CHANGE)
+
+
+def test_fts_rescaled_broadcast_needs_the_same_uploads_and_one_affine_map():
+    original = {"q=1 seed=5": _agents(), "q=1 seed=11": _agents(broadcasts=((2.0, 3.0),))}
+    scaled = {"q=1 seed=5": _agents(broadcasts=((2.0, -1.0),)), "q=1 seed=11": _agents(broadcasts=((5.0, 7.0),))}
+    assert rescaled_broadcast(original, scaled, NO_CHANGE)  # 2 x + 1 for both seeds
+    other = {"q=1 seed=5": _agents(broadcasts=((2.0, -1.0),)), "q=1 seed=11": _agents(broadcasts=((5.0, 8.0),))}
+    assert not rescaled_broadcast(original, other, NO_CHANGE)
+    moved = {k: _agents(uploads=((1.0, 2.5),), broadcasts=v["broadcasts"][0]) for k, v in scaled.items()}
+    assert not rescaled_broadcast(original, moved, NO_CHANGE)
