@@ -166,7 +166,7 @@ def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path,
         original = path.read_text()
         try:
             path.write_text(mutant.source)
-            verdict, exit_code, output, seconds, mutant_reads = audit(tree, system, timeout)
+            verdict, exit_code, output, seconds, mutant_reads = audit(tree, stage, timeout)
         finally:
             path.write_text(original)
         extra = None if mutant_reads is None else {
