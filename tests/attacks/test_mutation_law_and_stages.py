@@ -161,3 +161,41 @@ def test_fts_rescaled_broadcast_needs_the_same_uploads_and_one_affine_map():
     assert not rescaled_broadcast(original, other, NO_CHANGE)
     moved = {k: _agents(uploads=((1.0, 2.5),), broadcasts=v["broadcasts"][0]) for k, v in scaled.items()}
     assert not rescaled_broadcast(original, moved, NO_CHANGE)
+
+
+def test_each_stage_runs_its_own_audit_on_the_survivors_of_the_last(monkeypatch, tmp_path):
+    """The second stage runs its own audit (``mutation_audit.py b``), only on the mutants the first let pass."""
+    (tmp_path / "m.py").write_text("original\n")
+    calls = []
+
+    def fake_audit(tree, stage, timeout):
+        calls.append((stage, (tree / "m.py").read_text()))
+        killed = stage == "a" and (tree / "m.py").read_text() == "m1"
+        return ("violation" if killed else "pass"), (1 if killed else 0), "", 0.1, []
+
+    mutants = [_Mutant("m1"), _Mutant("m2")]
+    monkeypatch.setattr(mutation_score, "STAGES", {"sys": ("a", "b")})
+    monkeypatch.setattr(mutation_score, "audit", fake_audit)
+    monkeypatch.setattr(mutation_score, "code_fingerprint", lambda configs, tree, reads=None, stage=None: stage or "")
+    monkeypatch.setattr(mutation_score, "system_configs", lambda stage: [])
+    monkeypatch.setattr(mutation_score, "mutants", lambda system, tree: mutants)
+    results = tmp_path / "results.json"
+    mutation_score.run_system("sys", tmp_path, results, 10.0, log=lambda _: None)
+    assert [c for c in calls if c[1] != "original\n"] == [("a", "m1"), ("a", "m2"), ("b", "m2")]
+    rows = {m.name: row["verdict"] for m, row in mutation_score.system_results("sys", mutation_score.load(results),
+                                                                               tmp_path)}
+    assert rows == {"m1": "violation", "m2": "pass"} and (tmp_path / "m.py").read_text() == "original\n"
+
+
+class _Mutant(_Named):
+    file, line, operator, occurrence, diff = "m.py", 1, "op", 0, ""
+
+    @property
+    def source(self):
+        return self.name
+
+    def __eq__(self, other):
+        return isinstance(other, _Mutant) and other.name == self.name
+
+    def __hash__(self):
+        return hash(self.name)
