@@ -164,7 +164,7 @@ def _audit_script_for(source: str, system: str | None) -> str:
 
 #: the scripts a survivor check runs besides the release code (a changed check retires its recorded verdicts)
 CHECKERS = ("benchmarks/mutation_release.py", "benchmarks/mutation_survivors.py", "benchmarks/mutation_law.py",
-            "benchmarks/mutation_fts.py", "benchmarks/mutation_duets.py")
+            "benchmarks/mutation_fts.py", "benchmarks/mutation_duets.py", "benchmarks/mutation_fedzero.py")
 
 
 def check_fingerprint(root: Path = ROOT) -> str:

@@ -274,7 +274,9 @@ def _evidence(check: dict | None) -> str:
     if check.get("fkm_noise") == "input-only":
         parts.append("agents' uploads isolated and finite, server unchanged")
     elif check.get("fkm_noise") == "recalibrated":
-        parts.append("only the epoch mechanism's clip changed, its release path the same")
+        parts.append("only the mechanism's clip changed, its release path the same")
+    elif check.get("fkm_noise") == "post-processing":
+        parts.append("the original's releases and inputs, only what follows them changed")
     elif check.get("fkm_noise") is not None:
         parts.append(f"noise of every release: {check['fkm_noise']} draw")
     if check.get("law"):

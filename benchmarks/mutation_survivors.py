@@ -33,6 +33,9 @@ and the outputs are compared bit for bit:
 - ``post-processing`` also (DP-DUETS, DP-FTS-DE): the mechanism's parameters are the original's and its releases
   (DP-FTS-DE: the first-round broadcasts, with the agents' uploads unchanged) are one public affine map of the
   original's per configuration on two data sets (a changed rescaling after the noise);
+- DP-FedZero (``mutation_fedzero.py``): ``post-processing`` when every release call has the original's mechanism,
+  the first call the original's input and output, and every published value is a release output (the change is in
+  what is done with the released values); ``recalibrated`` when only the calls' clip differs;
 - ``refuses``: the only change is that some configurations now exit with an error (nothing is released);
 - ``missed``: anything else (released values or the privacy description change): a privacy-relevant
   survivor, a bug the bundled audit does not catch.
@@ -54,6 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutation_duets import recalibrated, recalibration, rescaled  # noqa: E402
+from mutation_fedzero import after_release, release_calls  # noqa: E402
 from mutation_fts import input_only, isolation, rescaled_broadcast, server_digests  # noqa: E402
 from mutation_law import law_categories, law_category, law_outputs  # noqa: E402
 from mutation_mutants import ROOT, SCOPE, check_fingerprint, tracked_files  # noqa: E402
@@ -178,6 +182,8 @@ def classify(system: str, difference: dict, noise: str | None, law: str | None =
         return "recalibrated"
     if system in ("duets", "fts") and noise == "rescaled" and not difference["breaks"]:
         return "post-processing"
+    if system == "fedzero" and noise in ("post-processing", "recalibrated") and not difference["breaks"]:
+        return noise
     return "missed"
 
 
@@ -204,6 +210,7 @@ def main(argv=None) -> int:
             original_law = law_outputs(tree) if system == "mechanism" else None
             original_agents = isolation(tree) if system == "fts" else None
             original_epochs = recalibration(tree) if system == "duets" else None
+            original_calls = release_calls(tree) if system == "fedzero" else None
             server = server_digests(tree)
             for mutant in survivors:
                 path = tree / mutant.file
@@ -222,6 +229,8 @@ def main(argv=None) -> int:
                         epochs = recalibration(tree)
                         noise = "recalibrated" if recalibrated(original_epochs, epochs, difference) else (
                             "rescaled" if rescaled(original_epochs, epochs, difference) else None)
+                    if system == "fedzero" and (difference["released_differs"] or difference["description_differs"]):
+                        noise = after_release(original_calls, release_calls(tree), difference)
                     if system == "fkm":
                         outputs = fkm_noise(tree)
                         noise = fkm_noise_change(original_noise, outputs)

@@ -19,6 +19,7 @@ sys.path.append(str(ROOT / "benchmarks"))
 try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
     import mutation_score
     from mutation_duets import recalibrated, rescaled
+    from mutation_fedzero import after_release
     from mutation_fts import input_only, rescaled_broadcast, server_digests
     from mutation_law import law_categories, law_category, law_outputs
     from mutation_survivors import classify
@@ -199,3 +200,23 @@ class _Mutant(_Named):
 
     def __hash__(self):
         return hash(self.name)
+
+
+def _calls(clip=2.0, z=1.0, first_input=(1.0,), first_output=(0.3,), published_are_outputs=True):
+    return {"params": [[0.5, z, clip, "poisson"]] * 2, "published": 2, "published_are_outputs": published_are_outputs,
+            "first": {"input": list(first_input), "output": list(first_output)}}
+
+
+def test_fedzero_after_release_needs_the_original_releases_and_inputs():
+    original = {"scalar": _calls(), "vector": _calls(clip=5.0)}
+    assert after_release(original, original, NO_CHANGE) == "post-processing"
+    assert after_release(original, {"scalar": _calls(), "vector": _calls(clip=9.0, first_output=(0.1,))},
+                         NO_CHANGE) == "recalibrated"
+    assert after_release(original, {"scalar": _calls(z=0.5), "vector": original["vector"]}, NO_CHANGE) is None
+    assert after_release(original, {"scalar": _calls(first_input=(2.0,)), "vector": original["vector"]},
+                         NO_CHANGE) is None  # the release's input changed
+    assert after_release(original, {"scalar": _calls(first_output=(0.4,)), "vector": original["vector"]},
+                         NO_CHANGE) is None  # same mechanism and input, another output
+    assert after_release(original, {"scalar": _calls(published_are_outputs=False), "vector": original["vector"]},
+                         NO_CHANGE) is None  # publishes something the mechanism did not release
+    assert after_release(original, {"scalar": _calls(clip=0.0), "vector": original["vector"]}, NO_CHANGE) is None
