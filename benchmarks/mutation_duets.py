@@ -20,12 +20,10 @@ sets are one public affine map of the original's (a changed rescaling after the 
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 from pathlib import Path
 
-from mutation_release import PYTHON, _env
+from mutation_release import paired, run_script
 
 RECALIBRATION_SCRIPT = r'''
 import json, sys
@@ -60,24 +58,16 @@ json.dump(out, sys.stdout)
 
 def recalibration(tree: Path) -> dict:
     """{configuration: the epoch mechanism's parameters, the release and its path, or {"error"}} of ``tree``."""
-    done = subprocess.run([PYTHON, "-c", RECALIBRATION_SCRIPT], cwd=tree, env=_env(tree), capture_output=True,
-                          text=True, timeout=600)
-    if done.returncode != 0:
-        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
-    return json.loads(done.stdout)
+    return run_script(RECALIBRATION_SCRIPT, tree)
 
 
 def recalibrated(original: dict, mutant: dict, difference: dict) -> bool:
     """The checks of the module docstring (``original``/``mutant``: ``recalibration`` of the two trees;
     ``difference``: their ``mutation_release.compare``)."""
-    if difference["breaks"] or "script" in original or "script" in mutant or mutant == original:
+    pairs = paired(original, mutant)
+    if difference["breaks"] or pairs is None or mutant == original:
         return False
-    for key, before in original.items():
-        after = mutant.get(key, {"error": "missing"})
-        if "error" in before or "error" in after:
-            if after != before:
-                return False
-            continue
+    for before, after in pairs:
         if any(after[k] != before[k] for k in ("rate", "z", "sampling", "neighbouring", "path")):
             return False
         if before["path"] == "other" or not (math.isfinite(after["clip"]) and after["clip"] > 0):
@@ -93,16 +83,8 @@ def rescaled(original: dict, mutant: dict, difference: dict) -> bool:
     release: a changed rescaling after the noise)."""
     from mutation_law import affine_fit
 
-    if difference["breaks"] or "script" in original or "script" in mutant or mutant == original:
+    pairs = paired(original, mutant)
+    if difference["breaks"] or pairs is None or mutant == original:
         return False
-    for key, before in original.items():
-        after = mutant.get(key, {"error": "missing"})
-        if "error" in before or "error" in after:
-            if after != before:
-                return False
-            continue
-        if any(after[k] != before[k] for k in ("rate", "z", "clip", "sampling", "neighbouring")):
-            return False
-        if not affine_fit(before["released"], after["released"]):
-            return False
-    return True
+    return all(all(after[k] == before[k] for k in ("rate", "z", "clip", "sampling", "neighbouring"))
+               and affine_fit(before["released"], after["released"]) for before, after in pairs)

@@ -19,12 +19,10 @@ no broken configuration in ``mutation_release.compare``):
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 from pathlib import Path
 
-from mutation_release import PYTHON, _env
+from mutation_release import paired, run_script
 
 RELEASE_SCRIPT = r'''
 import json, sys
@@ -67,24 +65,16 @@ json.dump(out, sys.stdout)
 
 def release_calls(tree: Path) -> dict:
     """{configuration: the release calls' parameters, the first call, whether what is published is released}."""
-    done = subprocess.run([PYTHON, "-c", RELEASE_SCRIPT], cwd=tree, env=_env(tree), capture_output=True, text=True,
-                          timeout=600)
-    if done.returncode != 0:
-        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
-    return json.loads(done.stdout)
+    return run_script(RELEASE_SCRIPT, tree)
 
 
 def after_release(original: dict, mutant: dict, difference: dict) -> str | None:
     """``post-processing``, ``recalibrated`` (module docstring) or None."""
-    if difference["breaks"] or "script" in original or "script" in mutant:
+    pairs = paired(original, mutant)
+    if difference["breaks"] or pairs is None:
         return None
     clips_differ = False
-    for key, before in original.items():
-        after = mutant.get(key, {"error": "missing"})
-        if "error" in before or "error" in after:
-            if after != before:
-                return None
-            continue
+    for before, after in pairs:
         if not (after["published_are_outputs"] and after["published"]) or len(after["params"]) != len(before["params"]):
             return None
         here = False

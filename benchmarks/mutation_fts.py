@@ -21,11 +21,10 @@ both data sets): a changed rescaling after the noise.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from mutation_mutants import file_digest
-from mutation_release import CONFIGURATIONS, PYTHON, _env
+from mutation_release import CONFIGURATIONS, paired, run_script
 
 SERVER_FILES = ("dpfed/fts/server.py", "accounting/mechanisms.py")
 
@@ -76,11 +75,7 @@ json.dump(out, sys.stdout)
 
 def isolation(tree: Path) -> dict:
     """{configuration: {"finite", "others_unchanged"} or {"error"}} of ``tree``'s agents."""
-    done = subprocess.run([PYTHON, "-c", ISOLATION_SCRIPT], cwd=tree, env=_env(tree), input=json.dumps(
-        CONFIGURATIONS["fts"]), capture_output=True, text=True, timeout=1200)
-    if done.returncode != 0:
-        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
-    return json.loads(done.stdout)
+    return run_script(ISOLATION_SCRIPT, tree, json.dumps(CONFIGURATIONS["fts"]), timeout=1200)
 
 
 def server_digests(tree: Path) -> dict:
@@ -91,19 +86,10 @@ def input_only(server: dict, tree: Path, original: dict, mutant: dict, differenc
     """The checks of the module docstring for the mutant in ``tree``: ``server`` the original's
     ``server_digests``, ``original`` and ``mutant`` the two trees' ``isolation``, ``difference`` their
     ``mutation_release.compare``."""
-    if difference["breaks"] or difference["description_differs"] or "script" in mutant or "script" in original:
+    pairs = paired(original, mutant)
+    if difference["breaks"] or difference["description_differs"] or pairs is None or server_digests(tree) != server:
         return False
-    if server_digests(tree) != server:
-        return False
-    for key, before in original.items():
-        after = mutant.get(key, {"error": "missing"})
-        if "error" in before:
-            if after != before:
-                return False
-            continue
-        if "error" in after or not (after["finite"] and after["others_unchanged"]):
-            return False
-    return True
+    return all(after["finite"] and after["others_unchanged"] for _, after in pairs)
 
 
 def rescaled_broadcast(original: dict, mutant: dict, difference: dict) -> bool:
@@ -112,14 +98,12 @@ def rescaled_broadcast(original: dict, mutant: dict, difference: dict) -> bool:
     original's (the server's release is the original's, rescaled after the noise)."""
     from mutation_law import affine_fit
 
-    if difference["breaks"] or difference["description_differs"] or "script" in mutant or "script" in original:
+    if difference["breaks"] or difference["description_differs"] or paired(original, mutant) is None:
         return False
     groups: dict[str, tuple[list, list]] = {}
     for key, before in original.items():
-        after = mutant.get(key, {"error": "missing"})
-        if "error" in before or "error" in after:
-            if after != before:
-                return False
+        after = mutant[key]
+        if "error" in before:
             continue
         if after["uploads"] != before["uploads"]:
             return False

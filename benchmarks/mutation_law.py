@@ -23,12 +23,10 @@ the mutant breaks where the original does not), else the last category of that l
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
-from mutation_release import PYTHON, _env
+from mutation_release import run_script
 
 LAW_SCRIPT = r'''
 import json, sys
@@ -97,11 +95,7 @@ TOLERANCE = 1e-9
 
 def law_outputs(tree: Path) -> dict:
     """{configuration: {seed: {generator: [output on data set A, on data set B]}}} of ``tree``'s mechanisms."""
-    done = subprocess.run([PYTHON, "-c", LAW_SCRIPT], cwd=tree, env=_env(tree), capture_output=True, text=True,
-                          timeout=600)
-    if done.returncode != 0:
-        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
-    return json.loads(done.stdout)
+    return run_script(LAW_SCRIPT, tree)
 
 
 def _close(a, b) -> bool:

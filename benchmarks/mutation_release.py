@@ -133,24 +133,42 @@ json.dump(out, sys.stdout)
 '''
 
 
+def run_script(script: str, tree: Path, stdin: str | None = None, timeout: float = 600) -> dict:
+    """Run ``script`` (``python -c``) in ``tree`` with that tree's packages first on the path and parse the JSON it
+    prints; ``{"script": {"error": ...}}`` (stderr's last line) when it fails."""
+    done = subprocess.run([PYTHON, "-c", script], cwd=tree, env=_env(tree), input=stdin, capture_output=True,
+                          text=True, timeout=timeout)
+    if done.returncode != 0:
+        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
+    return json.loads(done.stdout)
+
+
+def paired(original: dict, mutant: dict) -> list[tuple[dict, dict]] | None:
+    """(original's, mutant's) output of every configuration where neither errs, or None when a script failed or a
+    configuration's error differs (the mutant breaks where the original does not, or the reverse)."""
+    if "script" in original or "script" in mutant:
+        return None
+    pairs = []
+    for key, before in original.items():
+        after = mutant.get(key, {"error": "missing"})
+        if "error" in before or "error" in after:
+            if after != before:
+                return None
+            continue
+        pairs.append((before, after))
+    return pairs
+
+
 def release_outputs(system: str, tree: Path, work: Path) -> dict:
     """{configuration: output} for ``system`` run from ``tree`` (see the module docstring)."""
     work.mkdir(parents=True, exist_ok=True)
     if system == "mechanism":
-        done = subprocess.run([PYTHON, "-c", MECHANISM_SCRIPT], cwd=tree, env=_env(tree), capture_output=True,
-                              text=True, timeout=600)
-        if done.returncode != 0:
-            return {"script": {"error": done.stderr.strip().splitlines()[-1][:200]}}
-        return json.loads(done.stdout)
+        return run_script(MECHANISM_SCRIPT, tree)
     runs = []  # every configuration in one process (``dpaudit run`` in-process: no start-up per run)
     for configuration in CONFIGURATIONS[system]:
         args = ["dp-fts-de", "--config", str(_fts_config(work, *configuration))] if system == "fts" else configuration
         runs += [(" ".join(args[1:]) + f" --seed {seed}", [*args, "--seed", seed]) for seed in SEEDS]
-    done = subprocess.run([PYTHON, "-c", CLI_SCRIPT], cwd=tree, env=_env(tree), input=json.dumps(runs),
-                          capture_output=True, text=True, timeout=3600)
-    if done.returncode != 0:
-        return {"script": {"error": (done.stderr.strip().splitlines() or [""])[-1][:200]}}
-    return json.loads(done.stdout)
+    return run_script(CLI_SCRIPT, tree, json.dumps(runs), timeout=3600)
 
 
 def compare(system: str, original: dict, mutant: dict) -> dict:

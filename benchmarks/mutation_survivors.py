@@ -48,9 +48,7 @@ results).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -61,7 +59,7 @@ from mutation_fedzero import after_release, release_calls  # noqa: E402
 from mutation_fts import input_only, isolation, rescaled_broadcast, server_digests  # noqa: E402
 from mutation_law import law_categories, law_category, law_outputs  # noqa: E402
 from mutation_mutants import ROOT, SCOPE, check_fingerprint, tracked_files  # noqa: E402
-from mutation_release import PYTHON, _env, compare, release_outputs  # noqa: E402
+from mutation_release import compare, release_outputs, run_script  # noqa: E402
 from mutation_score import RESULTS, load, record, system_results  # noqa: E402
 
 CHECKS = ROOT / "benchmarks" / "mutation_survivors.json"
@@ -103,9 +101,7 @@ json.dump(out, sys.stdout)
 
 
 def fkm_noise(tree: Path) -> dict:
-    done = subprocess.run([PYTHON, "-c", FKM_NOISE_SCRIPT], cwd=tree, env=_env(tree), capture_output=True,
-                          text=True, timeout=600)
-    return json.loads(done.stdout) if done.returncode == 0 else {"script": {"error": done.stderr[-200:]}}
+    return run_script(FKM_NOISE_SCRIPT, tree)
 
 
 def fkm_noise_change(original: dict, mutant: dict) -> str | None:
