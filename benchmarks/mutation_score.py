@@ -249,9 +249,10 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | "
                  + "| " * len(CATEGORIES) + f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
     if later:
-        kinds = ", ".join(f"{later.count(k)} {k.split()[1]}" for k in sorted(set(later)))
-        lines += ["", f"Killed by a later stage of their system's audit (counted above): {kinds} "
-                      f"({', '.join(sorted({k.split()[0] for k in later}))})."]
+        kinds = "; ".join(f"{stage}: " + ", ".join(f"{later.count(k)} {k.split()[1]}" for k in sorted(set(later))
+                                                   if k.split()[0] == stage)
+                          for stage in sorted({k.split()[0] for k in later}))
+        lines += ["", f"Killed by a later stage of their system's audit (counted above): {kinds}."]
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]
     for mutant, category, check in survivors:
