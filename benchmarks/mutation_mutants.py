@@ -128,6 +128,7 @@ def tracked_files(root: Path = ROOT) -> list[str]:
 
 
 AUDIT_SCRIPT = "benchmarks/mutation_audit.py"
+RELEASE_SCRIPT = "benchmarks/mutation_release.py"
 
 
 def code_fingerprint(configs, root: Path = ROOT, reads=None, system: str | None = None) -> str:
@@ -152,12 +153,17 @@ def code_fingerprint(configs, root: Path = ROOT, reads=None, system: str | None 
 
 def _audit_script_for(source: str, system: str | None) -> str:
     """``mutation_audit.py``'s source with its ``TARGETS = {...}`` assignment replaced by ``system``'s entry."""
+    return _cut_table(source, system, "TARGETS")
+
+
+def _cut_table(source: str, system: str | None, table: str) -> str:
+    """``source`` with its ``table = {...}`` assignment replaced by ``system``'s entry."""
     module = ast.parse(source)
     for node in module.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["TARGETS"]:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [table]:
             entry = ast.literal_eval(node.value).get(system)
             lines = source.splitlines(keepends=True)
-            cut = f"TARGETS[{system!r}] = {entry!r}\n"
+            cut = f"{table}[{system!r}] = {entry!r}\n"
             return "".join(lines[: node.lineno - 1]) + cut + "".join(lines[node.end_lineno:])
     return source
 
@@ -167,14 +173,19 @@ CHECKERS = ("benchmarks/mutation_release.py", "benchmarks/mutation_survivors.py"
             "benchmarks/mutation_fts.py", "benchmarks/mutation_duets.py", "benchmarks/mutation_fedzero.py")
 
 
-def check_fingerprint(root: Path = ROOT) -> str:
-    """sha256 over what a survivor check (``mutation_survivors.py``) runs: every file of ``AUDITED`` but the audit
-    script (the check runs the release code, not the audit) and the check scripts themselves."""
+def check_fingerprint(root: Path = ROOT, system: str | None = None) -> str:
+    """sha256 over what a survivor check of ``system`` (``mutation_survivors.py``) runs: every file of ``AUDITED``
+    but the audit script (the check runs the release code, not the audit) and the check scripts themselves, with
+    ``mutation_release.py``'s ``CONFIGURATIONS`` table cut to ``system``'s entry (another system's configurations
+    do not change this one's check)."""
     digest = hashlib.sha256()
     names = {str(p.relative_to(root)) for top in AUDITED if not top.endswith(".py") for p in (root / top).rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     for name in sorted(names) + list(CHECKERS):
-        digest.update(name.encode() + b"\0" + (root / name).read_bytes() + b"\0")
+        content = (root / name).read_bytes()
+        if name == RELEASE_SCRIPT:
+            content = _cut_table(content.decode(), system, "CONFIGURATIONS").encode()
+        digest.update(name.encode() + b"\0" + content + b"\0")
     return digest.hexdigest()
 
 

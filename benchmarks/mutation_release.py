@@ -33,16 +33,19 @@ CONFIGURATIONS = {
         for privacy in (["--epsilon", "0.5"], ["--epsilon", "2"], ["--noise-multiplier", "3"],
                         ["--unit", "dataset", "--records", "20", "--rate", "0.3", "--noise-multiplier", "0.8"])
     ],
-    "fedzero": [
+    "fedzero": [  # every option string given (a default would be a literal, the same object as the code's)
         _FEDZERO + ["--clip", c, "--noise-multiplier", z, *unit]
         for c, z in (("0.5", "0.7"), ("2", "2"), ("3.7", "1"))
-        for unit in ([], ["--noise", "vector"], ["--unit", "record", "--records", "20", "--rate", "0.3"],
-                     ["--rate", "0.5"])
+        for unit in (["--unit", "worker", "--noise", "scalar"], ["--unit", "worker", "--noise", "vector"],
+                     ["--unit", "record", "--noise", "scalar", "--records", "20", "--rate", "0.3"],
+                     ["--unit", "worker", "--noise", "scalar", "--rate", "0.5"])
     ],
     "duets": [
         _DUETS + ["--reward-clip", c, "--noise-multiplier", z, *unit]
         for c, z in (("0.5", "0.7"), ("2", "2"), ("3.7", "1"))
-        for unit in ([], ["--agent-clip", "sqrt"], ["--unit", "reward"], ["--rate", "0.5"])
+        for unit in (["--unit", "agent", "--agent-clip", "public"], ["--unit", "agent", "--agent-clip", "sqrt"],
+                     ["--unit", "reward", "--agent-clip", "public"],
+                     ["--unit", "agent", "--agent-clip", "public", "--rate", "0.5"])
     ],
     "pne": [
         _PNE + ["--epsilon", e, "--calibration", c] for e in ("0.5", "2", "8") for c in ("classic", "analytic")

@@ -219,8 +219,8 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     lines = [head, "|---" * (len(CATEGORIES) + 8) + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
     later = []
-    checked = check_fingerprint(tree)  # survivor checks: keyed by the release code and the check scripts
     for system in ORDER:
+        checked = check_fingerprint(tree, system)  # survivor checks: keyed by the release code and the check scripts
         scope = mutants(system, tree)
         rows = system_results(system, results, tree)
         count = dict.fromkeys(("violation", "broken", *CATEGORIES, "missed", "unchecked"), 0)

@@ -195,8 +195,8 @@ def main(argv=None) -> int:
         for name in tracked_files(ROOT):
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, tree / name)
-        code = check_fingerprint(tree)  # a check is keyed by all of the code it runs
         for system in args.systems.split(","):
+            code = check_fingerprint(tree, system)  # a check is keyed by all of the code it runs
             survivors = [m for m, row in system_results(system, results, tree)
                          if row["verdict"] == "pass" and m.fingerprint(code) not in load(checks)]
             if not survivors:
