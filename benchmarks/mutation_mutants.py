@@ -161,7 +161,12 @@ def _cut_table(source: str, system: str | None, table: str) -> str:
     module = ast.parse(source)
     for node in module.body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [table]:
-            entry = ast.literal_eval(node.value).get(system)
+            try:
+                entry = ast.literal_eval(node.value).get(system)
+            except ValueError:  # a table built by comprehensions (CONFIGURATIONS): its value, module run in isolation
+                namespace: dict = {}
+                exec(compile(source, "<cut>", "exec"), namespace)  # definitions only: no side effects
+                entry = namespace[table].get(system)
             lines = source.splitlines(keepends=True)
             cut = f"{table}[{system!r}] = {entry!r}\n"
             return "".join(lines[: node.lineno - 1]) + cut + "".join(lines[node.end_lineno:])

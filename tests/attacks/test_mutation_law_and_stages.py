@@ -220,3 +220,21 @@ def test_fedzero_after_release_needs_the_original_releases_and_inputs():
     assert after_release(original, {"scalar": _calls(published_are_outputs=False), "vector": original["vector"]},
                          NO_CHANGE) is None  # publishes something the mechanism did not release
     assert after_release(original, {"scalar": _calls(clip=0.0), "vector": original["vector"]}, NO_CHANGE) is None
+
+
+def test_a_check_key_changes_with_its_own_system_configurations_only(tmp_path):
+    from mutation_mutants import CHECKERS, check_fingerprint
+
+    for name in CHECKERS:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    for top in ("accounting", "dpfed", "attacks", "reports"):
+        (tmp_path / top).mkdir()
+    before = {s: check_fingerprint(tmp_path, s) for s in ("fedzero", "fts")}
+    release = tmp_path / "benchmarks" / "mutation_release.py"
+    text = release.read_text()
+    release.write_text(text.replace('"--records", "20", "--rate", "0.3"]', '"--records", "21", "--rate", "0.3"]'))
+    after = {s: check_fingerprint(tmp_path, s) for s in ("fedzero", "fts")}
+    assert after["fts"] == before["fts"] and after["fedzero"] != before["fedzero"]
+    release.write_text(release.read_text() + "\n# another line\n")
+    assert check_fingerprint(tmp_path, "fts") != before["fts"]  # anything but the table: every system's key
