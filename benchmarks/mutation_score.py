@@ -5,7 +5,9 @@ Run: ``python benchmarks/mutation_score.py [--systems mechanism,fkm,...] [--resu
 ``mutation_mutants.SCOPE``). Every in-scope mutant is tested, one at a time, in a private copy of the tracked
 files (the work tree is never touched): the mutated file is written into the copy, ``mutation_audit.py
 SYSTEM`` (that system's bundled audit) runs there, and the original file is put back. Before any mutant of a
-system, the unmutated copy must PASS that audit (the baseline); otherwise the system is skipped.
+system, the unmutated copy must PASS that audit (the baseline); otherwise the system is skipped. A system of
+``STAGES`` is audited in stages (each a ``mutation_audit.py`` entry with its own baseline): a mutant runs a stage only
+if it passed the stages before, and its verdict is the first stage's that kills it.
 
 Verdicts: ``violation`` (exit 1: the audit proves a privacy failure), ``broken`` (exit 3 or another code, or
 over ``--timeout``: the run broke; killed, but not by a verdict), ``pass`` (the mutant survives; its reason
@@ -183,7 +185,8 @@ def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path,
 def system_results(system: str, results: dict, tree: Path = ROOT, only: tuple | None = None) -> list[tuple]:
     """(mutant, result) for each in-scope mutant of ``system`` with a result that holds for ``tree``: the first
     stage's (of ``only``, default all of ``stages(system)``) that killed it, else the last stage's pass; a mutant
-    missing a result at some stage it reached is left out (untested)."""
+    missing a result at some stage it reached is left out (untested), and none is listed while a stage has no
+    recorded baseline for ``tree``."""
     keys = []
     for stage in only or stages(system):
         found = system_code(stage, tree, results)
