@@ -78,7 +78,9 @@ TARGETS = {
     "fts-sampled-weight": [
         ("configs/audit_dpftsde_sampling.toml", ("correct server (twin of the renormalise-sampled target)",))
     ],
+    # and a clip that binds on the canary (clip scale 0.25): a release that skips the clip shows
     "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",
+                                            "DP-DUETS (ours), agent level, sigma = 2, clip scale 0.25",
                                             "DP-DUETS (ours), reward level, sigma = 2"))],
     "pne": [
         ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
