@@ -71,14 +71,14 @@ TARGETS = {
         ("configs/audit_fkm_bound.toml", ("B = 2.5, epsilon = 2", "B = 2.5, noise multiplier 2", "B = 10, epsilon = 2",
                                           "B = 10, noise multiplier 2", "B = 1, epsilon = 0.5")),
     ],
-    # reward level too: its epoch mechanism and exact-sum release are code the agent-level target never runs
     # DP-FTS-DE's second stage (mutation_score.py runs it on the mutants that pass "fts"): the sampled-weight view,
     # which sees a server that rescales by the sampled weight (T = 10, z = 8, 600 trials; the planted bug's VIOLATION
     # 0.705 against the claim 0.09, the twin's bound 0)
     "fts-sampled-weight": [
         ("configs/audit_dpftsde_sampling.toml", ("correct server (twin of the renormalise-sampled target)",))
     ],
-    # and a clip that binds on the canary (clip scale 0.25): a release that skips the clip shows
+    # reward level too (its epoch mechanism and exact-sum release are code the agent-level target never runs), and a
+    # clip that binds on the canary (clip scale 0.25): a release that skips the clip shows
     "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",
                                             "DP-DUETS (ours), agent level, sigma = 2, clip scale 0.25",
                                             "DP-DUETS (ours), reward level, sigma = 2"))],
