@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -221,7 +222,7 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
             + " | ".join(c.replace("-", " ") for c in CATEGORIES) + " | missed | unchecked | privacy-relevant killed |")
     lines = [head, "|---" * (len(CATEGORIES) + 8) + "|"]
     survivors, total = [], dict.fromkeys(("scope", "tested", "violation", "broken", "missed", "unchecked"), 0)
-    later = []
+    later: Counter = Counter()  # (stage, verdict) of the kills by a stage after the first
     for system in ORDER:
         checked = check_fingerprint(tree, system)  # survivor checks: keyed by the release code and the check scripts
         scope = mutants(system, tree)
@@ -231,7 +232,7 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
             if row["verdict"] != "pass":
                 count[row["verdict"]] += 1
                 if row.get("stage", system) != system:
-                    later.append(f"{row['stage']} {row['verdict']}")
+                    later[row["stage"], row["verdict"]] += 1
                 continue
             check = checks.get(mutant.fingerprint(checked))
             category = check["category"] if check else "unchecked"
@@ -252,9 +253,9 @@ def summary(results: dict, checks: dict, tree: Path = ROOT) -> str:
     lines.append(f"| all | {total['scope']} | {total['tested']} | {total['violation']} | {total['broken']} | "
                  + "| " * len(CATEGORIES) + f"{total['missed']} | {total['unchecked']} | {killed}/{relevant}{share} |")
     if later:
-        kinds = "; ".join(f"{stage}: " + ", ".join(f"{later.count(k)} {k.split()[1]}" for k in sorted(set(later))
-                                                   if k.split()[0] == stage)
-                          for stage in sorted({k.split()[0] for k in later}))
+        kinds = "; ".join(f"{stage}: " + ", ".join(f"{n} {verdict}" for (s, verdict), n in sorted(later.items())
+                                                   if s == stage)
+                          for stage in sorted({stage for stage, _ in later}))
         lines += ["", f"Killed by a later stage of their system's audit (counted above): {kinds}."]
     lines += ["", "| system | mutant | category | evidence (configurations that differ, of those run) |",
               "|---|---|---|---|"]
