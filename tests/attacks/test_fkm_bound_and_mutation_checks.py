@@ -6,7 +6,6 @@ hand-made comparisons.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,12 @@ from dpfed.fkm import FKMConfig, make_losses
 from reports.audit import AuditOptions
 from reports.audit.config import load_config
 from reports.audit.runner import plan_target
+from tests.attacks.benchmark_path import benchmarks_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
-_PATH = list(sys.path)
-sys.path.append(str(ROOT / "benchmarks"))
-try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
+with benchmarks_on_path():
     from mutation_release import compare
     from mutation_survivors import classify, fkm_noise_change
-finally:
-    sys.path[:] = _PATH
 
 
 def test_fkm_probes_clip_to_the_configured_bound():

@@ -8,23 +8,20 @@ plain one about the noiseless one); the staged results use hand-made result tabl
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from tests.attacks.benchmark_path import benchmarks_on_path
+
 ROOT = Path(__file__).resolve().parents[2]
-_PATH = list(sys.path)
-sys.path.append(str(ROOT / "benchmarks"))
-try:  # benchmarks/ holds accounting.py and attacks.py: it must not stay on the path of the suite
+with benchmarks_on_path():
     import mutation_score
     from mutation_duets import recalibrated, rescaled
     from mutation_fedzero import after_release
     from mutation_fts import input_only, rescaled_broadcast, server_digests
     from mutation_law import law_categories, law_category, law_outputs
     from mutation_survivors import classify
-finally:
-    sys.path[:] = _PATH
 
 SIGNAL = {0: np.array([1.0, -2.0, 0.5]), 1: np.array([3.0, 0.0, -1.0])}  # two data sets
 NOISE = {"5": np.array([0.3, -1.2, 0.7]), "11": np.array([-0.4, 0.9, 2.1])}  # two seeds
