@@ -60,6 +60,22 @@ TARGETS = {
             ),
         )
     ],
+    # the third stage (on the mutants that pass the first two): a canary spread over four coordinates released with
+    # one batch axis, fixed-size sampling in one round, and the few-participant weighted sum with unequal weights,
+    # the canary first and second (axes and products that the first two files' probes cannot tell apart)
+    "mechanism-axes": [
+        (
+            "configs/audit_mechanism_axes.toml",
+            (
+                "canary spread over 4 coordinates, one batch axis",
+                "fixed size 1 of 3, z = 1, clip 2.5, one release",
+                "canary weight 1/4 of the other's, canary first",
+                "canary weight 1/4 of the other's, canary second",
+                "negative canary weight (-1/4 of the other's), canary first",
+                "negative canary weight (-1/4 of the other's), canary second",
+            ),
+        )
+    ],
     "fedzero": [("configs/audit_fedzero.toml", ("DP-FedZero (ours), worker level, scalar noise",))],
     "fkm": [
         (

@@ -47,7 +47,7 @@ RESULTS = ROOT / "benchmarks" / "mutation_results.json"
 ORDER = ("fkm", "mechanism", "duets", "pne", "fedzero", "fts")  # cheapest audits first
 #: a system whose audit runs in stages (``mutation_audit.py`` names): a mutant runs a stage only if it passed the ones
 #: before (the usual stop at the first failing test); its verdict is the first stage's that kills it
-STAGES = {"mechanism": ("mechanism", "mechanism-stress"), "fts": ("fts", "fts-sampled-weight")}
+STAGES = {"mechanism": ("mechanism", "mechanism-stress", "mechanism-axes"), "fts": ("fts", "fts-sampled-weight")}
 
 
 def stages(system: str) -> tuple[str, ...]:
@@ -129,14 +129,17 @@ def still_valid(entry: dict, tree: Path, broad: str) -> bool:
     return all(file_digest(tree, name) == digest for name, digest in extra.items())
 
 
-def run_system(system: str, tree: Path, results: Path, timeout: float, log=print) -> None:
-    """Every in-scope mutant of ``system`` through its audit's stages, in order."""
+def run_system(system: str, tree: Path, results: Path, timeout: float, log=print, shard=(0, 1)) -> None:
+    """Every in-scope mutant of ``system`` (of ``shard``) through its audit's stages, in order."""
     for number, stage in enumerate(stages(system)):
-        run_stage(system, stage, stages(system)[:number], tree, results, timeout, log)
+        run_stage(system, stage, stages(system)[:number], tree, results, timeout, log, shard)
 
 
-def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path, timeout: float, log=print) -> None:
-    """Run audit ``stage`` on each mutant of ``system`` that passed every stage of ``before`` (all, if none)."""
+def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path, timeout: float, log=print,
+              shard=(0, 1)) -> None:
+    """Run audit ``stage`` on each mutant of ``system`` that passed every stage of ``before`` (all, if none); with
+    ``shard = (k, n)`` only the mutants at positions k, k + n, k + 2n, ... of the system's list (one of n processes
+    that share the work, each with its own results file)."""
     done = load(results)
     found = system_code(stage, tree, done)
     if found is None:
@@ -156,7 +159,8 @@ def run_stage(system: str, stage: str, before: tuple, tree: Path, results: Path,
         log(f"{stage}: the unmutated code does not PASS its audit ({baseline['output'][-200:]}); skipped")
         return
     broad = code_fingerprint(system_configs(stage), tree)
-    todo = mutants(system, tree)
+    index, count = shard
+    todo = mutants(system, tree)[index::count]
     if before:  # only the mutants every earlier stage let pass
         earlier = dict(system_results(system, done, tree, before))
         todo = [m for m in todo if m in earlier and earlier[m]["verdict"] == "pass"]
@@ -299,10 +303,18 @@ def main(argv=None) -> int:
     parser.add_argument("--systems", default=",".join(ORDER))
     parser.add_argument("--results", default=str(RESULTS), help="the resumable JSON file of results")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per audit before it counts as broken")
+    parser.add_argument("--shard", default="0/1", metavar="K/N", help="run only every N-th mutant from the K-th "
+                        "(0-based): one of N processes, each with its own --results file, to merge afterwards")
     parser.add_argument("--count", action="store_true", help="count the mutants in scope; run nothing")
     parser.add_argument("--summarise", metavar="CHECKS", help="print the table of --results with the survivor "
                         "checks of CHECKS (mutation_survivors.json); run nothing")
     args = parser.parse_args(argv)
+    try:
+        shard = tuple(int(part) for part in args.shard.split("/"))
+        if len(shard) != 2 or not 0 <= shard[0] < shard[1]:
+            raise ValueError
+    except ValueError:
+        parser.error(f"--shard: expected K/N with 0 <= K < N, got {args.shard!r}")
     if args.summarise:
         print(summary(load(Path(args.results)), load(Path(args.summarise))))
         return 0
@@ -319,7 +331,7 @@ def main(argv=None) -> int:
         tree = Path(work)
         copy_tree(tree)
         for system in systems:
-            run_system(system, tree, results, args.timeout, log=lambda text: print(text, flush=True))
+            run_system(system, tree, results, args.timeout, log=lambda text: print(text, flush=True), shard=shard)
     return 0
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.calibration import calibrate_gaussian
-from accounting.errors import require_number
+from accounting.errors import ConfigurationError, require_number
 from accounting.exact import gaussian_epsilon
 from accounting.mechanisms import Composition, Laplace, Sampling, SubsampledGaussian
 from attacks.probes.base import (
@@ -121,11 +121,21 @@ class LaplaceProbe(Probe):
 class SubsampledGaussianProbe(Probe):
     """A subsampled Gaussian mechanism composed over ``rounds`` releases, attacked with a crafted canary.
 
-    The canary participant sends ``canary_norm * e_1`` every round (``None`` means exactly the clip);
-    ``others`` further participants send known zero vectors. World 0 lacks the canary (add/remove).
-    Score: the summed per-round log-likelihood ratio of the described mechanism,
-    ``sum_t log[(1-q) + q exp(y_t mu - mu^2/2)]`` on the whitened first coordinate (the other
-    coordinates carry no information about the canary under the description).
+    The canary participant sends ``canary`` (a vector; by default ``canary_norm * e_1``, and ``None`` for
+    the norm means exactly the clip) every round; ``others`` further participants send known zero vectors.
+    World 0 lacks the canary (add/remove). Score: the summed per-round log-likelihood ratio of the
+    described mechanism, ``sum_t log[(1-q) + q exp(<y_t, mu> - |mu|^2/2)]``, with ``y_t`` the whitened
+    release and ``mu`` the canary's whitened clipped contribution (every coordinate and block it moves).
+
+    Two settings exercise more of the release path than one participant's first coordinate:
+
+    - ``weights`` (k rows of ``others + 1`` public weights, the canary's column at ``canary_index``): the
+      weighted release of the DP-FTS-DE server, block i = sum_n w[i, n] x_n plus noise of standard
+      deviation ``z * clip * sqrt(k) * max_n |w[i, n]|``. The canary's slot then stays in world 0 with a
+      zero vector (public weights do not change with the data), and sampling must be Poisson.
+    - ``batch_axes = 1``: the trials and rounds go to the release call as one batch axis, shape
+      (trials * rounds, participants, dim), instead of two (the default); the release must treat any
+      number of leading axes as independent releases.
     """
 
     rate: float = 0.35
@@ -133,12 +143,16 @@ class SubsampledGaussianProbe(Probe):
     rounds: int = 4
     clip: float = 1.0
     canary_norm: float | None = None
-    dim: int = 1
+    dim: int | None = None
     others: int = 0
     sampling: str = "poisson"
     delta: float = 1e-5
     bug: str | None = None
     noise_reduction: float = 10.0
+    canary: list | None = None
+    canary_index: int = 0
+    weights: list | None = None
+    batch_axes: int = 2
 
     name = "subsampled-gaussian"
     backends = ("numpy", "torch")
@@ -151,20 +165,71 @@ class SubsampledGaussianProbe(Probe):
     def __post_init__(self):
         self.delta = _check_delta(self.delta)
         self.rounds = int(require_number("rounds", self.rounds, low=1, integer=True))
-        self.dim = int(require_number("dim", self.dim, low=1, integer=True))
         self.others = int(require_number("others", self.others, low=0, integer=True))
+        self.canary_index = int(
+            require_number("canary_index", self.canary_index, low=0, high=self.others, integer=True)
+        )
+        self.batch_axes = int(require_number("batch_axes", self.batch_axes, low=1, high=2, integer=True))
         if self.canary_norm is not None:
             require_number("canary_norm", self.canary_norm, low=0, low_open=True)
+        self._canary = self._check_canary()
+        self.dim = len(self._canary)
+        self._weights = self._check_weights()
         population = self.others + 1 if Sampling.parse(self.sampling) is Sampling.FIXED_SIZE else None
         self._mechanism = SubsampledGaussian(
             self.rate, self.noise_multiplier, self.clip, sampling=self.sampling, population=population
         )
+        if self._weights is not None and self._mechanism.sampling is not Sampling.POISSON:
+            raise ConfigurationError("weights", "a weighted release is attacked under Poisson sampling only")
         self._implementation = with_bug(self._mechanism, self.bug, self.noise_reduction)
         self.default_delta = self.delta
-        self.batch_size = max(1, 400_000 // (self.rounds * (self.others + 1) * self.dim))
+        blocks = 1 if self._weights is None else len(self._weights)
+        self.batch_size = max(1, 400_000 // (self.rounds * (self.others + 1 + blocks) * self.dim))
+
+    def _check_canary(self) -> np.ndarray:
+        """The canary's vector: ``canary`` as given (finite, not all zero; ``dim``, if given, its length), else
+        ``canary_norm * e_1`` in ``dim`` coordinates (default 1)."""
+        dim = None if self.dim is None else int(require_number("dim", self.dim, low=1, integer=True))
+        if self.canary is None:
+            dim = 1 if dim is None else dim
+            vector = np.zeros(dim)
+            vector[0] = self.clip if self.canary_norm is None else self.canary_norm
+            return vector
+        if self.canary_norm is not None:
+            raise ConfigurationError("canary", "give the canary's vector or its norm (canary_norm), not both")
+        try:
+            vector = np.asarray(self.canary, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigurationError("canary", f"expected a list of numbers, got {self.canary!r}") from None
+        if vector.ndim != 1 or not len(vector) or not np.all(np.isfinite(vector)) or not np.any(vector):
+            raise ConfigurationError("canary", f"expected a non-zero list of finite numbers, got {self.canary!r}")
+        if dim is not None and dim != len(vector):
+            raise ConfigurationError("dim", f"{dim} does not match the canary's {len(vector)} coordinates")
+        return vector
+
+    def _check_weights(self) -> np.ndarray | None:
+        """The release weights, shape (k, others + 1), finite, every row with a non-zero weight; or None."""
+        if self.weights is None:
+            return None
+        try:
+            weights = np.asarray(self.weights, dtype=float)
+        except (TypeError, ValueError):
+            raise ConfigurationError("weights", f"expected rows of numbers, got {self.weights!r}") from None
+        participants = self.others + 1
+        if weights.ndim != 2 or weights.shape[1] != participants or not np.all(np.isfinite(weights)):
+            raise ConfigurationError(
+                "weights", f"expected rows of {participants} finite numbers (the canary and the others)"
+            )
+        if not np.all(np.abs(weights).max(axis=1) > 0):
+            raise ConfigurationError("weights", "every row needs a non-zero weight")
+        return weights
 
     def mechanism(self):
-        return Composition.of(self._mechanism, self.rounds)
+        """The composition the worlds release: at the canary's effective noise multiplier when weighted."""
+        if self._weights is None:
+            return Composition.of(self._mechanism, self.rounds)
+        mu = math.sqrt(self._shift_per_unit_clip())
+        return Composition.of(SubsampledGaussian(self.rate, self.noise_multiplier / mu, 1.0), self.rounds)
 
     def true_epsilon(self, delta: float) -> float | None:
         return accountant_epsilon(self.mechanism(), _check_delta(delta))
@@ -175,23 +240,57 @@ class SubsampledGaussianProbe(Probe):
         return m.rate if m.sampling is Sampling.POISSON else m.batch_size / (self.others + 1)
 
     def canary_vector(self) -> np.ndarray:
-        vector = np.zeros(self.dim)
-        vector[0] = self.clip if self.canary_norm is None else self.canary_norm
-        return vector
+        return self._canary.copy()
+
+    def _block_std(self) -> np.ndarray:
+        """The described noise standard deviation per block (one entry when unweighted), not the code's."""
+        std = float(self.noise_multiplier) * float(self.clip)
+        if self._weights is None:
+            return np.array([std])
+        return std * math.sqrt(len(self._weights)) * np.abs(self._weights).max(axis=1)
+
+    def _shift_per_unit_clip(self) -> float:
+        """|mu|^2 / (z^-2) for a canary at the clip: sum_i (w[i, c] / (sqrt(k) max_n |w[i, n]|))^2."""
+        w = self._weights
+        return float(np.sum((w[:, self.canary_index] / (math.sqrt(len(w)) * np.abs(w).max(axis=1))) ** 2))
+
+    def _score_coefficients(self) -> tuple[np.ndarray, float]:
+        """(c, |mu|^2): the whitened projection <y, mu> is ``views . c`` over the last (block and) coordinate
+        axes, for the canary clipped to ``clip`` as the description says."""
+        canary = self._canary * min(1.0, float(self.clip) / float(np.linalg.norm(self._canary)))
+        std = self._block_std()
+        weights = np.ones((1, 1)) if self._weights is None else self._weights[:, self.canary_index, None]
+        mu = weights * canary[None, :] / std[:, None]  # (blocks, dim)
+        coefficients = mu / std[:, None]
+        if self._weights is None:
+            coefficients, mu = coefficients[0], mu[0]
+        return coefficients, float(np.sum(mu * mu))
 
     def views(self, world, trials, rng) -> np.ndarray:
-        """Released sums, shape (trials, rounds, dim); participant 0 is the canary."""
-        present = check_world(world)  # world 0: the canary is absent, not a zero vector
-        contributions = backend_full(rng, (int(trials), self.rounds, self.others + present, self.dim))
+        """Released sums, shape (trials, rounds, [blocks,] dim); participant ``canary_index`` is the canary."""
+        present = check_world(world)  # world 0: the canary is absent (weighted: its slot sends a zero vector)
+        weighted = self._weights is not None
+        participants = self.others + (1 if weighted else present)
+        batch = (int(trials), self.rounds) if self.batch_axes == 2 else (int(trials) * self.rounds,)
+        contributions = backend_full(rng, batch + (participants, self.dim))
         if present:
-            contributions[:, :, 0, :] = backend_array(rng, self.canary_vector())
-        return self._implementation.release(contributions, rng)
+            contributions[..., self.canary_index, :] = backend_array(rng, self._canary)
+        weights = None if not weighted else self._weights
+        released = self._implementation.release(contributions, rng, weights)
+        return released.reshape((int(trials), self.rounds) + tuple(released.shape[len(batch):]))
 
     def round_log_ratios(self, views: np.ndarray) -> np.ndarray:
         """Per-round log-likelihood ratios (trials, rounds) under the described mechanism."""
-        std = self._mechanism.noise_std
-        mu = min(float(np.linalg.norm(self.canary_vector())), self._mechanism.clip) / std
-        return log_mixture_ratio(views[..., 0] / std * mu, mu * mu, self.participation_rate)
+        coefficients, mu_sq = self._score_coefficients()
+        flat = views.reshape(tuple(views.shape[:2]) + (-1,))
+        from accounting.mechanisms import array_namespace
+
+        xp = array_namespace(None, views)
+        coefficients = coefficients.reshape(-1)
+        if xp is not np:
+            coefficients = xp.asarray(coefficients, dtype=xp.float64, device=views.device)
+        dot = flat @ coefficients
+        return log_mixture_ratio(dot, mu_sq, self.participation_rate)
 
     def scores(self, world, trials, rng):
         from accounting.mechanisms import array_namespace
