@@ -98,6 +98,9 @@ TARGETS = {
     "duets": [("configs/audit_duets.toml", ("DP-DUETS (ours), agent level, sigma = 2",
                                             "DP-DUETS (ours), agent level, sigma = 2, clip scale 0.25",
                                             "DP-DUETS (ours), reward level, sigma = 2"))],
+    # DP-DUETS's second stage (on the mutants that pass "duets"): reward level with the canary's reward 4 c_y, beyond
+    # the reward clip, where a release that skips clip_rewards shows (the first stage's canary reward is exactly c_y)
+    "duets-canary": [("configs/audit_duets_canary.toml", ("reward level, sigma = 2, canary reward 4 c_y",))],
     "pne": [
         ("configs/audit_dpfedpne.toml", ("(planted-bug matrix)",)),
         # the correct twin whose node-difference score sees noise shared across a client's nodes

@@ -47,7 +47,8 @@ RESULTS = ROOT / "benchmarks" / "mutation_results.json"
 ORDER = ("fkm", "mechanism", "duets", "pne", "fedzero", "fts")  # cheapest audits first
 #: a system whose audit runs in stages (``mutation_audit.py`` names): a mutant runs a stage only if it passed the ones
 #: before (the usual stop at the first failing test); its verdict is the first stage's that kills it
-STAGES = {"mechanism": ("mechanism", "mechanism-stress", "mechanism-axes"), "fts": ("fts", "fts-sampled-weight")}
+STAGES = {"mechanism": ("mechanism", "mechanism-stress", "mechanism-axes"), "fts": ("fts", "fts-sampled-weight"),
+          "duets": ("duets", "duets-canary")}
 
 
 def stages(system: str) -> tuple[str, ...]:

@@ -27,7 +27,13 @@ def _torch_probe(name, **params):
 
 @pytest.mark.parametrize(
     "name, params",
-    [("gaussian", {}), ("laplace", {}), ("subsampled-gaussian", {"rounds": 3}), ("fts-server", {"rounds": 5})],
+    [
+        ("gaussian", {}),
+        ("laplace", {}),
+        ("subsampled-gaussian", {"rounds": 3}),
+        ("subsampled-gaussian", {"rounds": 2, "others": 1, "weights": [[0.25, 1.0], [1.0, 0.5]], "batch_axes": 1}),
+        ("fts-server", {"rounds": 5}),
+    ],
 )
 def test_torch_scores_have_the_numpy_law(name, params):
     numpy_probe, torch_probe = get_probe(name, **params), _torch_probe(name, **params)
