@@ -185,6 +185,34 @@ def test_each_stage_runs_its_own_audit_on_the_survivors_of_the_last(monkeypatch,
     assert rows == {"m1": "violation", "m2": "pass"} and (tmp_path / "m.py").read_text() == "original\n"
 
 
+def test_shards_split_the_mutants_and_each_runs_every_stage_on_its_own(monkeypatch, tmp_path):
+    """``--shard k/n``: shard k runs the mutants at positions k, k + n, ...; together the shards run each once, and a
+    shard's later stage sees only its own mutants' earlier results (each its own results file, merged afterwards)."""
+    (tmp_path / "m.py").write_text("original\n")
+    calls = []
+
+    def fake_audit(tree, stage, timeout):
+        calls.append((stage, (tree / "m.py").read_text()))
+        killed = stage == "a" and (tree / "m.py").read_text() in ("m1", "m4")
+        return ("violation" if killed else "pass"), (1 if killed else 0), "", 0.1, []
+
+    mutants = [_Mutant(f"m{i}") for i in range(5)]
+    monkeypatch.setattr(mutation_score, "STAGES", {"sys": ("a", "b")})
+    monkeypatch.setattr(mutation_score, "audit", fake_audit)
+    monkeypatch.setattr(mutation_score, "code_fingerprint", lambda configs, tree, reads=None, stage=None: stage or "")
+    monkeypatch.setattr(mutation_score, "system_configs", lambda stage: [])
+    monkeypatch.setattr(mutation_score, "mutants", lambda system, tree: mutants)
+    for shard in (0, 1):
+        mutation_score.run_system("sys", tmp_path, tmp_path / f"r{shard}.json", 10.0, log=lambda _: None,
+                                  shard=(shard, 2))
+    runs = [c for c in calls if c[1] != "original\n"]
+    assert [c for c in runs if c[0] == "a"] == [("a", "m0"), ("a", "m2"), ("a", "m4"), ("a", "m1"), ("a", "m3")]
+    assert [c for c in runs if c[0] == "b"] == [("b", "m0"), ("b", "m2"), ("b", "m3")]
+    merged = {**mutation_score.load(tmp_path / "r0.json"), **mutation_score.load(tmp_path / "r1.json")}
+    rows = {m.name: row["verdict"] for m, row in mutation_score.system_results("sys", merged, tmp_path)}
+    assert rows == {"m0": "pass", "m1": "violation", "m2": "pass", "m3": "pass", "m4": "violation"}
+
+
 class _Mutant(_Named):
     file, line, operator, occurrence, diff = "m.py", 1, "op", 0, ""
 
