@@ -78,7 +78,8 @@ def record(path: Path, key: str, entry: dict) -> None:
 
 def audit(tree: Path, system: str, timeout: float) -> tuple[str, int | None, str, float, list[str] | None]:
     """(verdict, exit code, output tail, seconds, the repository's Python files it imported or None when it was
-    stopped) of the system's audit in ``tree``, one core."""
+    stopped) of the system's audit in ``tree``, one core. The list is written beside ``tree``, which must be the only
+    tree in its folder (two runs sharing the folder would read each other's lists)."""
     reads_file = tree.parent / f"reads-{system}.txt"
     reads_file.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
@@ -329,7 +330,7 @@ def main(argv=None) -> int:
         return 0
     results = Path(args.results).resolve()
     with tempfile.TemporaryDirectory(prefix="mutation-tree-") as work:
-        tree = Path(work)
+        tree = Path(work) / "tree"  # the audit's list of what it read goes beside it, in this process's own folder
         copy_tree(tree)
         for system in systems:
             run_system(system, tree, results, args.timeout, log=lambda text: print(text, flush=True), shard=shard)
