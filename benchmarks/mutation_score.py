@@ -1,6 +1,6 @@
 """Mutation score of the private variants' release code against their bundled audits (issues 21 and 29).
 
-Run: ``python benchmarks/mutation_score.py [--systems mechanism,fkm,...] [--results FILE] [--count]``
+Run: ``python benchmarks/mutation_score.py [--systems mechanism,fkm,...] [--results FILE] [--shard K/N] [--count]``
 (needs the ``mutation`` extra: cosmic-ray, used to enumerate and apply the mutants of
 ``mutation_mutants.SCOPE``). Every in-scope mutant is tested, one at a time, in a private copy of the tracked
 files (the work tree is never touched): the mutated file is written into the copy, ``mutation_audit.py
