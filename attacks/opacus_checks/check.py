@@ -285,10 +285,11 @@ def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int |
     delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)
     outside = parameters_outside(setup.model, setup.optimizer)  # before a step fails on their gradients
     facts = read_loader(setup.data_loader, setup.optimizer)
-    noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader.dataset,
+    noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader,
                           repetitions=repetitions or DEFAULT_REPETITIONS,
                           false_alarm=false_alarm or DEFAULT_FALSE_ALARM,
                           max_physical_batch_size=facts.max_physical_batch_size,
-                          outside=[p.parameter for p in outside])
+                          outside=[p.parameter for p in outside], input_key=setup.input_key,
+                          label_key=setup.label_key)
     duplicates = find_duplicates(setup.data_loader.dataset)
     return check_setup(setup, facts, noise, delta, outside=outside, duplicates=duplicates)

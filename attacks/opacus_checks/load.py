@@ -9,9 +9,11 @@ The function takes no arguments and returns a dict with these keys (``SETUP_KEYS
 - optional ``delta`` (default: the command's ``--delta``), ``claimed_epsilon`` (the epsilon the user
   reports; default: opacus's accountant over the planned steps), and ``accounted_epochs`` or
   ``accounted_steps`` (what the claim or ``make_private_with_epsilon`` was computed for; default: the
-  steps the loop runs).
+  steps the loop runs); ``input_key`` (a key or a list of keys) and ``label_key``: where dict batches hold
+  the model's input and the label (default: inferred, see ``attacks.opacus_checks.batches``).
 
-The first element of a batch (``dataset[i][0]``) must be the model's input. Naming the file is the
+Batches are built as the loader builds them (its ``collate_fn``) and may be tensors, (input, label) tuples or
+lists, or dicts (``attacks.opacus_checks.batches``). Naming the file is the
 explicit opt-in to running its code. Every failure is one line: a function that needs arguments is refused
 before it runs, opacus refusing the model (``ModuleValidator``: BatchNorm and the like) is summarised with
 its fix, and any other error of the user's code is cut to ``MESSAGE_LIMIT`` characters.
@@ -29,7 +31,7 @@ from pathlib import Path
 from accounting.errors import ConfigurationError, require_number
 
 REQUIRED_KEYS = ("model", "optimizer", "data_loader", "privacy_engine", "epochs")
-OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps")
+OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps", "input_key", "label_key")
 SETUP_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 DEFAULT_FUNCTION = "make_setup"
 MESSAGE_LIMIT = 200  # characters of an error raised by the user's code, in the one-line message
@@ -48,6 +50,8 @@ class OpacusSetup:
     claimed_epsilon: float | None = None
     accounted_epochs: float | None = None
     accounted_steps: int | None = None
+    input_key: str | tuple | None = None  # the input's key(s) in dict batches (default: inferred, ``batches``)
+    label_key: str | None = None
 
 
 def split_spec(spec: str) -> tuple[Path, str]:
@@ -186,5 +190,8 @@ def validate(value, spec: str = "setup") -> OpacusSetup:
     accounted_steps = value.get("accounted_steps")
     if accounted_steps is not None:
         accounted_steps = int(require_number("accounted_steps", accounted_steps, low=1, integer=True))
+    from attacks.opacus_checks.batches import check_keys
+
+    input_key, label_key = check_keys(value.get("input_key"), value.get("label_key"))
     return OpacusSetup(value["model"], value["optimizer"], value["data_loader"], value["privacy_engine"], epochs,
-                       delta, claimed, accounted_epochs, accounted_steps)
+                       delta, claimed, accounted_epochs, accounted_steps, input_key, label_key)

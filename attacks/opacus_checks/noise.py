@@ -6,7 +6,9 @@ coordinate, sigma = noise_multiplier * max_grad_norm / normaliser, where opacus'
 *expected* batch size (``loss_reduction='mean'``) or 1 (``'sum'``), whatever the realised batch size.
 The step runs through the optimizer's own ``step`` (so anything patched into it, or into
 ``add_noise``/``scale_grad``, is measured), with the inner optimizer's update replaced by a recorder,
-so the model's parameters do not move. It is done at several realised batch sizes.
+so the model's parameters do not move. It is done at several realised batch sizes, on batches of the
+dataset's first records built by the loader's own ``collate_fn`` and split into the model's input and the
+label by ``attacks.opacus_checks.batches`` (tuples, dicts, custom collation).
 
 Test: for n recorded coordinates, sum(g^2) / sigma_0^2 is chi-square with n degrees of freedom when
 the noise is what the accountant is told; a batch size is flagged when the two-sided p-value is below
@@ -59,6 +61,7 @@ class NoiseFacts:
         normaliser (what really protects a record); ``effective_upper``: its upper confidence limit.
     realised_normalisation : the std scales like 1 / realised batch size (opacus #571) rather than being
         constant.
+    batch_form : how the batches were split into the model's input and the label.
     """
 
     told_noise_multiplier: float
@@ -74,6 +77,7 @@ class NoiseFacts:
     noise_flagged: bool
     realised_normalisation: bool
     normalisation_slope: float
+    batch_form: str = ""  # how a batch of the loader was read (``batches.ModelBatch.form``)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -81,32 +85,17 @@ class NoiseFacts:
         return out
 
 
-def _collate(dataset, size: int):
-    from torch.utils.data import default_collate
-
-    batch = default_collate([dataset[i % len(dataset)] for i in range(size)])
-    return batch[0] if isinstance(batch, (list, tuple)) else batch
-
-
-def _physical_batches(inputs, max_physical_batch_size: int | None) -> list:
-    """``inputs`` split as ``BatchSplittingSampler`` splits a logical batch (``array_split`` into equal parts)."""
-    import torch
-
-    if not max_physical_batch_size or len(inputs) <= max_physical_batch_size:
-        return [inputs]
-    return list(torch.tensor_split(inputs, math.ceil(len(inputs) / max_physical_batch_size)))
-
-
-def _zero_gradient_steps(model, optimizer, inputs, repetitions: int, max_physical_batch_size: int | None = None):
-    """Run ``repetitions`` (logical) optimizer steps with zero per-sample gradients; return the released
-    gradients."""
+def _zero_gradient_steps(model, optimizer, batch, repetitions: int, max_physical_batch_size: int | None = None):
+    """Run ``repetitions`` (logical) optimizer steps with zero per-sample gradients on ``batch`` (a
+    ``batches.ModelBatch``); return the released gradients."""
     import torch
 
     inner = optimizer.original_optimizer
     recorded = []
     device = next(iter(optimizer.params)).device
-    inputs = inputs.to(device) if hasattr(inputs, "to") else inputs
-    physical = _physical_batches(inputs, max_physical_batch_size)
+    batch = batch.to(device)
+    physical = (batch.split(math.ceil(len(batch) / max_physical_batch_size))
+                if max_physical_batch_size and len(batch) > max_physical_batch_size else [batch])
 
     def record(*args, **kwargs):
         recorded.append(torch.cat([p.grad.detach().reshape(-1).double().cpu().clone() for p in optimizer.params]))
@@ -115,11 +104,10 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int, max_physica
     try:
         for _ in range(repetitions):
             optimizer.zero_grad()
-            for i, batch in enumerate(physical):
+            for i, part in enumerate(physical):
                 if len(physical) > 1:
                     optimizer.signal_skip_step(do_skip=i < len(physical) - 1)
-                output = model(batch)
-                output = output[0] if isinstance(output, (list, tuple)) else output
+                output = _forward(model, part)
                 (output.sum() * 0.0).backward()
                 optimizer.step()
                 if i < len(physical) - 1:
@@ -135,6 +123,19 @@ def _zero_gradient_steps(model, optimizer, inputs, repetitions: int, max_physica
         raise ConfigurationError("optimizer", f"{repetitions - len(recorded)} of {repetitions} optimizer steps were "
                                  "skipped (gradient accumulation or skip_step): cannot measure the noise")
     return torch.stack(recorded).numpy()
+
+
+def _forward(model, batch):
+    """The model's output on ``batch`` (its first element if a tuple or list); the model failing is a
+    ConfigurationError saying how the batch was read."""
+    try:
+        output = batch.call(model)
+    except Exception as exc:  # noqa: BLE001 - the user's model on the user's batch
+        from attacks.opacus_checks.load import one_line
+
+        raise ConfigurationError("model", f"the model failed on a batch of the data loader (read as {batch.form}): "
+                                 f"{type(exc).__name__}: {one_line(exc)}") from None
+    return output[0] if isinstance(output, (list, tuple)) else output
 
 
 def _test(values, expected_std: float, batch_size: int, level: float, false_alarm: float) -> NoiseAtBatch:
@@ -175,11 +176,16 @@ class _SetAside:
         return False
 
 
-def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int = DEFAULT_REPETITIONS,
+def measure_noise(model, optimizer, privacy_engine, data, *, repetitions: int = DEFAULT_REPETITIONS,
                   false_alarm: float = DEFAULT_FALSE_ALARM, max_physical_batch_size: int | None = None,
-                  outside=None) -> NoiseFacts:
-    """Measure the optimizer's noise at several realised batch sizes (see the module docstring); ``outside``:
-    the parameters outside the optimizer (default: found with ``parameters.parameters_outside``)."""
+                  outside=None, input_key=None, label_key=None) -> NoiseFacts:
+    """Measure the optimizer's noise at several realised batch sizes (see the module docstring). ``data``: the
+    data loader (its batches are built by its own ``collate_fn``) or a dataset (torch's ``default_collate``);
+    ``input_key``/``label_key``: the keys of dict batches (``batches.split_batch``); ``outside``: the parameters
+    outside the optimizer (default: found with ``parameters.parameters_outside``)."""
+    from attacks.opacus_checks.batches import BatchReader
+
+    reader = BatchReader(data, model, input_key, label_key)
     if outside is None:
         from attacks.opacus_checks.parameters import parameters_outside
 
@@ -194,14 +200,16 @@ def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int
     expected_std = z * clip / normaliser
     if not expected_std > 0:
         raise ConfigurationError("optimizer", f"noise_multiplier {z} and max_grad_norm {clip}: no noise to measure")
-    sizes = measurement_batch_sizes(expected, len(dataset))
+    population = len(reader.dataset)
+    sizes = measurement_batch_sizes(expected, population)
+    batches = {size: reader.batch([i % population for i in range(size)]) for size in sizes}
     level = false_alarm / len(sizes)
     results = {}
     try:
         with warnings.catch_warnings(), _SetAside(optimizer, outside):
             warnings.simplefilter("ignore")  # torch's note on full backward hooks with inputs not requiring grad
             for size in sizes:
-                values = _zero_gradient_steps(model, optimizer, _collate(dataset, size), repetitions,
+                values = _zero_gradient_steps(model, optimizer, batches[size], repetitions,
                                               max_physical_batch_size)
                 results[size] = _test(values, expected_std, size, level, false_alarm)
         told = accountant.history[-1] if len(accountant.history) > len(history) else None
@@ -223,7 +231,7 @@ def measure_noise(model, optimizer, privacy_engine, dataset, *, repetitions: int
     others_flagged = any(r.flagged for s, r in results.items() if s != base.batch_size)
     return NoiseFacts(float(told[0]), float(told[1]), z, clip, expected, reduction, false_alarm,
                       tuple(results[s] for s in sizes), base.std * scale, base.std_upper * scale, bool(base.flagged),
-                      bool(others_flagged and slope < -0.5), slope)
+                      bool(others_flagged and slope < -0.5), slope, batches[base.batch_size].form)
 
 
 def _log_slope(results: dict) -> float:

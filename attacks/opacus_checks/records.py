@@ -2,15 +2,16 @@
 
 DP-SGD's epsilon is for one record (one index of ``data_loader.dataset``). When one person contributes
 several records, that person is protected only as a group. Identical records (every field of
-``dataset[i]`` equal: the model's input and its label) are the detectable case: a ``TensorDataset`` is
-compared whole; any other dataset is read record by record, up to ``MAX_RECORDS_READ`` (records made
-differently at each read, e.g. by random augmentation, cannot be matched). Copies that differ in any
-field are not found: none found does not mean each person has one record.
+``dataset[i]`` equal: the model's input and its label; a dict record's fields by name) are the detectable
+case: a ``TensorDataset`` is compared whole; any other dataset is read record by record, up to
+``MAX_RECORDS_READ`` (records made differently at each read, e.g. by random augmentation, cannot be matched).
+Copies that differ in any field are not found: none found does not mean each person has one record.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -51,6 +52,9 @@ def _keys(dataset) -> tuple[list, str]:
     keys = []
     for i in range(n):
         item = dataset[i]
+        if isinstance(item, Mapping):  # a dict record (Hugging Face / flwr-datasets rows): its fields by name
+            keys.append(tuple((str(k), _field_key(item[k])) for k in sorted(item, key=str)))
+            continue
         fields = item if isinstance(item, (tuple, list)) else (item,)
         keys.append(tuple(_field_key(f) for f in fields))
     part = "every record" if n == len(dataset) else f"the first {n} of {len(dataset)} records"

@@ -57,6 +57,8 @@ class _DpsgdProbe(Probe):
     setup: str = ""
     planted_bug: str = "none"
     delta: float = 1e-5
+    input_key: str | list | None = None  # opacus-check's dict only: the keys of dict batches (its input_key,
+    label_key: str | None = None  # label_key; default: the set-up dict's, else inferred)
 
     backends = ("numpy", "torch")  # torch: opacus trains on ``device`` (--backend torch --device cuda)
     device = "cpu"  # set by ``attacks.backend.on_backend`` (a class attribute, not a configuration field)
@@ -74,9 +76,15 @@ class _DpsgdProbe(Probe):
 
         overrides = {k: getattr(self, k) for k in ("noise_multiplier", "sample_rate", "epochs", "clip",
                                                    "learning_rate") if getattr(self, k) is not None}
+        keys = {k: getattr(self, k) for k in ("input_key", "label_key") if getattr(self, k) is not None}
+        if keys:  # checked again below: only opacus-check's dict has batches with keys
+            not_dict = ConfigurationError(next(iter(keys)), "names a key of the batches of opacus-check's dict (the "
+                                          "user's own data loader); the bundled example and a DpsgdSetup have none")
         if not self.setup:
+            if keys:
+                raise not_dict
             return breast_cancer_setup(**overrides)
-        from attacks.probes.dpsgd_user import OpacusRun, is_file_spec, load_user_setup
+        from attacks.probes.dpsgd_user import OpacusRun, is_file_spec, load_user_setup, with_batch_keys
 
         if is_file_spec(self.setup):  # "path/file.py:function": a DpsgdSetup or opacus-check's dict
             built = load_user_setup(self.setup)
@@ -84,13 +92,17 @@ class _DpsgdProbe(Probe):
                 if overrides:
                     raise ConfigurationError(next(iter(overrides)), "the user's own opacus objects fix the privacy "
                                              "parameters; change them in the set-up file")
-                return built
+                return with_batch_keys(built, **keys)
+            if keys:
+                raise not_dict
             for key, value in overrides.items():
                 setattr(built, key, value)
             built.__post_init__()
             return built
         from attacks.probes.user import check_spec, user_code_path
 
+        if keys:
+            raise not_dict
         module_name, function_name = check_spec(self.setup).split(":")
         user_code_path()
         try:

@@ -9,7 +9,9 @@ the batches, the user's model computes per-sample gradients (of a zero loss) and
 parameters never move). Canary k is record k of the user's dataset; where it is included (world 1 of a
 multi-run audit: every canary; a one-run audit: a fair coin each) its per-sample gradient is
 ``CANARY_MAGNITUDE * max_grad_norm`` on flat coordinate k of the optimizer's parameters whenever the sampler
-puts it in a batch; where it is not (world 0: none), it is removed from every batch. Under Poisson sampling,
+puts it in a batch; where it is not (world 0: none), it is removed from every batch. Batches are built from
+the records the sampler draws by the loader's own ``collate_fn`` and split into the model's input and the label
+by ``attacks.opacus_checks.batches`` (tuples, dicts, custom collation). Under Poisson sampling,
 with every other per-sample gradient zero, the K coordinates are independent trials, each one release per step
 of a Poisson-subsampled Gaussian (the white-box adversary of Nasr et al. 2023).
 """
@@ -113,6 +115,22 @@ class OpacusRun:
         return [name.removeprefix("_module.") for name, p in named if p.requires_grad and id(p) not in held]
 
 
+def with_batch_keys(run: OpacusRun, input_key=None, label_key=None) -> OpacusRun:
+    """``run`` with the keys of its dict batches (``attacks.opacus_checks.batches``) given outside the set-up dict
+    (the dp-sgd target's parameters); a key the set-up dict gives otherwise is an error (ConfigurationError)."""
+    from attacks.opacus_checks.batches import check_keys
+
+    input_key, label_key = check_keys(input_key, label_key)
+    for name, value in (("input_key", input_key), ("label_key", label_key)):
+        own = getattr(run.setup, name)
+        if value is not None and own is not None and own != value:
+            raise ConfigurationError(name, f"{name} {value!r} differs from the set-up dict's {own!r} (give it once)")
+        if value is not None:
+            setattr(run.setup, name, value)
+    check_keys(run.setup.input_key, run.setup.label_key)
+    return run
+
+
 def _reseed(run: OpacusRun, seed: int) -> None:
     """Seed torch and every torch generator the user's sampler and optimizer hold (a generator seeded in the
     user's function would otherwise repeat the same batches and noise in every run)."""
@@ -126,14 +144,6 @@ def _reseed(run: OpacusRun, seed: int) -> None:
         generator = getattr(holder, "generator", None)
         if isinstance(generator, torch.Generator):
             generator.manual_seed((seed + 7919 * (i + 1)) % 2**63)
-
-
-def _inputs(dataset, indices, template):
-    import torch
-
-    if not indices:
-        return template.new_zeros((0,) + tuple(template.shape))
-    return torch.stack([torch.as_tensor(dataset[i][0]) for i in indices])
 
 
 def most_canaries(run: OpacusRun) -> int:
@@ -169,12 +179,14 @@ def optimizer_gradient_canaries(run: OpacusRun, canaries: int, included, seed: i
     ``b_t / z + N(0, 1)`` for a correct implementation."""
     import torch
 
+    from attacks.opacus_checks.batches import BatchReader
+
     opt, loader = run.optimizer, run.setup.data_loader
     check_canaries(run, canaries)
     excluded = {int(k) for k in np.flatnonzero(~_inclusion_mask(included, canaries))}
     _reseed(run, seed)
-    dataset, model, inner = loader.dataset, run.setup.model, opt.original_optimizer
-    template = torch.as_tensor(dataset[0][0])
+    model, inner = run.setup.model, opt.original_optimizer
+    reader = BatchReader(loader, model, run.setup.input_key, run.setup.label_key)  # the loader's own collate_fn
     sizes = [p.numel() for p in opt.params]
     starts = np.cumsum([0] + sizes)
     normaliser = float(opt.expected_batch_size or 1) if opt.loss_reduction == "mean" else 1.0
@@ -194,7 +206,7 @@ def optimizer_gradient_canaries(run: OpacusRun, canaries: int, included, seed: i
                 for batch in loader.batch_sampler:
                     indices = [int(i) for i in batch if int(i) not in excluded]
                     opt.zero_grad()
-                    output = model(_inputs(dataset, indices, template))
+                    output = reader.batch(indices).call(model)
                     output = output[0] if isinstance(output, (list, tuple)) else output
                     (output.sum() * 0.0).backward()
                     _plant(opt, indices, canaries, starts, run.clip * CANARY_MAGNITUDE)

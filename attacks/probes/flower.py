@@ -1,11 +1,13 @@
-"""One-run audit of a Flower app project (``flower-app``): one Flower run with canary SuperNodes.
+"""One-run audit of a Flower app project (``flower-app``): one real Flower run, observed, with canary SuperNodes.
 
 A one-run probe (``one_run = True``): instead of ``scores(world, trials, rng)`` over two worlds it runs the
-system once with ``trials`` canaries (``run_once``). Here: the project is read and its strategy inspected
-(``dpfed.flower.run.inspect_app``: the configuration check, before Flower starts), run on Flower's simulation
-engine with the canaries and the recorder (``run_app``), its transcript checked against what the accountant
-assumed (``attacks.flower_checks.transcript_check``), and the canaries scored and bounded
-(``attacks.probes.flower_bounds``). Every check's finding comes back with the bounds.
+system once with ``trials`` canaries (``run_once``). The project is run on Flower's simulation engine as ``flwr
+run`` runs it (``dpfed.flower.run.run_app``), nothing dry-run: every strategy the app starts is observed where it
+starts and, when it is or wraps a Flower central-DP wrapper, recorded; every real client's call is observed for
+the private training inside it (opacus). Then, from what ran (``attacks.flower_checks.run_checks``): the
+configuration check of each DP strategy as built, with the realised sample size of every round; its transcript
+against what the accountant assumed; the clients' own DP composed over their rounds; and the canaries scored and
+bounded (``attacks.probes.flower_bounds``). Every check's finding comes back with the bounds.
 """
 
 from __future__ import annotations
@@ -57,15 +59,6 @@ class FlowerAppProbe(Probe):
         project = read_project(self.app)
         return project, fused_run_config(project, dict(self.run_config))
 
-    def configuration(self, canaries: int):
-        """``(FlowerDpConfig, configured m)`` of the strategy the ServerApp starts, with ``canaries`` more nodes."""
-        from dpfed.flower.read import config_from_strategy
-        from dpfed.flower.run import inspect_app
-
-        project, run_config = self.project()
-        started = inspect_app(project, run_config)
-        return config_from_strategy(started.strategy, nodes=self.num_supernodes + canaries, rounds=started.rounds)
-
     def provenance(self) -> dict:
         """Our code's hashes and the project's own (its .py and .toml files): a saved section of another version
         of the app is not reused."""
@@ -75,37 +68,42 @@ class FlowerAppProbe(Probe):
             digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
         return {**super().provenance(), "app_code": digest.hexdigest()}
 
-    def run_once(self, canaries: int, seed: int, epsilon: float, delta: float, confidence: float) -> OneRunOutcome:
-        """Check, run and score the app once with ``canaries`` canaries; the claim ``(epsilon, delta)``."""
-        from attacks.flower_checks.check import check_config
-        from attacks.flower_checks.opacus_check import opacus_findings
-        from attacks.flower_checks.transcript_check import check_transcript
+    def run_once(self, canaries: int, seed: int, epsilon: float | None, delta: float,
+                 confidence: float) -> OneRunOutcome:
+        """Run the app once with ``canaries`` canaries, check what ran and score the canaries against
+        ``(epsilon, delta)`` (``epsilon`` None: the accounted epsilon of what ran)."""
+        from attacks.flower_checks.run_checks import check_run
         from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count
-        from dpfed.flower.app_project import load_apps
         from dpfed.flower.run import RunSettings, run_app
 
         check_canary_count(canaries, delta, confidence)
         project, run_config = self.project()
-        config, configured_m = self.configuration(canaries)
-        checked = check_config(config, delta, configured_m, self.claimed_epsilon, tuple(self.claims))
-        findings = checked["findings"] + opacus_findings(load_apps(project)[1])
         run = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, int(seed) % 2**31,
                                                        self.insert_canaries))
-        findings += check_transcript(run["transcript"], assumptions_for(config, delta, self.claimed_epsilon),
-                                     self.transcript_alpha)
-        rows = checked["rows"]
+        checked = check_run(run, delta, self.claimed_epsilon, tuple(self.claims), self.transcript_alpha)
         out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
-               for f in findings]
-        out.append(accounted_rows_finding(rows))
-        details = {"config": dict(config.__dict__), "rows": rows, "population": config.nodes,
-                   "releases": len(run["round_numbers"]), "transcript": run["transcript"].to_dict()}
+               for f in checked.findings]
+        details = {"starts": checked.starts, "rows": checked.rows, "clients": checked.clients,
+                   "config": None if checked.config is None else dict(checked.config.__dict__),
+                   "configured_num_sampled_clients": checked.configured_m, "accounted_epsilon": checked.accounted,
+                   "population": None if checked.config is None else checked.config.nodes,
+                   "releases": len(checked.main.round_numbers()) if checked.main else 0,
+                   "transcript": checked.main.transcript.to_dict() if checked.main else None}
+        if checked.rows:
+            out.append(accounted_rows_finding(checked.rows))
         if not canaries:
             return OneRunOutcome([], None, None, None, out, details)
-        scored = canary_scores(run, canaries, int(seed) % 2**31, 1.0 / config.noise_multiplier, delta)
+        tested = epsilon if epsilon is not None else checked.accounted
+        recorder = checked.main.recorder
+        numbers = checked.main.round_numbers()
+        scored_run = {"transcript": recorder.transcript, "round_numbers": numbers, "canary_nodes": run.canary_nodes,
+                      "round_deltas": [recorder.round_deltas[r] for r in numbers], "initial": recorder.initial}
+        scored = canary_scores(scored_run, canaries, int(seed) % 2**31, 1.0 / checked.config.noise_multiplier, delta)
         bounds = canary_bounds(scored, delta, confidence)
-        status, p_value, ceiling = one_run_decision(bounds, canaries, epsilon, delta, confidence)
-        out.append(canary_estimate_finding(scored, rows))
-        return OneRunOutcome(bounds, status, p_value, ceiling, out, {**details, "canaries": scored})
+        status, p_value, ceiling = one_run_decision(bounds, canaries, tested, delta, confidence)
+        out.append(canary_estimate_finding(scored, checked.rows))
+        return OneRunOutcome(bounds, status, p_value, ceiling, out, {**details, "canaries": scored,
+                                                                      "tested_epsilon": tested})
 
 
 def accounted_rows_finding(rows: dict) -> dict:

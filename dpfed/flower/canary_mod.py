@@ -77,8 +77,9 @@ def shifted(arrays, direction: np.ndarray, norm: float):
                         for k, a, p in zip(arrays.keys(), current, parts, strict=True)})
 
 
-def with_canaries(client_app, mod: CanaryMod):
-    """A ClientApp that runs ``mod`` around ``client_app`` (which is not changed)."""
+def with_canaries(client_app, mod: CanaryMod, *inner_mods):
+    """A ClientApp that runs ``mod`` around ``inner_mods`` (e.g. the client observer) around ``client_app`` (which
+    is not changed); a canary node never reaches ``inner_mods``."""
     from flwr.clientapp import ClientApp
     from flwr.clientapp.client_app import make_ffn
 
@@ -86,6 +87,6 @@ def with_canaries(client_app, mod: CanaryMod):
         def __init__(self):
             super().__init__()
             self.inner = client_app
-            self._call = make_ffn(lambda message, context: self.inner(message, context), [mod])
+            self._call = make_ffn(lambda message, context: self.inner(message, context), [mod, *inner_mods])
 
     return CanaryClientApp()

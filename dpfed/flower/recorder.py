@@ -105,10 +105,12 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
             self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
             self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
+            self.initial = None  # the model of the first round recorded (flat)
             self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
+            self.initial = self._current if self.initial is None else self.initial
             messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
             self._sampled[server_round] = [m.metadata.dst_node_id for m in messages]
             self._population[server_round] = len(list(grid.get_node_ids()))

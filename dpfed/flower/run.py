@@ -1,42 +1,26 @@
-"""Run a Flower app project as ``flwr run APP_DIR`` runs it in simulation, with canary SuperNodes and a recorder.
+"""Run a Flower app project once, as ``flwr run APP_DIR`` runs it in simulation, and observe what it runs.
 
-``inspect_app`` reads the strategy the ServerApp starts without running the federation: it calls the ServerApp's
-main with a grid that nothing may use and stops it when it starts its strategy (``dpfed.flower.host``), so that
-a project that starts no Flower DP wrapper is refused before Flower starts. ``run_app`` then runs the project on
-Flower's simulation engine the way ``flwr-simulation`` does (``_run_simulation`` with the project's ServerApp and
-ClientApp, its directory and the fused run config; flwr 1.42's private entry, as ``flwr run`` uses it), with
-``canaries`` extra SuperNodes answered by ``dpfed.flower.canary_mod`` and the started strategy wrapped in the
-recorder (``dpfed.flower.recorder``) and the canary host.
+``run_app`` runs the project on Flower's simulation engine the way ``flwr-simulation`` does (``_run_simulation``
+with the project's ServerApp and ClientApp, its directory and the fused run config; flwr 1.42's private entry, as
+``flwr run`` uses it). Nothing is dry-run: the ServerApp's main may use the grid, wait for its nodes, or start
+several strategies. The audit observes (``dpfed.flower.observe``) every strategy where it starts (the Message API's
+``Strategy.start``, a legacy strategy in ``DefaultWorkflow`` with or without SecAgg+, the legacy ``Server.fit``)
+and wraps each one that is or wraps a Flower DP wrapper in a recorder (``dpfed.flower.recorder`` or
+``legacy_recorder``); a Message-API one also in the canary host. Every real client's call runs inside
+``dpfed.flower.client_observer`` (what opacus ran in it), and ``canaries`` extra SuperNodes are answered by
+``dpfed.flower.canary_mod``.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 
 from accounting.errors import ConfigurationError
 from dpfed.flower.app_project import AppProject, load_apps
+from dpfed.flower.observe import APIS, ObservedStrategy
 from dpfed.transcript import Transcript
-
-
-@dataclass
-class StartedStrategy:
-    """What the ServerApp started: the strategy and its number of rounds."""
-
-    strategy: object
-    rounds: int
-
-
-class _Stop(Exception):
-    pass
-
-
-class _NoGrid:
-    """A grid for ``inspect_app``: the ServerApp may not use it before it starts its strategy."""
-
-    def __getattr__(self, name):
-        raise ConfigurationError("app", f"the ServerApp's main uses the grid ({name}) before it starts its "
-                                        "strategy; the audit cannot read its strategy without running it")
 
 
 def _context(run_config: dict, node_id: int = 0):
@@ -45,50 +29,14 @@ def _context(run_config: dict, node_id: int = 0):
     return Context(run_id=0, node_id=node_id, node_config={}, state=RecordDict(), run_config=dict(run_config))
 
 
-def _dp_wrapped(strategy, rounds) -> None:
-    try:
-        wrapper_of_strategy(strategy)
-    except ConfigurationError:
-        raise ConfigurationError("app", f"the ServerApp starts a {type(strategy).__name__}, which neither is nor wraps "
-                                        "one of Flower's DP wrappers (DifferentialPrivacy...Clipping); nothing to "
-                                        "audit") from None
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
-        raise ConfigurationError("app", f"the ServerApp starts its strategy for {rounds!r} rounds")
-
-
-def wrapper_of_strategy(strategy):
+def dp_wrapper(strategy):
+    """The Flower central-DP wrapper ``strategy`` is or wraps, or None."""
     from dpfed.flower.read import wrapper_of
 
-    return wrapper_of(strategy)
-
-
-def inspect_app(project: AppProject, run_config: dict) -> StartedStrategy:
-    """The strategy the project's ServerApp starts under ``run_config`` (nothing is run past its start)."""
-    from dpfed.flower.host import started_strategy
-
-    server_app, _ = load_apps(project)
-    seen = {}
-
-    def stop(strategy, initial_arrays, rounds):
-        seen["started"] = StartedStrategy(strategy, rounds)
-        raise _Stop
-
-    with started_strategy(stop):
-        try:
-            server_app(_NoGrid(), _context(run_config))
-        except _Stop:
-            pass
-        except ConfigurationError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the project's own error, in one line
-            raise ConfigurationError("app", f"the ServerApp's main failed before starting its strategy: "
-                                            f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
-    if "started" not in seen:
-        raise ConfigurationError("app", "the ServerApp's main returned without starting a strategy "
-                                        "(Strategy.start); nothing to audit")
-    started = seen["started"]
-    _dp_wrapped(started.strategy, started.rounds)
-    return started
+    try:
+        return wrapper_of(strategy)
+    except ConfigurationError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -102,45 +50,100 @@ class RunSettings:
     insert: bool = True
 
 
-def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> dict:
-    """Run the project once; returns ``{"transcript", "strategy", "rounds", "initial", "round_deltas",
-    "round_numbers", "canary_nodes"}`` (``round_deltas``: each recorded round's released model minus its starting
-    model, flat; ``canary_nodes``: node id -> canary index)."""
+@dataclass
+class StartedRun:
+    """One strategy the app started and what the audit put around it: ``recorder`` (None: no central DP wrapper,
+    run as built) and ``host`` (the canary host, Message API with a DP wrapper only)."""
+
+    observed: ObservedStrategy
+    recorder: object = None
+    host: object = None
+
+    @property
+    def transcript(self) -> Transcript | None:
+        return None if self.recorder is None else self.recorder.transcript
+
+    def round_numbers(self) -> list[int]:
+        return [] if self.recorder is None else sorted(self.recorder.round_deltas)
+
+
+@dataclass
+class AppRun:
+    """What one run of the app showed: each strategy started (in order), every real client's observed call
+    (``dpfed.flower.client_observer`` records), the canary nodes (node id -> canary index) and the initial model
+    of the first recorded strategy."""
+
+    starts: list = field(default_factory=list)
+    clients: list = field(default_factory=list)
+    canary_nodes: dict = field(default_factory=dict)
+
+    def recorded(self) -> list[StartedRun]:
+        return [s for s in self.starts if s.recorder is not None]
+
+
+def _canary_refusal(entry: ObservedStrategy) -> str | None:
+    if entry.api != "message":
+        return (f"--canaries: the app runs a legacy strategy ({APIS[entry.api]}); canary SuperNodes answer Message-API "
+                "strategies only (run without --canaries for the configuration, transcript and client checks)")
+    if dp_wrapper(entry.strategy) is None:
+        return (f"--canaries: the app's {type(entry.strategy).__name__} has no Flower central-DP wrapper to scale a "
+                "canary's update by its clip (run without --canaries: the clients' own DP is observed)")
+    return None
+
+
+def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> AppRun:
+    """Run the project once with ``settings`` and return what was observed (``AppRun``)."""
     from flwr.simulation.run_simulation import _run_simulation
 
     from dpfed.flower.canary_mod import CanaryMod, with_canaries
-    from dpfed.flower.host import canary_host, started_strategy
+    from dpfed.flower.client_observer import ClientObserver, read_records
+    from dpfed.flower.host import canary_host
+    from dpfed.flower.legacy_recorder import legacy_recording_strategy
+    from dpfed.flower.observe import observing_strategies
     from dpfed.flower.recorder import recording_strategy
 
     server_app, client_app = load_apps(project)
-    transcript, result = Transcript(), {}
+    result = AppRun()
 
-    def take(strategy, initial_arrays, rounds):
-        _dp_wrapped(strategy, rounds)
-        recorder = recording_strategy(strategy, transcript)
-        host = canary_host(recorder)
-        result.update(strategy=strategy, recorder=recorder, host=host, rounds=rounds,
-                      initial=initial_arrays.to_numpy_ndarrays())
-        return host
+    def take(entry: ObservedStrategy):
+        refusal = _canary_refusal(entry) if settings.canaries else None
+        if refusal is not None:
+            raise ConfigurationError("canaries", refusal)
+        started = StartedRun(entry)
+        result.starts.append(started)
+        if dp_wrapper(entry.strategy) is None:
+            return entry.strategy
+        if entry.api == "message":
+            started.recorder = recording_strategy(entry.strategy, Transcript())
+            started.host = canary_host(started.recorder)
+            return started.host
+        started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure)
+        return started.recorder
 
     mod = CanaryMod(settings.nodes, settings.canaries, settings.seed, settings.insert)
     run = _run_with(run_config)
     # Ray starts its workers (the ClientApp actors) at nice 15; on a machine shared with other work they then
     # starve behind it (measured: minutes per round on a loaded 2-core machine). Normal priority unless set.
     os.environ.setdefault("RAY_worker_niceness", "0")
-    with started_strategy(take) as state:
-        _run_simulation(num_supernodes=settings.nodes + settings.canaries, exit_event=_exit_event(),
-                        client_app=with_canaries(client_app, mod), server_app=server_app,
-                        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                                        "init_args": {"num_cpus": 2, "include_dashboard": False}},
-                        server_app_context=_context(run_config), app_dir=project.directory, run=run, is_app=True)
-    if not state["taken"] or "host" not in result:
-        raise ConfigurationError("app", "the ServerApp did not start a strategy through Strategy.start")
-    recorder = result["recorder"]
-    numbers = sorted(recorder.round_deltas)
-    return {"transcript": transcript, "strategy": result["strategy"], "rounds": result["rounds"],
-            "initial": result["initial"], "round_deltas": [recorder.round_deltas[r] for r in numbers],
-            "round_numbers": numbers, "canary_nodes": dict(result["host"].canary_nodes)}
+    with tempfile.TemporaryDirectory(prefix="dpaudit-clients-") as directory, observing_strategies(take):
+        app = with_canaries(client_app, mod, ClientObserver(directory))
+        try:
+            _run_simulation(num_supernodes=settings.nodes + settings.canaries, exit_event=_exit_event(),
+                            client_app=app, server_app=server_app,
+                            backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                            "init_args": {"num_cpus": 2, "include_dashboard": False}},
+                            server_app_context=_context(run_config), app_dir=project.directory, run=run, is_app=True)
+        except ConfigurationError as exc:
+            raise ConfigurationError(exc.field, f"{str(exc).split(': ', 1)[-1]} (Flower had started the app)") \
+                from None
+        except Exception as exc:  # noqa: BLE001 - the app's own failure while Flower ran it, in one line
+            cause = exc.__cause__ or exc
+            raise ConfigurationError("app", f"the app failed while Flower ran it: {type(cause).__name__}: "
+                                            f"{' '.join(str(cause).split())[:200]}") from None
+        result.clients = read_records(directory)
+    result.canary_nodes = {node: index for s in result.starts if s.host is not None
+                           for node, index in s.host.canary_nodes.items()}
+    return result
 
 
 def _run_with(run_config: dict):

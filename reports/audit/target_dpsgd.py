@@ -2,7 +2,8 @@
 
 The function takes no arguments and returns a ``dpfed.dpsgd.DpsgdSetup`` (our opacus loop trains the user's
 model, data and loss) or the dict ``dpaudit opacus-check`` takes (the user's own ``make_private`` objects:
-``attacks.probes.dpsgd_user``). Accounting: a Poisson-subsampled Gaussian, add/remove one record, at the
+``attacks.probes.dpsgd_user``; ``input_key``/``label_key``: where its dict batches hold the model's input and
+the label, ``attacks.opacus_checks.batches``). Accounting: a Poisson-subsampled Gaussian, add/remove one record, at the
 rate, noise multiplier and clip the accountant is told, composed over the steps the loop runs. For the dict,
 opacus-check's reading of the loader and its noise measurement (``attacks.opacus_checks``) add their findings:
 a rate, scheme, normalisation, step or noise that differs from what was told is a finding with its
@@ -36,7 +37,10 @@ SCHEMA = {
     "canaries_per_run": strict.INTEGER,
     "noise_repetitions": strict.INTEGER,
     "noise_false_alarm": strict.NUMBER,
+    "input_key": strict.OneOf((strict.STRING, strict.STRINGS)),  # opacus-check's dict: keys of dict batches
+    "label_key": strict.STRING,
 }
+BATCH_KEYS = ("input_key", "label_key")
 DEFAULT_CANARIES = 2000
 MAX_DEFAULT_TRIALS = 2 * 10**5  # a planned budget above this is capped (and the report says so)
 FINAL_MODEL_DEFAULT_TRIALS = 1000  # a trained model per trial: the planned budget, capped here unless trials is given
@@ -69,6 +73,17 @@ class DpsgdTarget(BaseTarget):
         except ConfigurationError as exc:
             raise ConfigurationError("parameters.setup", str(exc).split(": ", 1)[-1]) from None
         self.opacus = isinstance(built, OpacusRun)
+        self.batch_keys = {k: p[k] for k in BATCH_KEYS if k in p}
+        if self.batch_keys and not self.opacus:
+            raise ConfigurationError(f"parameters.{next(iter(self.batch_keys))}", "names a key of dict batches of "
+                                     "the user's data loader (opacus-check's dict); a DpsgdSetup's data are tensors")
+        if self.batch_keys:
+            from attacks.probes.dpsgd_user import with_batch_keys
+
+            try:
+                with_batch_keys(built, **self.batch_keys)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"parameters.{exc.field}", str(exc).split(": ", 1)[-1]) from None
         self.untracked = built.untracked_parameters() if self.opacus else []
         self.check = None
         if self.opacus:
@@ -109,7 +124,8 @@ class DpsgdTarget(BaseTarget):
             reason = check_poisson(load_user_setup(self.setup_spec))
             if reason:
                 raise ProbeDeclined(f"{name}: {reason}")
-        return {"setup": self.setup_spec, "delta": self.claim.delta, "canaries_per_run": self.canaries}
+        return {"setup": self.setup_spec, "delta": self.claim.delta, "canaries_per_run": self.canaries,
+                **self.batch_keys}
 
     def _final_model_probe(self, name: str, explicit: dict) -> dict:
         if self.opacus:
@@ -227,9 +243,10 @@ def _opacus_check(run, delta: float, params: dict) -> dict:
     setup = run.setup
     try:
         facts = read_loader(setup.data_loader)
-        noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader.dataset,
+        noise = measure_noise(setup.model, setup.optimizer, setup.privacy_engine, setup.data_loader,
                               repetitions=int(params.get("noise_repetitions", DEFAULT_REPETITIONS)),
-                              false_alarm=float(params.get("noise_false_alarm", DEFAULT_FALSE_ALARM)))
+                              false_alarm=float(params.get("noise_false_alarm", DEFAULT_FALSE_ALARM)),
+                              input_key=setup.input_key, label_key=setup.label_key)
         return check_setup(setup, facts, noise, delta)
     except ConfigurationError as exc:
         raise ConfigurationError("parameters.setup", f"opacus-check: {str(exc).split(': ', 1)[-1]}") from None

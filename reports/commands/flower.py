@@ -2,9 +2,11 @@
 
 The project's ``pyproject.toml`` is read as flwr 1.42 reads it; ``--run-config`` overrides its run config with
 flwr's syntax; ``--num-supernodes`` sets the simulation's size. Naming the directory is the opt-in to running its
-code. The audit is the ``flower-app`` one-run probe (``attacks.probes.flower``): the configuration check of the
-strategy the ServerApp starts (before Flower starts), one run with ``--canaries`` canary SuperNodes and every
-release recorded, the transcript check, and the canaries' bounds. Needs the ``flower`` extra.
+code. The audit is the ``flower-app`` one-run probe (``attacks.probes.flower``): one real run of the app with
+``--canaries`` canary SuperNodes, every strategy observed where it starts and every release recorded, every client's
+private training observed; then the configuration check of each DP strategy as built and of every round's sample,
+the transcript check, the clients' epsilons composed over their rounds, and the canaries' bounds. Needs the
+``flower`` extra.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ def add_parser(sub) -> None:
                    "code is run")
     p.add_argument("--run-config", default="", help="overrides of [tool.flwr.app.config], as flwr run takes them: "
                    "'key=value ...' with TOML values, strings quoted (e.g. 'num-server-rounds=3 mode=\"fast\"')")
-    p.add_argument("--num-supernodes", type=int, required=True,
-                   help="SuperNodes of the simulation (flwr run ... --federation-config 'num-supernodes=N'); the "
-                   "canaries come on top")
+    p.add_argument("--num-supernodes", type=int, default=2,
+                   help="SuperNodes of the simulation (flwr run ... --federation-config 'num-supernodes=N'; default 2, "
+                   "as flwr run's local simulation); the canaries come on top")
     p.add_argument("--canaries", type=int, default=0,
                    help="k canary SuperNodes added by the audit, each answering current + s C u with a secret random "
                    "sign s (one-run audit, replace-one); 0 or at least 4 (default 0)")
@@ -31,8 +33,9 @@ def add_parser(sub) -> None:
                    help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
                    "z-unchanged (default: none; every row is shown)")
     p.add_argument("--claimed-epsilon", type=float, default=None,
-                   help="the epsilon the user states (replace-one), if any; the canaries test it (default: what "
-                   "Flower runs, our upper bound)")
+                   help="the epsilon the user states (replace-one for central DP), if any; the canaries and each client's "
+                   "composed epsilon test it (default: what Flower runs, our upper bound; clients training with "
+                   "opacus: the epsilon each reports)")
     p.add_argument("--seed", type=int, default=0, help="seed of the canaries' directions and signs")
     p.add_argument("--confidence", type=float, default=None,
                    help="confidence of the canary lower bounds (default 0.95; needs --canaries)")
@@ -55,8 +58,17 @@ def parse_claim_list(text: str) -> tuple[str, ...]:
 
 def summary_lines(audit: dict) -> list[str]:
     lines = [f"Flower app audit of {audit['app']}: verdict {audit['verdict']}"]
+    for start in audit["starts"]:
+        wrapper = start["dp_wrapper"] or "no central-DP wrapper"
+        secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
+        lines.append(f"  ran {start['strategy']} via {start['entry']}: {start['rounds']} rounds, {wrapper}{secure}")
     for name, row in audit["rows"].items():
         lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
+    for node, row in audit["clients"].items():
+        reported = "none" if row["reported_epsilon"] is None else f"{row['reported_epsilon']:.4g}"
+        lines.append(f"  client {node} (partition {row['partition']}): {row['steps']} opacus steps over "
+                     f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon {row['composed_epsilon']:.4g} "
+                     f"composed [pld], reported {reported}")
     for f in audit["findings"]:
         if f["severity"] != "info" or f["code"] == "canary-estimate":
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
@@ -110,20 +122,17 @@ def run(args) -> int:
                       claims=claims, claimed_epsilon=args.claimed_epsilon, transcript_alpha=args.transcript_alpha)
     probe.project()  # a bad project or run config: one line, before anything runs
     started = time.perf_counter()
-    config, configured_m = probe.configuration(args.canaries)  # the strategy, before Flower starts
-    from attacks.flower_checks.check import check_config
-
-    rows = check_config(config, args.delta, configured_m, None, ())["rows"]
-    tested = args.claimed_epsilon if args.claimed_epsilon is not None else rows["runs"]["epsilon"]
     confidence = 0.95 if args.confidence is None else args.confidence
-    outcome = probe.run_once(args.canaries, args.seed, tested, args.delta, confidence)
+    outcome = probe.run_once(args.canaries, args.seed, args.claimed_epsilon, args.delta, confidence)
     critical = any(f["severity"] == "critical" for f in outcome.findings)
     verdict = "VIOLATION" if critical or outcome.status == "VIOLATION" else "PASS"
     audit = {"app": args.app, "run_config": overrides, "num_supernodes": args.num_supernodes,
              "canaries": args.canaries, "delta": args.delta, "claims": list(claims), "verdict": verdict,
-             "rows": outcome.details["rows"], "findings": outcome.findings, "bounds": outcome.bounds,
+             "starts": outcome.details["starts"], "rows": outcome.details["rows"],
+             "clients": outcome.details["clients"], "findings": outcome.findings, "bounds": outcome.bounds,
              "canary_status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
-             "tested_epsilon": tested, "details": outcome.details, "seconds": time.perf_counter() - started}
+             "tested_epsilon": outcome.details.get("tested_epsilon"), "details": outcome.details,
+             "seconds": time.perf_counter() - started}
     print("\n".join(summary_lines(audit)))
     if args.out is not None:
         from attacks.files import atomic_write_text, dumps_json

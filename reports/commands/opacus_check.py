@@ -57,6 +57,7 @@ def summary_lines(result: dict) -> list[str]:
     lines = [f"opacus check: verdict {result['verdict']} (reported epsilon {result['reported_epsilon']:.4g} by "
              f"{result['reported_by']}, delta {result['delta']:g})",
              _loader_line(result["sampler"]),
+             *([f"  batches: {n['batch_form']}"] if n.get("batch_form") else []),
              _steps_line(result),
              f"  noise measured: multiplier {n['effective_noise_multiplier']:.4g} (upper limit "
              f"{n['effective_upper']:.4g}), std ~ batch size^{n['normalisation_slope']:.2f}, false-alarm "

@@ -1,0 +1,154 @@
+"""Observe opacus where a user's own code calls it: every ``PrivacyEngine`` made, every private step, the noise.
+
+``observing_opacus()`` patches opacus (1.6) for the duration of a ``with`` block, in this process only, and
+yields an ``OpacusLog`` of what ran inside the block:
+
+- ``PrivacyEngine.make_private`` (``make_private_with_epsilon`` goes through it): the engine (a stable id is
+  attached to it, so an engine kept across blocks is recognised), the optimizer it returned, its noise
+  multiplier, clip, the sample rate opacus's accountant hook is given (1 / len(data_loader)), Poisson or not,
+  the data set's size;
+- ``DPOptimizer.pre_step``: each step that really updated the model (not one skipped or accumulated), with the
+  optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads);
+- ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
+  parameter (sum of squares and count per noise std), before any scaling;
+- ``PrivacyEngine.get_epsilon``: each epsilon the code asked for (what a client typically reports);
+- at the end, each engine's accountant history as opacus holds it (what its epsilon counts).
+
+Nothing the user's code computes is changed. An optimizer subclass that overrides ``pre_step`` or ``add_noise``
+without calling opacus's is seen only as far as it calls them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import uuid
+from dataclasses import dataclass, field
+
+_lock = threading.RLock()
+ENGINE_ID = "_dpaudit_engine_id"
+OPTIMIZER_RATE = "_dpaudit_sample_rate"
+
+
+@dataclass
+class OpacusLog:
+    """What opacus ran inside one ``observing_opacus`` block (JSON-ready lists and dicts)."""
+
+    engines_made: list = field(default_factory=list)
+    steps: dict = field(default_factory=dict)  # (engine, z, C, q) -> count
+    noise: dict = field(default_factory=dict)  # (engine, expected std) -> [sum of squares, count]
+    epsilons: list = field(default_factory=list)
+    engines: dict = field(default_factory=dict)  # engine id -> the engine object (until ``to_dict``)
+
+    def to_dict(self) -> dict:
+        """JSON-ready record, with each engine's accountant history at this moment."""
+        histories = {}
+        for key, engine in self.engines.items():
+            accountant = getattr(engine, "accountant", None)
+            histories[key] = {"mechanism": type(accountant).__name__,
+                              "history": [[float(z), float(q), int(n)] for z, q, n in getattr(accountant, "history",
+                                                                                              [])]}
+        return {"engines_made": list(self.engines_made),
+                "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n}
+                          for (e, z, c, q), n in self.steps.items()],
+                "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
+                          for (e, s), v in self.noise.items()],
+                "epsilons": list(self.epsilons), "accountants": histories}
+
+
+def engine_id(engine) -> str:
+    """The engine's stable id (attached on first sight)."""
+    key = getattr(engine, ENGINE_ID, None)
+    if key is None:
+        key = uuid.uuid4().hex[:12]
+        setattr(engine, ENGINE_ID, key)
+    return key
+
+
+def _first_of(values, cls):
+    return next((v for v in values if isinstance(v, cls)), None)
+
+
+@contextlib.contextmanager
+def observing_opacus():
+    """Within the block, opacus's engine, optimizer steps, noise and epsilons are logged (``OpacusLog``)."""
+    import torch
+    from opacus import PrivacyEngine
+    from opacus.optimizers import DPOptimizer
+
+    log = OpacusLog()
+    originals = {"make_private": PrivacyEngine.make_private, "get_epsilon": PrivacyEngine.get_epsilon,
+                 "pre_step": DPOptimizer.pre_step, "add_noise": DPOptimizer.add_noise}
+
+    def make_private(self, *args, **kwargs):
+        out = originals["make_private"](self, *args, **kwargs)
+        key = engine_id(self)
+        log.engines[key] = self
+        optimizer = _first_of(out, DPOptimizer)
+        loader = _first_of(out, torch.utils.data.DataLoader)
+        rate = 1.0 / len(loader) if loader is not None and len(loader) else None
+        if optimizer is not None:
+            setattr(optimizer, ENGINE_ID, key)
+            setattr(optimizer, OPTIMIZER_RATE, rate)
+        dataset = getattr(loader, "dataset", None)
+        log.engines_made.append({"engine": key, "noise_multiplier": float(kwargs.get("noise_multiplier", float("nan"))),
+                                 "clip": _float(kwargs.get("max_grad_norm")), "sample_rate": rate,
+                                 "poisson": bool(kwargs.get("poisson_sampling", True)),
+                                 "data_size": len(dataset) if dataset is not None and hasattr(dataset, "__len__")
+                                 else None})
+        return out
+
+    def get_epsilon(self, delta):
+        value = originals["get_epsilon"](self, delta)
+        key = engine_id(self)
+        log.engines.setdefault(key, self)
+        log.epsilons.append({"engine": key, "delta": float(delta), "epsilon": float(value)})
+        return value
+
+    def pre_step(self, *args, **kwargs):
+        stepped = originals["pre_step"](self, *args, **kwargs)
+        if stepped:
+            rate = getattr(self, OPTIMIZER_RATE, None)
+            rate = None if rate is None else rate * int(getattr(self, "accumulated_iterations", 1) or 1)
+            key = (getattr(self, ENGINE_ID, "unknown"), float(self.noise_multiplier), _float(self.max_grad_norm),
+                   rate)
+            with _lock:
+                log.steps[key] = log.steps.get(key, 0) + 1
+        return stepped
+
+    def add_noise(self):
+        originals["add_noise"](self)
+        expected = float(self.noise_multiplier) * _float(self.max_grad_norm)
+        total, count = 0.0, 0
+        for p in self.params:
+            if getattr(p, "summed_grad", None) is None or p.grad is None:
+                continue
+            difference = (p.grad.detach().reshape(-1).double() - p.summed_grad.detach().reshape(-1).double())
+            total += float(torch.sum(difference ** 2))
+            count += difference.numel()
+        key = (getattr(self, ENGINE_ID, "unknown"), expected)
+        with _lock:
+            before = log.noise.get(key, [0.0, 0])
+            log.noise[key] = [before[0] + total, before[1] + count]
+
+    with _lock:
+        PrivacyEngine.make_private = make_private
+        PrivacyEngine.get_epsilon = get_epsilon
+        DPOptimizer.pre_step = pre_step
+        DPOptimizer.add_noise = add_noise
+    try:
+        yield log
+    finally:
+        with _lock:
+            PrivacyEngine.make_private = originals["make_private"]
+            PrivacyEngine.get_epsilon = originals["get_epsilon"]
+            DPOptimizer.pre_step = originals["pre_step"]
+            DPOptimizer.add_noise = originals["add_noise"]
+
+
+def _float(value):
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):  # per-layer clipping: the flat norm bound they add up to
+        return float(sum(float(v) ** 2 for v in value) ** 0.5)
+    return float(value)
