@@ -21,6 +21,9 @@ from attacks.probes.base import Probe
 from attacks.probes.one_run import OneRunOutcome, one_run_decision
 
 
+_RUNS: dict = {}  # observed runs of this process (``FlowerAppProbe.observe``)
+
+
 def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None = None):
     """What the corrected accounting assumes Flower runs: fixed-size m of N, z, C, one release a round (adaptive
     wrappers: each round's clip, z_u on the update); epsilons compared at ``delta`` with the claim, if any."""
@@ -33,7 +36,9 @@ def assumptions_for(config, delta: float = 1e-5, claimed_epsilon: float | None =
 class FlowerAppProbe(Probe):
     """The Flower app project in ``app`` (a directory), run with ``run_config`` overrides on ``num_supernodes``
     real SuperNodes plus the canaries; ``claims``: the usual claims to check (``dpfed.flower.config.CLAIMS``);
-    ``claimed_epsilon``: the user's epsilon (replace-one), if any; ``insert_canaries=False``: a null run."""
+    ``claimed_epsilon``: the user's epsilon (replace-one), if any; ``insert_canaries=False``: a null run;
+    ``canary_seed``: the seed of the canaries' directions and signs when set (else the seed ``run_once`` is given:
+    the audit target sets it, so that the run it reads its mechanism from is the run its probe scores)."""
 
     app: str = ""
     run_config: dict = field(default_factory=dict)
@@ -42,6 +47,7 @@ class FlowerAppProbe(Probe):
     claimed_epsilon: float | None = None
     transcript_alpha: float = 1e-3
     insert_canaries: bool = True
+    canary_seed: int | None = None
 
     name = "flower-app"
     one_run = True
@@ -68,18 +74,32 @@ class FlowerAppProbe(Probe):
             digest.update(f"{path.relative_to(root)}\0".encode() + path.read_bytes())
         return {**super().provenance(), "app_code": digest.hexdigest()}
 
+    def run_seed(self, seed: int) -> int:
+        return int(self.canary_seed if self.canary_seed is not None else seed) % 2**31
+
+    def observe(self, canaries: int, seed: int):
+        """One run of the app with ``canaries`` canaries seeded ``seed`` (``dpfed.flower.run.AppRun``); a run with
+        the same project files, run config, nodes, canaries and seed made earlier in this process is reused."""
+        from dpfed.flower.run import RunSettings, run_app
+
+        project, run_config = self.project()
+        key = (self.provenance()["app_code"], project.directory, tuple(sorted(run_config.items())),
+               self.num_supernodes, int(canaries), int(seed), bool(self.insert_canaries))
+        if key not in _RUNS:
+            _RUNS[key] = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, seed,
+                                                                  self.insert_canaries))
+        return _RUNS[key]
+
     def run_once(self, canaries: int, seed: int, epsilon: float | None, delta: float,
                  confidence: float) -> OneRunOutcome:
         """Run the app once with ``canaries`` canaries, check what ran and score the canaries against
         ``(epsilon, delta)`` (``epsilon`` None: the accounted epsilon of what ran)."""
         from attacks.flower_checks.run_checks import check_run
         from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count
-        from dpfed.flower.run import RunSettings, run_app
 
         check_canary_count(canaries, delta, confidence)
-        project, run_config = self.project()
-        run = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, int(seed) % 2**31,
-                                                       self.insert_canaries))
+        seed = self.run_seed(seed)
+        run = self.observe(canaries, seed)
         checked = check_run(run, delta, self.claimed_epsilon, tuple(self.claims), self.transcript_alpha)
         out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                for f in checked.findings]
@@ -98,7 +118,7 @@ class FlowerAppProbe(Probe):
         numbers = checked.main.round_numbers()
         scored_run = {"transcript": recorder.transcript, "round_numbers": numbers, "canary_nodes": run.canary_nodes,
                       "round_deltas": [recorder.round_deltas[r] for r in numbers], "initial": recorder.initial}
-        scored = canary_scores(scored_run, canaries, int(seed) % 2**31, 1.0 / checked.config.noise_multiplier, delta)
+        scored = canary_scores(scored_run, canaries, seed, 1.0 / checked.config.noise_multiplier, delta)
         bounds = canary_bounds(scored, delta, confidence)
         status, p_value, ceiling = one_run_decision(bounds, canaries, tested, delta, confidence)
         out.append(canary_estimate_finding(scored, checked.rows))

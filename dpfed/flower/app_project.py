@@ -124,8 +124,4 @@ def load_apps(project: AppProject, field: str = "app"):
         if not isinstance(app, kind):
             raise ConfigurationError(field, f"{role} {ref!r} is a {type(app).__name__}, not a {kind.__name__}")
         loaded.append(app)
-    if loaded[0]._main is None:
-        raise ConfigurationError(field, f"serverapp {project.serverapp!r} uses the legacy server_fn API; dpaudit "
-                                        "flower audits ServerApps whose @app.main() starts a flwr.serverapp.strategy "
-                                        "DP wrapper")
     return tuple(loaded)

@@ -2,13 +2,16 @@
 
 Parameters: ``app`` (the project's directory, relative to the configuration file), ``run_config`` (overrides of
 its ``[tool.flwr.app.config]``, as ``flwr run --run-config``), ``num_supernodes`` (the simulation's real nodes),
-``claims`` (``dpfed.flower.config.CLAIMS`` to check) and ``transcript_alpha``. The app runs Python code, so the
-audit needs ``--allow-code``. Its mechanism is what Flower runs for the strategy the ServerApp starts (read
-without running the federation, ``dpfed.flower.run.inspect_app``): fixed-size sampling of m of the N connected
-nodes without replacement, replace-one neighbours (sensitivity 2C), noise multiplier z, one release a round,
-where N counts the canary SuperNodes of its ``flower-app`` probe (the probe's ``trials``). The probe runs the app
-once on Flower's simulation engine; its checks' findings become ``flower-check`` findings (a critical one makes
-the target a VIOLATION, ``verdicts.with_critical_findings``).
+``claims`` (``dpfed.flower.config.CLAIMS`` to check), ``transcript_alpha`` and ``canary_seed`` (the seed of the
+canaries' directions and signs, default 0). The app runs Python code, so the audit needs ``--allow-code``.
+
+Nothing is dry-run: building the target runs the app once on Flower's simulation engine, with the canary
+SuperNodes of its ``flower-app`` probe (the probe's ``trials``), observed (``attacks.probes.flower``), and its
+mechanism is what that run showed: for a Flower central-DP wrapper, fixed-size sampling of the realised m of the N
+connected nodes without replacement, replace-one neighbours (sensitivity 2C), noise multiplier z, one release a
+round; for DP-SGD inside the clients (opacus), the Poisson subsampled Gaussian steps of the client whose composed
+epsilon is largest. The probe then scores that same run (reused in this process); its checks' findings become
+``flower-check`` findings (a critical one makes the target a VIOLATION, ``verdicts.with_critical_findings``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ SCHEMA = {
     "num_supernodes": strict.Required(strict.INTEGER),
     "claims": strict.STRINGS,
     "transcript_alpha": strict.NUMBER,
+    "canary_seed": strict.INTEGER,
 }
 PROBE = "flower-app"
 
@@ -74,18 +78,26 @@ class FlowerAppTarget(BaseTarget):
         except ModuleNotFoundError:
             raise ConfigurationError("algorithm", "flower-app needs flwr: pip install -c constraints.txt "
                                                   "-e '.[flower]'") from None
+        self.canary_seed = int(p.get("canary_seed", 0))
+        if not 0 <= self.canary_seed < 2**31:
+            raise ConfigurationError("parameters.canary_seed", f"must lie in [0, 2^31), got {self.canary_seed}")
+        from attacks.flower_checks.run_checks import check_run
         from attacks.probes import get_probe
 
         probe = get_probe(PROBE, **self._bind(PROBE, {}))
         try:
-            self.config, self.configured_m = probe.configuration(self.canaries)
+            checked = check_run(probe.observe(self.canaries, probe.run_seed(0)), self.claim.delta)
         except ConfigurationError as exc:
             raise ConfigurationError(f"parameters.{exc.field}", str(exc).split(": ", 1)[-1]) from None
-        c = self.config
-        self.releases = c.rounds
-        self.mechanism = SubsampledGaussian(c.sampled / c.nodes, c.noise_multiplier, c.clip,
-                                            sampling=Sampling.FIXED_SIZE, neighbouring=Neighbouring.REPLACE_ONE,
-                                            population=c.nodes)
+        self.config, self.configured_m, self.observed = checked.config, checked.configured_m, checked.starts
+        if checked.config is not None:
+            c = checked.config
+            self.releases = c.rounds
+            self.mechanism = SubsampledGaussian(c.sampled / c.nodes, c.noise_multiplier, c.clip,
+                                                sampling=Sampling.FIXED_SIZE, neighbouring=Neighbouring.REPLACE_ONE,
+                                                population=c.nodes)
+        else:
+            self.mechanism, self.releases = client_mechanism(checked.clients)
 
     def user_code(self) -> list[str]:
         """The app project whose code the sections ran (its .py and .toml files are hashed)."""
@@ -95,16 +107,18 @@ class FlowerAppTarget(BaseTarget):
         # A replace-one claim is also checked against what Flower's sampler provably spends (the realised pair).
         claimed = self.claim.epsilon if self.claim.neighbouring == "replace-one" else None
         return {"app": self.app, "run_config": dict(self.run_config), "num_supernodes": self.nodes,
-                "claims": tuple(self.claims), "claimed_epsilon": claimed, "transcript_alpha": self.alpha}
+                "claims": tuple(self.claims), "claimed_epsilon": claimed, "transcript_alpha": self.alpha,
+                "canary_seed": self.canary_seed}
 
     def default_units(self):
         return self.nodes + self.canaries, "clients"
 
     def report_parameters(self) -> dict:
         return {"app": self.app, "run_config": dict(self.run_config), "num_supernodes": self.nodes,
-                "canaries": self.canaries, "claims": list(self.claims), "strategy": dict(self.config.__dict__),
+                "canaries": self.canaries, "claims": list(self.claims), "canary_seed": self.canary_seed,
+                "strategy": None if self.config is None else dict(self.config.__dict__), "observed": self.observed,
                 "configured_num_sampled_clients": self.configured_m,
-                "runtime": "Flower simulation engine (as flwr run APP_DIR runs it)"}
+                "runtime": "Flower simulation engine (as flwr run APP_DIR runs it), one run observed"}
 
     def utility(self, seed, runs: int, log):
         return Unavailable("the Flower audit reports the run's findings and canary bounds, not a utility curve")
@@ -112,3 +126,14 @@ class FlowerAppTarget(BaseTarget):
     def findings(self, verdict, probes) -> list:
         return [Finding("flower-check", f["severity"], {"code": f["code"], "message": f["message"], **f["values"]})
                 for probe in probes if probe.name == PROBE for f in probe.findings]
+
+
+def client_mechanism(clients: dict) -> tuple:
+    """``(SubsampledGaussian, steps)`` of the client whose composed epsilon is largest, when all its steps share one
+    noise multiplier and sample rate (Poisson, add/remove: opacus's accounting)."""
+    worst = max(clients.values(), key=lambda r: r["composed_epsilon"])
+    if len(worst["noise_multipliers"]) != 1 or len(worst["sample_rates"]) != 1:
+        raise ConfigurationError("parameters.app", "the clients' DP-SGD steps mix noise multipliers or sample rates "
+                                                   f"({worst['noise_multipliers']}, {worst['sample_rates']}); audit "
+                                                   "this app with dpaudit flower, which composes them per client")
+    return SubsampledGaussian(worst["sample_rates"][0], worst["noise_multipliers"][0]), int(worst["steps"])
