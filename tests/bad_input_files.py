@@ -34,6 +34,22 @@ kind = "mechanism"
 trials = 200
 """
 
+DPSGD_AUDIT = """[[target]]
+name = "dicts"
+algorithm = "dp-sgd"
+[target.parameters]
+setup = "opacus_batches.py:unknown_keys"
+{extra}
+[target.claim]
+epsilon = 6.0
+delta = 1e-5
+neighbouring = "add-remove"
+unit = "record"
+[[target.probes]]
+name = "dpsgd-all-iterates"
+trials = 60
+"""
+
 USER_MECHANISMS = """
 import os, sys, time
 import numpy as np
@@ -113,6 +129,10 @@ def files() -> dict[str, str | bytes]:
         "umech.py": USER_MECHANISMS,
         "importexit.py": "import sys\nsys.exit(0)\n",
         "importfail.py": "raise RuntimeError('broken at import')\n",
+        # opacus set-ups whose batches cannot be read (tests/opacus_setup/batch_setups.py)
+        "opacus_batches.py": "from tests.opacus_setup.batch_setups import *  # noqa: F403\n",
+        "audit_dpsgd_input_key.toml": DPSGD_AUDIT.replace("{extra}", "input_key = 5"),
+        "audit_dpsgd_missing_key.toml": DPSGD_AUDIT.replace("{extra}", 'input_key = "image"'),
         "afile": "a regular file\n",
         "empty.toml": "",
         "syntax.toml": "rate = = 1\n",

@@ -798,7 +798,19 @@ OPACUS_CASES = bad("opacus-check", OPACUS, {
 }) + bad("opacus-check", ["opacus-check", "--setup", "no_such_setup.py"], {
     "delta-one": ["--delta", "1"], "repetitions-one": ["--repetitions", "1"],
     "false-alarm-zero": ["--false-alarm", "0"],
-})
+}) + [  # batches the check cannot split into the model's input and the label (tests/opacus_setup/batch_setups.py)
+    case("opacus-check-batch-dict-unknown-keys", OPACUS + ["opacus_batches.py:unknown_keys"], BAD,
+         words="cannot read the model's input from a batch: it is a dict with keys 'a', 'b'"),
+    case("opacus-check-batch-object", OPACUS + ["opacus_batches.py:object_batches"], BAD, words="it is a Box"),
+    case("opacus-check-batch-missing-key", OPACUS + ["opacus_batches.py:wrong_input_key"], BAD,
+         words="input_key 'image' is not a key of the batches"),
+    case("opacus-check-batch-key-for-tuples", OPACUS + ["opacus_batches.py:key_for_tuples"], BAD,
+         words="input_key names a key of dict batches"),
+    case("audit-dpsgd-input-key-number", ["audit", "audit_dpsgd_input_key.toml", "--allow-code"], BAD,
+         words="input_key"),
+    case("audit-dpsgd-input-key-missing", ["audit", "audit_dpsgd_missing_key.toml", "--allow-code"], BAD,
+         words="input_key 'image' is not a key of the batches"),
+]
 
 
 ALL_CASES = (

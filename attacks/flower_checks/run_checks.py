@@ -52,8 +52,9 @@ def describe_start(started) -> dict:
 
 
 def run_config_of(started):
-    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the population and sample size of
-    its first recorded round (None when no round was recorded)."""
+    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the population, the sample size and
+    the clip of its first recorded round (an adaptive wrapper has moved its clip by the end; None when no round
+    was recorded)."""
     records = releases(started.transcript)
     if not records:
         return None, None
@@ -61,7 +62,8 @@ def run_config_of(started):
     nodes = max(int(first["population"]), 1)
     config, configured_m = config_from_strategy(started.observed.strategy, nodes=nodes,
                                                 rounds=started.observed.rounds)
-    return dataclasses.replace(config, sampled=min(max(len(first["sampled"]), 1), nodes)), configured_m
+    sampled = min(max(len(first["sampled"]), 1), nodes)
+    return dataclasses.replace(config, sampled=sampled, clip=float(first["clip"])), configured_m
 
 
 def sample_size_findings(records, config, configured_m: int, delta: float) -> list:

@@ -37,7 +37,10 @@ class InProcessGrid(Grid):
 
     @property
     def run(self):
-        raise NotImplementedError("no run object in the in-process grid")
+        """The run (the legacy ``start_grid`` reads its id)."""
+        from flwr.supercore.run import Run
+
+        return Run.create_empty(run_id=1)
 
     def create_message(self, content, message_type, dst_node_id, group_id, ttl=None):
         return Message(content=content, dst_node_id=dst_node_id, message_type=message_type, group_id=group_id)

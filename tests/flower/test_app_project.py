@@ -50,16 +50,22 @@ def test_fused_run_config_refuses_unknown_keys_and_other_types():
 
 @pytest.mark.parametrize("clipping, kind", [("server-fixed", "server-fixed"), ("client-fixed", "client-fixed"),
                                             ("server-adaptive", "server-adaptive")])
-def test_inspects_the_strategy_the_serverapp_starts(clipping, kind):
-    from dpfed.flower.read import config_from_strategy, wrapper_kind
-    from dpfed.flower.run import inspect_app
+def test_observes_the_strategy_the_serverapp_starts(clipping, kind, monkeypatch):
+    """One real run (on the in-process grid): the strategy the main built is observed where it starts, and its
+    first round gives the population and the realised sample."""
+    from attacks.flower_checks.run_checks import run_config_of
+    from dpfed.flower.read import wrapper_kind
+    from dpfed.flower.run import RunSettings, run_app
+    from tests.flower.inprocess_grid import flower_runtime_in_process
 
+    flower_runtime_in_process(monkeypatch)
     project = read_project(DIGITS)
-    started = inspect_app(project, fused_run_config(project, {"clipping": clipping, "num-server-rounds": 4}))
-    assert wrapper_kind(started.strategy) == kind and started.rounds == 4
-    config, configured = config_from_strategy(started.strategy, nodes=12, rounds=started.rounds)
-    assert (config.sampled, configured, config.clip) == (4, 4, 0.5)
-    assert config.noise_multiplier == pytest.approx(1.0, rel=1e-12)
+    run = run_app(project, fused_run_config(project, {"clipping": clipping, "num-server-rounds": 2}), RunSettings(12))
+    [started] = run.recorded()
+    assert wrapper_kind(started.observed.strategy) == kind and started.observed.rounds == 2
+    config, configured = run_config_of(started)
+    assert (config.nodes, config.sampled, configured, config.clip) == (12, 4, 4, 0.5)
+    assert config.noise_multiplier == pytest.approx(1.0, rel=1e-12)  # adaptive: z_u and sigma_b combine to the user's z
 
 
 def _project_copy(tmp_path, edit):
@@ -92,7 +98,6 @@ def test_bad_projects_and_run_configs_exit_2_before_flower_starts(tmp_path, caps
     assert "not a key" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--run-config", "rounds=2")
     assert "use at least 8" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--canaries", "2")
     assert "empty" in _refused(capsys, str(DIGITS), "--num-supernodes", "4", "--out", "")
-    assert "DP wrapper" in _refused(capsys, str(APPS / "no_dp"), "--num-supernodes", "4")
 
 
 def test_canary_mod_answers_canaries_and_hides_them_from_real_clients():

@@ -13,7 +13,7 @@ def no_flower_run(monkeypatch):
     def reached(*args, **kwargs):
         raise AssertionError("the app's code or Flower started")
 
-    monkeypatch.setattr(FlowerAppProbe, "configuration", reached)
+    monkeypatch.setattr(FlowerAppProbe, "observe", reached)
     monkeypatch.setattr(FlowerAppProbe, "run_once", reached)
 
 

@@ -66,15 +66,17 @@ def correct():
     return probe, outcome
 
 
-def test_recorder_and_host_wrap_the_strategy_the_serverapp_starts():
+def test_recorder_and_host_wrap_the_strategy_the_serverapp_starts(correct):
+    """The run observed the strategy the app's main built, where it started it (Strategy.start), and recorded it."""
     from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping
 
-    from dpfed.flower.app_project import fused_run_config, read_project
-    from dpfed.flower.run import inspect_app
-
-    project = read_project(EXAMPLE)
-    started = inspect_app(project, fused_run_config(project, RUN_CONFIG))
-    assert type(started.strategy) is DifferentialPrivacyServerSideFixedClipping and started.rounds == 3
+    probe, outcome = correct
+    run = probe.observe(CANARIES, 5)  # the fixture's run (reused, not run again)
+    [started] = run.starts
+    assert type(started.observed.strategy) is DifferentialPrivacyServerSideFixedClipping
+    assert started.observed.rounds == 3 and started.observed.api == "message"
+    assert started.recorder is not None and started.host is not None
+    assert outcome.details["starts"][0]["recorded_rounds"] == [1, 2, 3]
 
 
 def test_correct_app_passes_and_records_every_round(correct):
@@ -138,15 +140,12 @@ def test_canary_reply_is_an_update_of_norm_clip():
     assert update == pytest.approx(-0.7 * direction, abs=1e-6)
 
 
-def test_claims_on_the_example_strategy_carry_the_corrected_epsilon():
+def test_claims_on_the_example_strategy_carry_the_corrected_epsilon(correct):
     from attacks.flower_checks.check import check_config
     from attacks.probes.flower import assumptions_for
-    from dpfed.flower.app_project import fused_run_config, read_project
-    from dpfed.flower.run import inspect_app
 
-    project = read_project(EXAMPLE)
-    started = inspect_app(project, fused_run_config(project, RUN_CONFIG))
-    config, configured = config_from_strategy(started.strategy, nodes=40, rounds=started.rounds)
+    strategy = correct[0].observe(CANARIES, 5).starts[0].observed.strategy
+    config, configured = config_from_strategy(strategy, nodes=40, rounds=3)
     out = check_config(config, 1e-5, configured, claims=("no-amplification", "z-unchanged"))
     by_code = {f.code: f for f in out["findings"]}
     assert by_code["understated-z-unchanged"].values["corrected_epsilon"] == out["rows"]["runs"]["epsilon"]
