@@ -125,7 +125,8 @@ def _accounting_finding(node, row, claimed_epsilon) -> list:
                           f"client {node} (partition {row['partition']}) trained in {len(row['rounds'])} rounds "
                           f"({row['steps']} private steps) but the PrivacyEngine it reports from counts "
                           f"{row['counted_steps']}: a fresh engine each round, whose epsilon "
-                          f"({_text(row['reported_epsilon'])}) ignores the earlier rounds; composed over all its rounds "
+                          f"({_text(row['reported_epsilon'])}) ignores the earlier rounds; composed over all its "
+                          f"rounds "
                           f"epsilon is {row['composed_epsilon']:.4g} (pld; opacus's RDP "
                           f"{row['composed_opacus_rdp']:.4g}){tail}",
                           {"node": node, "partition": row["partition"], "steps": row["steps"],

@@ -77,7 +77,8 @@ def sample_size_findings(records, config, configured_m: int, delta: float) -> li
         spent = accounted_rows(dataclasses.replace(config, noise_multiplier=z, sampled=smallest), delta)["runs"]
         rounds = [r for r, n in sizes.items() if n < configured_m]
         return [FlowerFinding("sample-size-mismatch", "critical",
-                              f"the wrapper scales its noise for num_sampled_clients={configured_m}, but Flower sampled "
+                              f"the wrapper scales its noise for num_sampled_clients={configured_m}, but Flower "
+                              f"sampled "
                               f"{smallest} of {config.nodes} nodes in {len(rounds)} of {len(sizes)} rounds: noise "
                               f"z C/{configured_m} on the mean of {smallest}, an effective noise multiplier "
                               f"{z:.4g} instead of {config.noise_multiplier:g}, which spends epsilon "
@@ -108,8 +109,8 @@ def strategy_findings(started, delta, claimed_epsilon, claims, alpha) -> tuple[l
     checked = check_config(config, delta, None, claimed_epsilon, claims)
     records = releases(started.transcript)
     findings = checked["findings"] + sample_size_findings(records, config, configured_m, delta)
-    findings += check_transcript(started.transcript, assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon),
-                                 alpha)
+    assumed = assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
+    findings += check_transcript(started.transcript, assumed, alpha)
     if started.observed.secure:
         findings.append(secure_aggregation_finding(started))
     return findings, config, configured_m, checked["rows"]

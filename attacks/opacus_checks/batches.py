@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 
 from accounting.errors import ConfigurationError
 
+MESSAGE_LIMIT = 200  # characters of an error raised by the user's code, in the one-line message
+
+
+def one_line(text) -> str:
+    """``text`` on one line, cut to ``MESSAGE_LIMIT`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
 INPUT_NAMES = ("img", "image", "x", "input", "inputs", "input_ids", "pixel_values", "features")
 LABEL_NAMES = ("label", "labels", "y", "target", "targets")
 HOW_TO_NAME = ("name them with input_key (a key or a list of keys) and label_key, in the set-up dict or the "
@@ -230,8 +238,6 @@ class BatchReader:
 
     def raw(self, indices) -> object:
         """The batch of records ``indices`` as the loader would yield it."""
-        from attacks.opacus_checks.load import one_line
-
         try:
             items = [self.dataset[int(i)] for i in indices]
         except Exception as exc:  # noqa: BLE001 - the user's dataset

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accounting.errors import ConfigurationError, require_number
+from attacks.opacus_checks.batches import MESSAGE_LIMIT, check_keys, one_line  # noqa: F401 - MESSAGE_LIMIT: its API
 
 REQUIRED_KEYS = ("model", "optimizer", "data_loader", "privacy_engine", "epochs")
 OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps", "input_key", "label_key")
 SETUP_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
 DEFAULT_FUNCTION = "make_setup"
-MESSAGE_LIMIT = 200  # characters of an error raised by the user's code, in the one-line message
 
 
 @dataclass
@@ -101,12 +101,6 @@ def _require_no_arguments(function, where: str) -> None:
         raise ConfigurationError("setup", f"{where} takes argument{'s' if len(required) > 1 else ''} "
                                  f"({', '.join(required)}); the set-up function must take none (give "
                                  "defaults, or wrap it in a function without arguments)")
-
-
-def one_line(text) -> str:
-    """``text`` on one line, cut to ``MESSAGE_LIMIT`` characters."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
 
 
 def _module_refusal(exc) -> str | None:
@@ -190,7 +184,6 @@ def validate(value, spec: str = "setup") -> OpacusSetup:
     accounted_steps = value.get("accounted_steps")
     if accounted_steps is not None:
         accounted_steps = int(require_number("accounted_steps", accounted_steps, low=1, integer=True))
-    from attacks.opacus_checks.batches import check_keys
 
     input_key, label_key = check_keys(value.get("input_key"), value.get("label_key"))
     return OpacusSetup(value["model"], value["optimizer"], value["data_loader"], value["privacy_engine"], epochs,

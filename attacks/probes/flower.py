@@ -20,7 +20,6 @@ from accounting.errors import ConfigurationError
 from attacks.probes.base import Probe
 from attacks.probes.one_run import OneRunOutcome, one_run_decision
 
-
 _RUNS: dict = {}  # observed runs of this process (``FlowerAppProbe.observe``)
 
 

@@ -33,7 +33,8 @@ def add_parser(sub) -> None:
                    help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
                    "z-unchanged (default: none; every row is shown)")
     p.add_argument("--claimed-epsilon", type=float, default=None,
-                   help="the epsilon the user states (replace-one for central DP), if any; the canaries and each client's "
+                   help="the epsilon the user states (replace-one for central DP), if any; the canaries and each "
+                   "client's "
                    "composed epsilon test it (default: what Flower runs, our upper bound; clients training with "
                    "opacus: the epsilon each reports)")
     p.add_argument("--seed", type=int, default=0, help="seed of the canaries' directions and signs")
@@ -67,7 +68,8 @@ def summary_lines(audit: dict) -> list[str]:
     for node, row in audit["clients"].items():
         reported = "none" if row["reported_epsilon"] is None else f"{row['reported_epsilon']:.4g}"
         lines.append(f"  client {node} (partition {row['partition']}): {row['steps']} opacus steps over "
-                     f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon {row['composed_epsilon']:.4g} "
+                     f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon "
+                     f"{row['composed_epsilon']:.4g} "
                      f"composed [pld], reported {reported}")
     for f in audit["findings"]:
         if f["severity"] != "info" or f["code"] == "canary-estimate":

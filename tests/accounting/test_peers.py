@@ -115,7 +115,7 @@ def test_no_multiplier_reaches_a_peer_outside_the_peers_module():
 @pytest.mark.parametrize("relation", ["add-remove", "replace-one"])
 def test_pld_of_repeated_subsampled_releases_is_dp_accountings_own(relation):
     """``accounting.pld`` builds one release's PLD once and self-composes it per count (epsilon over rounds asks
-    for several counts); dp-accounting's PLDAccountant, composing the same event itself, gives the same bits."""
+    for several counts); dp-accounting's PLDAccountant, composing the same event itself, gives the same numbers."""
     import dp_accounting
 
     from accounting import pld as ours
@@ -128,6 +128,7 @@ def test_pld_of_repeated_subsampled_releases_is_dp_accountings_own(relation):
         interval = ours.discretisation_interval(composition)
         direct = dp_accounting.pld.PLDAccountant(dpa_relation(own), interval)
         direct.compose(dp_event(composition, PeerScale.RECORD_NORM, own))
-        for delta in (1e-5, 0.0246):
-            assert ours.PldAccountant().epsilon(composition, delta) == direct.get_epsilon(delta)
-        assert ours.PldAccountant().delta(composition, 1.0) == direct.get_delta(1.0)
+        for delta in (1e-5, 0.0246):  # to rounding: numpy's AVX-512 exp/log (tests/accounting/test_pld_gaussian.py)
+            assert ours.PldAccountant().epsilon(composition, delta) == pytest.approx(direct.get_epsilon(delta),
+                                                                                     rel=1e-9)
+        assert ours.PldAccountant().delta(composition, 1.0) == pytest.approx(direct.get_delta(1.0), rel=1e-7)

@@ -67,7 +67,7 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
         (dpfed.fedzero.private, "dp_fedzero_release"),
         (FKMConfig, "__init__"),
         (dpfed.fkm.private, "dp_fkm_release"),
-        (attacks.probes.flower.FlowerAppProbe, "configuration"),
+        (attacks.probes.flower.FlowerAppProbe, "observe"),
     ):
         _count_calls_from_the_audit(monkeypatch, owner, name, counter)
     # the probes' own runs and the utility runs are the algorithms' code, not the audit's: stub them
@@ -90,8 +90,8 @@ def test_each_target_builds_its_configuration_and_mechanism_once(path, monkeypat
             assert built == Counter({"from_preset": 1, "mechanism": 1}), (spec.name, built)
         elif spec.algorithm == "dp-fed-pne":
             assert built == Counter({"dp_mechanism": 1}), (spec.name, built)
-        elif spec.algorithm == "flower-app":  # the strategy the ServerApp starts, read once (the probe is stubbed)
-            assert built == Counter({"configuration": 1}), (spec.name, built)
+        elif spec.algorithm == "flower-app":  # the app run once, observed, when the target is built (probe stubbed)
+            assert built == Counter({"observe": 1}), (spec.name, built)
         elif spec.algorithm in NEW_SYSTEMS:
             config, release = NEW_SYSTEMS[spec.algorithm]
             expected = Counter({config: 1, release: 1}) if spec.algorithm.startswith("dp-") else Counter({config: 1})

@@ -33,8 +33,10 @@ def local_loader(partition: int):
 def train(msg: Message, context: Context) -> Message:
     cfg = context.run_config
     scale = float(cfg["noise-scale"])
-    opacus_optimizer._generate_noise = (_generate_noise if scale == 1.0 else
-                                        lambda std, reference, *a, **k: _generate_noise(std * scale, reference, *a, **k))
+    def scaled(std, reference, *args, **kwargs):
+        return _generate_noise(std * scale, reference, *args, **kwargs)
+
+    opacus_optimizer._generate_noise = _generate_noise if scale == 1.0 else scaled
     model = make_model()
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     engine = PrivacyEngine()
@@ -50,11 +52,12 @@ def train(msg: Message, context: Context) -> Message:
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
     history = engine.accountant.history
-    context.state["accountant"] = ConfigRecord({"z": [float(h[0]) for h in history], "q": [float(h[1]) for h in history],
+    context.state["accountant"] = ConfigRecord({"z": [float(h[0]) for h in history],
+                                                "q": [float(h[1]) for h in history],
                                                 "n": [int(h[2]) for h in history]})
     epsilon = engine.get_epsilon(float(cfg["target-delta"]))
-    return Message(RecordDict({"arrays": ArrayRecord(model._module.state_dict()),
-                               "metrics": MetricRecord({"num-examples": 128, "epsilon": float(epsilon)})}), reply_to=msg)
+    metrics = MetricRecord({"num-examples": 128, "epsilon": float(epsilon)})
+    return Message(RecordDict({"arrays": ArrayRecord(model._module.state_dict()), "metrics": metrics}), reply_to=msg)
 
 
 @server.main()
