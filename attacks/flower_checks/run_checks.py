@@ -5,8 +5,9 @@ strategy as built, with the population and the sample size its first round reall
 the realised sample size of every round against the ``num_sampled_clients`` the wrapper scales its noise for
 (``sample_size_findings``: critical where it lowers the noise, with the effective multiplier and the epsilon that
 really spends); the transcript against the accountant's assumptions; and, under secure aggregation, which
-per-client checks the server cannot make. Then the clients' own DP (``client_dp``). A run with neither a DP
-wrapper nor a client that trained privately is refused (``ConfigurationError``) naming what Flower ran.
+per-client checks the server cannot make. Then the clients' own DP (``client_dp``: DP-SGD in the ClientApp;
+``local_dp``: Flower's ``LocalDpMod``). A run with neither a DP wrapper nor a LocalDpMod nor a client that trained
+privately is refused (``ConfigurationError``) naming what Flower ran.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from accounting.errors import ConfigurationError
 from attacks.flower_checks.check import check_config
 from attacks.flower_checks.client_dp import client_dp_findings
 from attacks.flower_checks.findings import FlowerFinding
+from attacks.flower_checks.local_dp import local_dp_findings
 from attacks.flower_checks.transcript_check import assumptions_from_config, check_transcript
 from dpfed.flower.config import accounted_rows
 from dpfed.flower.observe import APIS
@@ -30,12 +32,14 @@ SECURE_RULED_OUT = ("each reply's norm against the clip", "each reply's weight",
 @dataclass
 class RunCheck:
     """The findings of one run; ``main``: the first recorded DP strategy (``StartedRun``) with its ``config``,
-    ``configured_m`` and accounted ``rows`` (None / {} without one); ``clients``: the clients' DP rows."""
+    ``configured_m`` and accounted ``rows`` (None / {} without one); ``clients``: the clients' DP-SGD rows;
+    ``local``: each client's ``LocalDpMod`` releases composed."""
 
     findings: list = field(default_factory=list)
     starts: list = field(default_factory=list)
     rows: dict = field(default_factory=dict)
     clients: dict = field(default_factory=dict)
+    local: dict = field(default_factory=dict)
     main: object = None
     config: object = None
     configured_m: int | None = None
@@ -120,9 +124,10 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
     """All findings of ``run`` (``dpfed.flower.run.AppRun``); ConfigurationError when nothing private ran."""
     out = RunCheck(starts=[describe_start(s) for s in run.starts])
     clients = client_dp_findings(run.clients, delta, claimed_epsilon, alpha)
-    out.clients = clients["rows"]
+    local = local_dp_findings(run.local_dp_mods, run.clients, delta, claimed_epsilon)
+    out.clients, out.local = clients["rows"], local["rows"]
     recorded = run.recorded()
-    if not recorded and not out.clients:
+    if not recorded and not out.clients and not out.local:
         raise ConfigurationError("app", no_dp_message(run))
     for index, started in enumerate(recorded):
         findings, config, configured_m, rows = strategy_findings(started, delta, claimed_epsilon, claims, alpha)
@@ -135,9 +140,9 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
                                           f"the app started {len(recorded)} DP strategies; each is checked, but their "
                                           "epsilons compose over the same clients (the rows show the first)",
                                           {"strategies": len(recorded)}))
-    out.findings += clients["findings"]
-    if out.accounted is None and out.clients:
-        out.accounted = max(r["composed_epsilon"] for r in out.clients.values())
+    out.findings += clients["findings"] + local["findings"]
+    if out.accounted is None and (out.clients or out.local):
+        out.accounted = max(r["composed_epsilon"] for r in [*out.clients.values(), *out.local.values()])
     return out
 
 
@@ -148,8 +153,8 @@ def no_dp_message(run) -> str:
     started = ", ".join(f"{type(s.observed.strategy).__name__} via {APIS[s.observed.api]}" for s in run.starts)
     trained = sum(1 for r in run.clients if str(r["message_type"]).startswith("train"))
     return (f"Flower ran the app ({started}): no Flower central-DP wrapper (DifferentialPrivacy...Clipping) around "
-            f"its strategy, and none of the {trained} client training calls took a private (opacus) step; nothing "
-            "to audit")
+            f"its strategy, no LocalDpMod in its ClientApp, and none of the {trained} client training calls took a "
+            "private (opacus) step; nothing to audit")
 
 
 __all__ = ["RunCheck", "check_run", "sample_size_findings", "wrapper_kind"]

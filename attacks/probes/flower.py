@@ -102,7 +102,7 @@ class FlowerAppProbe(Probe):
         checked = check_run(run, delta, self.claimed_epsilon, tuple(self.claims), self.transcript_alpha)
         out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                for f in checked.findings]
-        details = {"starts": checked.starts, "rows": checked.rows, "clients": checked.clients,
+        details = {"starts": checked.starts, "rows": checked.rows, "clients": checked.clients, "local": checked.local,
                    "config": None if checked.config is None else dict(checked.config.__dict__),
                    "configured_num_sampled_clients": checked.configured_m, "accounted_epsilon": checked.accounted,
                    "population": None if checked.config is None else checked.config.nodes,

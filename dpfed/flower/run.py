@@ -71,11 +71,12 @@ class StartedRun:
 class AppRun:
     """What one run of the app showed: each strategy started (in order), every real client's observed call
     (``dpfed.flower.client_observer`` records), the canary nodes (node id -> canary index) and the initial model
-    of the first recorded strategy."""
+    of the first recorded strategy, and the ClientApp's ``LocalDpMod`` objects."""
 
     starts: list = field(default_factory=list)
     clients: list = field(default_factory=list)
     canary_nodes: dict = field(default_factory=dict)
+    local_dp_mods: list = field(default_factory=list)  # the ClientApp's LocalDpMod objects (read, not run by us)
 
     def recorded(self) -> list[StartedRun]:
         return [s for s in self.starts if s.recorder is not None]
@@ -103,7 +104,8 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     from dpfed.flower.recorder import recording_strategy
 
     server_app, client_app = load_apps(project)
-    result = AppRun()
+    result = AppRun(local_dp_mods=[m for m in getattr(client_app, "_mods", []) or []
+                                   if type(m).__name__ == "LocalDpMod"])
 
     def take(entry: ObservedStrategy):
         refusal = _canary_refusal(entry) if settings.canaries else None

@@ -81,6 +81,10 @@ class FlowerAppTarget(BaseTarget):
         self.canary_seed = int(p.get("canary_seed", 0))
         if not 0 <= self.canary_seed < 2**31:
             raise ConfigurationError("parameters.canary_seed", f"must lie in [0, 2^31), got {self.canary_seed}")
+        self._observe()
+
+    def _observe(self) -> None:
+        """Run the app once (the probe's canaries, seeded ``canary_seed``) and take its mechanism from that run."""
         from attacks.flower_checks.run_checks import check_run
         from attacks.probes import get_probe
 
@@ -96,8 +100,12 @@ class FlowerAppTarget(BaseTarget):
             self.mechanism = SubsampledGaussian(c.sampled / c.nodes, c.noise_multiplier, c.clip,
                                                 sampling=Sampling.FIXED_SIZE, neighbouring=Neighbouring.REPLACE_ONE,
                                                 population=c.nodes)
-        else:
+        elif checked.clients:
             self.mechanism, self.releases = client_mechanism(checked.clients)
+        else:
+            raise ConfigurationError("parameters.app", "the app's DP is a LocalDpMod in its ClientApp; audit it with "
+                                                       "dpaudit flower APP_DIR (the audit target takes central DP "
+                                                       "wrappers and DP-SGD in the clients)")
 
     def user_code(self) -> list[str]:
         """The app project whose code the sections ran (its .py and .toml files are hashed)."""

@@ -71,6 +71,10 @@ def summary_lines(audit: dict) -> list[str]:
                      f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon "
                      f"{row['composed_epsilon']:.4g} "
                      f"composed [pld], reported {reported}")
+    for node, row in audit["local_dp"].items():
+        lines.append(f"  client {node}: {row['rounds']} LocalDpMod release(s) of epsilon "
+                     f"{row['per_release_epsilon']:.4g} each: epsilon {row['composed_epsilon']:.4g} composed [exact] "
+                     f"at delta {row['delta']:g}")
     for f in audit["findings"]:
         if f["severity"] != "info" or f["code"] == "canary-estimate":
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
@@ -131,7 +135,8 @@ def run(args) -> int:
     audit = {"app": args.app, "run_config": overrides, "num_supernodes": args.num_supernodes,
              "canaries": args.canaries, "delta": args.delta, "claims": list(claims), "verdict": verdict,
              "starts": outcome.details["starts"], "rows": outcome.details["rows"],
-             "clients": outcome.details["clients"], "findings": outcome.findings, "bounds": outcome.bounds,
+             "clients": outcome.details["clients"], "local_dp": outcome.details["local"],
+             "findings": outcome.findings, "bounds": outcome.bounds,
              "canary_status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
              "tested_epsilon": outcome.details.get("tested_epsilon"), "details": outcome.details,
              "seconds": time.perf_counter() - started}

@@ -1,8 +1,9 @@
 """``dpaudit flower`` on apps it once refused: Flower's own DP examples (``tests/flower_examples``, copied with only
 their data replaced) and apps of ours written outside the code in each style (``tests/flower_apps``): a main that
-waits for its nodes, the legacy ``server_fn`` API, a legacy strategy under ``DefaultWorkflow`` with SecAgg+, and
-opacus in the clients with the accountant kept across rounds. Each correct app passes; each planted bug (half the
-noise, the wrapper told the wrong sample size, a PrivacyEngine made afresh each round) is a VIOLATION naming it.
+waits for its nodes, the legacy ``server_fn`` API, a legacy strategy under ``DefaultWorkflow`` with SecAgg+, opacus
+in the clients with the accountant kept across rounds, and Flower's ``LocalDpMod``. Each correct app passes; each
+planted bug (half the noise, the wrapper told the wrong sample size, a PrivacyEngine made afresh each round, a
+LocalDpMod sensitivity below its clip) is a VIOLATION naming it.
 
 The apps run on the in-process grid (``tests.flower.inprocess_grid``, standing in for Flower's simulation engine
 so the suite stays fast; the same commands on the real engine are recorded in BENCHMARKS.md). The statistical
@@ -117,3 +118,31 @@ def test_canaries_on_a_legacy_strategy_are_refused_saying_flower_started(tmp_pat
     assert main(["flower", str(APPS / "legacy_server_fn"), "--num-supernodes", "6", "--canaries", "40"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "legacy strategy" in err and "Flower had started" in err
+
+
+def test_local_dp_mod_is_composed_over_each_clients_rounds(tmp_path, monkeypatch):
+    """Flower's LocalDpMod (clip 1, sensitivity 2, epsilon 2 per release): each client's 3 releases composed pass the
+    per-release claim; the same app with sensitivity 0.5 adds noise for a quarter of the replace-one sensitivity:
+    critical, with each client's composed epsilon, checked against the exact Gaussian profile (closed form, scipy)."""
+    import math
+    import shutil
+
+    from scipy.stats import norm
+
+    code, passed = audit(tmp_path, monkeypatch, APPS / "local_dp", "--num-supernodes", "4")
+    assert code == 0 and not critical(passed), passed["findings"]
+    assert len(passed["local_dp"]) == 4 and {r["rounds"] for r in passed["local_dp"].values()} == {3}
+    bug = tmp_path / "local_dp_bug"  # its package renamed: one process imports each app module once
+    shutil.copytree(APPS / "local_dp", bug, ignore=shutil.ignore_patterns("__pycache__"))
+    (bug / "local_dp").rename(bug / "local_dp_bug")
+    toml = bug / "pyproject.toml"
+    toml.write_text(toml.read_text().replace("local_dp.app:client", "local_dp_bug.app:half_sensitivity_client")
+                    .replace("local_dp.app:server", "local_dp_bug.app:server"))
+    code, broken = audit(tmp_path, monkeypatch, bug, "--num-supernodes", "4")
+    assert code == 1 and {"local-sensitivity-below-clip", "understated-local-epsilon"} <= critical(broken)
+    sigma = 0.5 * math.sqrt(2 * math.log(1.25 / 1e-5)) / 2.0  # the classic calibration, scaled by sensitivity 0.5
+    mu = math.sqrt(3) * 1.0 / sigma
+    for row in broken["local_dp"].values():
+        eps = row["composed_epsilon"]
+        delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+        assert delta == pytest.approx(1e-5, rel=1e-4)
