@@ -27,10 +27,8 @@ from collections import defaultdict
 
 from scipy import stats
 
-from accounting.base import run_accountant
-from accounting.mechanisms import Composition, Gaussian, SubsampledGaussian
-from accounting.registry import get_accountant
 from attacks.flower_checks.findings import FlowerFinding
+from attacks.opacus_checks.epsilons import steps_epsilon as composed_epsilon
 
 TOLERANCE = 0.01  # relative: a claim below the composed PLD epsilon by more than this is refuted
 
@@ -41,23 +39,6 @@ def _trained(record) -> bool:
 
 def _steps(record) -> list[dict]:
     return (record.get("opacus") or {}).get("steps", [])
-
-
-def composed_epsilon(steps: list[dict], delta: float) -> dict:
-    """``{"pld", "opacus_rdp", "steps"}``: every step's Poisson subsampled Gaussian composed (add/remove)."""
-    from opacus.accountants import RDPAccountant
-
-    parts, history = [], []
-    for step in steps:
-        z, q, n = float(step["noise_multiplier"]), step["sample_rate"], int(step["count"])
-        q = 1.0 if q is None else float(q)
-        parts.append((Gaussian(z) if q >= 1.0 else SubsampledGaussian(q, z), n))
-        history.append((z, q, n))
-    result = run_accountant(get_accountant("pld"), Composition(tuple(parts)), delta=delta)
-    accountant = RDPAccountant()
-    accountant.history = history
-    return {"pld": float(result.epsilon) if result.ok else float("inf"),
-            "opacus_rdp": float(accountant.get_epsilon(delta=delta)), "steps": sum(n for _, _, n in history)}
 
 
 def _counted_steps(record) -> int:

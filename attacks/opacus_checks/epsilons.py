@@ -162,3 +162,22 @@ def revealed_batch_size_epsilon(population: int, rate: float, noise_multiplier: 
         f"{REVEALED}: Poisson at rate {rate:.4g} with the batch size revealed beside the noisy sum (the limit of " \
         "large models, #819; computed on a grid of the sum, so at most that release's epsilon; at a finite model " \
         "dimension none of our accountants is tight)"
+
+
+def steps_epsilon(steps: list[dict], delta: float) -> dict:
+    """``{"pld", "opacus_rdp", "steps"}`` of the private steps that ran (``dpfed.dpsgd.observe`` step entries:
+    noise multiplier, sample rate, count): each a Poisson subsampled Gaussian, add/remove, composed by our ``pld``
+    accountant (tight up to discretisation) and by opacus's RDP accountant over the same history."""
+    from opacus.accountants import RDPAccountant
+
+    parts, history = [], []
+    for step in steps:
+        z, q, n = float(step["noise_multiplier"]), step["sample_rate"], int(step["count"])
+        q = 1.0 if q is None else float(q)
+        parts.append((Gaussian(z) if q >= 1.0 else SubsampledGaussian(q, z), n))
+        history.append((z, q, n))
+    result = run_accountant(get_accountant("pld"), Composition(tuple(parts)), delta=delta)
+    accountant = RDPAccountant()
+    accountant.history = history
+    return {"pld": float(result.epsilon) if result.ok else float("inf"),
+            "opacus_rdp": float(accountant.get_epsilon(delta=delta)), "steps": sum(n for _, _, n in history)}

@@ -12,6 +12,9 @@ yields an ``OpacusLog`` of what ran inside the block:
 - ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
   parameter (sum of squares and count per noise std), before any scaling;
 - ``PrivacyEngine.get_epsilon``: each epsilon the code asked for (what a client typically reports);
+- every optimizer step (torch's global step hook): which parameters it updated (those with a gradient), and
+  whether the optimizer is the one a ``DPOptimizer`` wraps (private) or any other (a module trained outside
+  ``make_private``, a second optimizer);
 - at the end, each engine's accountant history as opacus holds it (what its epsilon counts).
 
 Nothing the user's code computes is changed. An optimizer subclass that overrides ``pre_step`` or ``add_noise``
@@ -39,6 +42,21 @@ class OpacusLog:
     noise: dict = field(default_factory=dict)  # (engine, expected std) -> [sum of squares, count]
     epsilons: list = field(default_factory=list)
     engines: dict = field(default_factory=dict)  # engine id -> the engine object (until ``to_dict``)
+    optimizers: dict = field(default_factory=dict)  # id(optimizer) -> {"private", "steps", "params": {id: tensor}}
+    private_optimizers: set = field(default_factory=set)  # ids of the optimizers DPOptimizers wrap
+    names: dict = field(default_factory=dict)  # id(parameter) -> its name in a module given to make_private
+    loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
+
+    def updated_outside(self) -> list[str]:
+        """Parameters some optimizer other than a private one updated (named where make_private's module has
+        them, else by shape): each is trained with no clipping and no noise."""
+        out = {}
+        for key, entry in self.optimizers.items():
+            if key in self.private_optimizers:
+                continue
+            for pid, tensor in entry["params"].items():
+                out[pid] = self.names.get(pid, f"a parameter of shape {tuple(tensor.shape)} outside make_private")
+        return sorted(out.values())
 
     def to_dict(self) -> dict:
         """JSON-ready record, with each engine's accountant history at this moment."""
@@ -49,6 +67,9 @@ class OpacusLog:
                               "history": [[float(z), float(q), int(n)] for z, q, n in getattr(accountant, "history",
                                                                                               [])]}
         return {"engines_made": list(self.engines_made),
+                "optimizers": [{"private": key in self.private_optimizers, "steps": e["steps"],
+                                "parameters": len(e["params"])} for key, e in self.optimizers.items()],
+                "updated_outside": self.updated_outside(),
                 "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n}
                           for (e, z, c, q), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
@@ -75,6 +96,7 @@ def observing_opacus():
     import torch
     from opacus import PrivacyEngine
     from opacus.optimizers import DPOptimizer
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     log = OpacusLog()
     originals = {"make_private": PrivacyEngine.make_private, "get_epsilon": PrivacyEngine.get_epsilon,
@@ -90,6 +112,12 @@ def observing_opacus():
         if optimizer is not None:
             setattr(optimizer, ENGINE_ID, key)
             setattr(optimizer, OPTIMIZER_RATE, rate)
+            log.private_optimizers.add(id(optimizer.original_optimizer))
+        module = kwargs.get("module")
+        if module is not None:
+            log.names.update({id(p): name for name, p in module.named_parameters()})
+        if loader is not None:
+            log.loaders.append(loader)
         dataset = getattr(loader, "dataset", None)
         log.engines_made.append({"engine": key, "noise_multiplier": float(kwargs.get("noise_multiplier", float("nan"))),
                                  "clip": _float(kwargs.get("max_grad_norm")), "sample_rate": rate,
@@ -131,7 +159,16 @@ def observing_opacus():
             before = log.noise.get(key, [0.0, 0])
             log.noise[key] = [before[0] + total, before[1] + count]
 
+    def stepped(optimizer, args, kwargs):
+        entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})
+        entry["steps"] += 1
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    entry["params"][id(p)] = p
+
     with _lock:
+        hook = register_optimizer_step_post_hook(stepped)
         PrivacyEngine.make_private = make_private
         PrivacyEngine.get_epsilon = get_epsilon
         DPOptimizer.pre_step = pre_step
@@ -140,6 +177,7 @@ def observing_opacus():
         yield log
     finally:
         with _lock:
+            hook.remove()
             PrivacyEngine.make_private = originals["make_private"]
             PrivacyEngine.get_epsilon = originals["get_epsilon"]
             DPOptimizer.pre_step = originals["pre_step"]

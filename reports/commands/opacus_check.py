@@ -1,6 +1,9 @@
 """``dpaudit opacus-check --setup FILE.py:FUNCTION``: what a user's opacus (DP-SGD) set-up really runs, against
 what opacus's accountant was told, with corrected epsilons from our accountants.
 
+``--train FILE.py:FUNCTION`` instead runs the user's own training function as written (their loop, loader and
+optimizers; ``--argv`` is its command line) and checks what opacus ran (``attacks.opacus_checks.observed``).
+
 FUNCTION (default ``make_setup``) takes no arguments and returns a dict with ``model``, ``optimizer``,
 ``data_loader`` (as ``make_private`` returned them), ``privacy_engine`` and ``epochs``, and optionally
 ``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see attacks/opacus_checks/load.py;
@@ -11,6 +14,8 @@ finding: the reported epsilon is below the corrected one), 2 bad input.
 
 from __future__ import annotations
 
+from accounting.errors import ConfigurationError
+
 
 def add_parser(sub) -> None:
     from reports.commands.common import number_arg
@@ -18,7 +23,19 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("opacus-check", help="check an opacus set-up's sampler, noise and steps against its accountant",
                        description=__doc__.split("\n\n")[1], epilog=EXIT_CODE_HELP)
-    p.add_argument("--setup", required=True, help="FILE.py:FUNCTION returning the set-up dict (default make_setup)")
+    form = p.add_mutually_exclusive_group(required=True)
+    form.add_argument("--setup", help="FILE.py:FUNCTION returning the set-up dict (default make_setup)")
+    form.add_argument("--train", help="FILE.py:FUNCTION: the user's own training, run as written and observed "
+                      "where it calls opacus (every private step, the noise, every other optimizer)")
+    p.add_argument("--argv", dest="train_argv", default="", help="--train only: the training's command line (sys.argv[1:]), as one "
+                   "shell-quoted string, e.g. '--epochs 1 --device cpu'")
+    p.add_argument("--claimed-epsilon", type=number_arg("claimed-epsilon", low=0.0, low_open=True), default=None,
+                   help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
+    p.add_argument("--unit", choices=("record", "user"), default="record",
+                   help="--train only: the unit the claim protects (user: records per user give a group epsilon)")
+    p.add_argument("--user-key", default=None, help="--train only, with --unit user: each record's user, a field "
+                   "of dict records, an index of tuple records, or FILE.py:FUNCTION called with the dataset (default: "
+                   "identical records are taken as one user's)")
     p.add_argument("--delta", type=number_arg("delta", low=0.0, high=1.0, low_open=True, high_open=True),
                    default=None, help="delta of every epsilon (default: the set-up's delta, else 1e-5)")
     p.add_argument("--repetitions", type=number_arg("repetitions", low=2, integer=True), default=16,
@@ -81,6 +98,13 @@ def run(args) -> int:
 
     if args.out:
         check_output_file("out", args.out)  # before the user's code runs, not after the check
+    if args.train is not None:
+        return run_train(args)
+    for name, flag in (("train_argv", "argv"), ("claimed_epsilon", "claimed-epsilon"), ("user_key", "user-key")):
+        if getattr(args, name):
+            raise ConfigurationError(flag, "applies to --train only")
+    if args.unit != "record":
+        raise ConfigurationError("unit", "applies to --train only")
     result = check_opacus_setup(args.setup, delta=args.delta, repetitions=args.repetitions,
                                 false_alarm=args.false_alarm)
     print("\n".join(summary_lines(result)))
@@ -89,3 +113,48 @@ def run(args) -> int:
 
         atomic_write_text(args.out, dumps_json(result, indent=1))  # "inf", never Infinity; no half-written file
     return int(ExitCode.VIOLATION if result["verdict"] == "VIOLATION" else ExitCode.PASS)
+
+
+def train_lines(result: dict) -> list[str]:
+    rows = result["rows"]
+    lines = [f"opacus training check: verdict {result['verdict']} ({result['train']}, {result['seconds']:.1f} s)"]
+    if rows:
+        claim = "none" if result["claim"] is None else f"{result['claim']:.4g}"
+        lines += [f"  ran: {rows['steps']} private steps, noise multipliers {rows['noise_multipliers']}, sample rates "
+                  f"{[round(q, 6) for q in rows['sample_rates']]}, clips {rows['clips']}, "
+                  f"{'Poisson' if rows['poisson'] else 'not Poisson'}, {rows['engines']} engine(s)",
+                  f"  epsilon {rows['epsilon']:.4g} [pld] of the steps that ran (opacus's RDP {rows['opacus_rdp']:.4g}); "
+                  f"the engine's accountant counts {rows['counted_steps']} steps and reported "
+                  f"{rows['reported_epsilon']}; claim tested {claim} at delta {result['delta']:g}"]
+    lines += [f"  {f['severity'].upper():8s} {f['code']}: {f['message']}" for f in result["findings"]]
+    return lines
+
+
+def run_train(args) -> int:
+    import shlex
+
+    from attacks.opacus_checks.observed import check_training
+    from attacks.opacus_checks.train_run import run_user_training
+    from reports.exit_codes import ExitCode
+
+    if args.user_key is not None and args.unit != "user":
+        raise ConfigurationError("user-key", "names each record's user: give --unit user too")
+    try:
+        argv = shlex.split(args.train_argv)
+    except ValueError as exc:
+        raise ConfigurationError("argv", f"cannot split {args.train_argv!r}: {exc}") from None
+    delta = 1e-5 if args.delta is None else args.delta
+    training = run_user_training(args.train, argv)
+    checked = check_training(training, delta, args.claimed_epsilon, args.unit, args.user_key)
+    findings = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
+                for f in checked["findings"]]
+    verdict = "VIOLATION" if any(f["severity"] == "critical" for f in findings) else "PASS"
+    result = {"train": args.train, "argv": argv, "delta": delta, "unit": args.unit, "claim": checked["claim"],
+              "verdict": verdict, "rows": checked["rows"], "findings": findings, "seconds": training.seconds,
+              "observed": training.record}
+    print("\n".join(train_lines(result)))
+    if args.out:
+        from attacks.files import atomic_write_text, dumps_json
+
+        atomic_write_text(args.out, dumps_json(result, indent=1))
+    return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)

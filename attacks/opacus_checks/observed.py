@@ -1,0 +1,168 @@
+"""Checks of a user's DP-SGD training from what ran (``attacks.opacus_checks.train_run``), not from what was told.
+
+Each finding is critical where what ran can raise epsilon above the claim (``claim``: the user's, wherever it is
+written; else the last epsilon the training asked its engine for):
+
+- ``no-private-step``: no private optimizer step ran (nothing to account);
+- ``claim-below-steps``: the claim is below the epsilon of the private steps that ran (each a Poisson subsampled
+  Gaussian at the noise multiplier and rate opacus's accountant hook read at that step, add/remove, composed by our
+  ``pld`` accountant; opacus's RDP beside it), by more than ``TOLERANCE`` (medium within it);
+- ``accountant-missed-steps``: the engine's accountant counts fewer steps than ran (a fresh engine per epoch or
+  round, a restored history cut short): critical when the claim is below the composed epsilon, else medium;
+- ``parameter-outside-private-optimizer``: a parameter some other optimizer updated (a head trained outside
+  ``make_private``, a second optimizer): trained with no clipping and no noise, its epsilon is unbounded;
+- ``not-poisson``: ``make_private(poisson_sampling=False)``: the Poisson analysis does not hold; the valid bound is
+  one Gaussian of sensitivity 2C per epoch (replace-one); critical when the claim is below it;
+- ``noise-below-accounted``: the noise the optimizer added (noisy minus clipped gradient sum) below ``z C`` by a
+  lower-tail chi-square test at ``alpha`` (Bonferroni over the noise levels seen);
+- ``user-level-epsilon`` (claim unit ``user``): the records per user (named by ``user_key``, else identical
+  records taken as one person's) give a group of k records each in a Poisson batch independently: a mixture of
+  Gaussians with shifts jC, j ~ Binomial(k, q) (dp-accounting's mixture PLD); critical when the claim is below it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from scipy import stats
+
+from accounting.errors import ConfigurationError
+from attacks.opacus_checks import epsilons as eps
+from attacks.opacus_checks.findings import OpacusFinding
+from attacks.opacus_checks.records import find_duplicates
+
+TOLERANCE = 0.01
+UNITS = ("record", "user")
+
+
+def _claim_severity(claim: float, epsilon: float) -> str | None:
+    if claim * (1 + TOLERANCE) < epsilon:
+        return "critical"
+    return "medium" if claim < epsilon else None
+
+
+def training_rows(record: dict, delta: float) -> dict:
+    """What ran: steps, noise multipliers, rates, clips, the composed epsilons, the accountant's count, reported."""
+    steps = record["steps"]
+    composed = eps.steps_epsilon(steps, delta)
+    counted = sum(int(n) for entry in record["accountants"].values() for _, _, n in entry["history"])
+    reported = record["epsilons"][-1] if record["epsilons"] else None
+    return {"steps": composed["steps"], "epsilon": composed["pld"], "opacus_rdp": composed["opacus_rdp"],
+            "noise_multipliers": sorted({s["noise_multiplier"] for s in steps}),
+            "sample_rates": sorted({s["sample_rate"] for s in steps if s["sample_rate"] is not None}),
+            "clips": sorted({s["clip"] for s in steps if s["clip"] is not None}), "counted_steps": counted,
+            "reported_epsilon": None if reported is None else reported["epsilon"],
+            "engines": len(record["engines_made"]),
+            "poisson": all(e["poisson"] for e in record["engines_made"])}
+
+
+def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
+    out = []
+    if claim is not None and (severity := _claim_severity(claim, rows["epsilon"])):
+        out.append(OpacusFinding("claim-below-steps", severity,
+                                 f"{source} {claim:.4g} is below the epsilon of the {rows['steps']} private steps that "
+                                 f"ran, {rows['epsilon']:.4g} (pld; opacus's RDP {rows['opacus_rdp']:.4g})",
+                                 {"claimed_epsilon": claim, "steps_epsilon": rows["epsilon"], "steps": rows["steps"]}))
+    if rows["counted_steps"] < rows["steps"]:
+        covered = claim is not None and claim >= rows["epsilon"]
+        out.append(OpacusFinding("accountant-missed-steps", "medium" if covered else "critical",
+                                 f"{rows['steps']} private steps ran but the engine's accountant counts "
+                                 f"{rows['counted_steps']} (an engine made afresh, or its history cut): its epsilon "
+                                 f"({rows['reported_epsilon']}) ignores the rest; all steps: {rows['epsilon']:.4g}",
+                                 {"steps": rows["steps"], "counted_steps": rows["counted_steps"]}))
+    return out
+
+
+def _outside_findings(record: dict) -> list:
+    return [OpacusFinding("parameter-outside-private-optimizer", "critical",
+                          f"{name} was updated by an optimizer other than the private one: trained with no clipping "
+                          "and no noise, so no finite epsilon holds for the model (give it to make_private's module "
+                          "and optimizer, or freeze it)", {"parameter": name})
+            for name in record["updated_outside"]]
+
+
+def _poisson_findings(rows: dict, claim: float | None, delta: float) -> list:
+    if rows["poisson"] or not rows["sample_rates"]:
+        return []
+    epochs = max(1, math.ceil(rows["steps"] * max(rows["sample_rates"])))
+    bound, how = eps.once_per_epoch_epsilon(min(rows["noise_multipliers"]), epochs, delta)
+    severity = "critical" if claim is not None and claim < bound else "medium"
+    return [OpacusFinding("not-poisson", severity,
+                          f"make_private(poisson_sampling=False): shuffled batches, so the accountant's Poisson "
+                          f"analysis ({rows['epsilon']:.4g}) does not hold; the valid bound is {bound:.4g} ({how})",
+                          {"bound": bound, "epochs": epochs})]
+
+
+def noise_findings(record: dict, alpha: float) -> list:
+    tests = [n for n in record["noise"] if n["count"] > 0 and n["expected_std"] > 0]
+    out = []
+    for noise in tests:
+        p_value = float(stats.chi2.cdf(noise["sum_squares"] / noise["expected_std"] ** 2, df=noise["count"]))
+        if p_value < alpha / len(tests):
+            ratio = math.sqrt(noise["sum_squares"] / noise["count"]) / noise["expected_std"]
+            out.append(OpacusFinding("noise-below-accounted", "critical",
+                                     f"the private optimizer added noise of std {ratio:.3f} x z C (p = {p_value:.2g} "
+                                     f"over {noise['count']} coordinates): the effective noise multiplier is "
+                                     f"{ratio:.3f} of the one accounted", {"ratio": ratio, "p_value": p_value,
+                                                                          "false_alarm": alpha}))
+    return out
+
+
+def user_ids(dataset, user_key: str):
+    """Each record's user: ``user_key`` a field of dict records, an index of tuple records, or ``file.py:function``
+    called with the dataset."""
+    if ".py:" in str(user_key):
+        from attacks.opacus_checks.load import load_function
+
+        ids = list(load_function(user_key)(dataset))
+    else:
+        key = int(user_key) if str(user_key).isdigit() else user_key
+        try:
+            ids = [dataset[i][key] for i in range(len(dataset))]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ConfigurationError("user_key", f"records have no field {user_key!r} ({type(exc).__name__})") from None
+    if len(ids) != len(dataset):
+        raise ConfigurationError("user_key", f"{len(ids)} user ids for {len(dataset)} records")
+    return [i.item() if hasattr(i, "item") else i for i in ids]
+
+
+def user_findings(training, rows: dict, claim: float | None, delta: float, user_key: str | None) -> list:
+    datasets = training.datasets
+    if not datasets or not rows["sample_rates"]:
+        return []
+    if user_key is not None:
+        group, how = max(Counter(user_ids(datasets[0], user_key)).values()), f"records per user ({user_key})"
+    else:
+        duplicates = find_duplicates(datasets[0])
+        group, how = duplicates.max_copies, f"identical records taken as one user's ({duplicates.note})"
+    if group <= 1:
+        return [OpacusFinding("user-level", "info", f"one record per user ({how}): the record-level epsilon holds "
+                              "per user", {"max_records": group})]
+    user_epsilon, analysis = eps.group_poisson_epsilon(group, max(rows["sample_rates"]), min(rows["noise_multipliers"]),
+                                                       rows["steps"], delta)
+    severity = "critical" if claim is not None and claim < user_epsilon else "info"
+    return [OpacusFinding("user-level-epsilon", severity,
+                          f"a user holds up to {group} records ({how}): the user-level epsilon is {user_epsilon:.4g} "
+                          f"({analysis}) against the record-level {rows['epsilon']:.4g}",
+                          {"max_records": group, "user_epsilon": user_epsilon, "record_epsilon": rows["epsilon"]})]
+
+
+def check_training(training, delta: float, claimed_epsilon: float | None = None, unit: str = "record",
+                   user_key: str | None = None, alpha: float = 1e-3) -> dict:
+    """``{"rows", "findings", "claim"}`` of an observed training (``train_run.ObservedTraining``)."""
+    if unit not in UNITS:
+        raise ConfigurationError("unit", f"unknown unit {unit!r}; choose record or user")
+    record = training.record
+    if not record["steps"]:
+        return {"rows": {}, "claim": claimed_epsilon, "findings": [OpacusFinding(
+            "no-private-step", "critical", f"{training.spec} ran {len(record['engines_made'])} make_private call(s) "
+            "but no private optimizer step: nothing it trained is private", {})] + _outside_findings(record)}
+    rows = training_rows(record, delta)
+    claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
+    source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
+    findings = (_steps_findings(rows, claim, source) + _outside_findings(record)
+                + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
+    if unit == "user":
+        findings += user_findings(training, rows, claim, delta, user_key)
+    return {"rows": rows, "claim": claim, "findings": findings}
