@@ -3,7 +3,11 @@
 Each finding is critical where what ran can raise epsilon above the claim (``claim``: the user's, wherever it is
 written; else the last epsilon the training asked its engine for):
 
-- ``no-private-step``: no private optimizer step ran (nothing to account);
+- ``no-private-step``: no private optimizer step ran (nothing to account).
+
+The training's own figure is the last epsilon it asked for after its last private step, at the delta it asked for
+(then every epsilon below is at that delta); with none, and no claim given, no claim is tested.
+
 - ``claim-below-steps``: the claim is below the epsilon of the private steps that ran (each a Poisson subsampled
   Gaussian at the noise multiplier and rate opacus's accountant hook read at that step, add/remove, composed by our
   ``pld`` accountant; opacus's RDP beside it), by more than ``TOLERANCE`` (medium within it);
@@ -42,17 +46,26 @@ def _claim_severity(claim: float, epsilon: float) -> str | None:
     return "medium" if claim < epsilon else None
 
 
+def final_report(record: dict) -> dict | None:
+    """The last epsilon the training asked for after its last private step (None if it asked for none then: an
+    epsilon asked for mid-training is not the training's figure)."""
+    total = sum(int(s["count"]) for s in record["steps"])
+    final = [e for e in record["epsilons"] if e.get("after_steps", total) >= total]
+    return final[-1] if final else None
+
+
 def training_rows(record: dict, delta: float) -> dict:
     """What ran: steps, noise multipliers, rates, clips, the composed epsilons, the accountant's count, reported."""
     steps = record["steps"]
     composed = eps.steps_epsilon(steps, delta)
     counted = sum(int(n) for entry in record["accountants"].values() for _, _, n in entry["history"])
-    reported = record["epsilons"][-1] if record["epsilons"] else None
+    reported = final_report(record)
     return {"steps": composed["steps"], "epsilon": composed["pld"], "opacus_rdp": composed["opacus_rdp"],
             "noise_multipliers": sorted({s["noise_multiplier"] for s in steps}),
             "sample_rates": sorted({s["sample_rate"] for s in steps if s["sample_rate"] is not None}),
             "clips": sorted({s["clip"] for s in steps if s["clip"] is not None}), "counted_steps": counted,
             "reported_epsilon": None if reported is None else reported["epsilon"],
+            "reported_delta": None if reported is None else reported["delta"],
             "engines": len(record["engines_made"]),
             "poisson": all(e["poisson"] for e in record["engines_made"])}
 
@@ -158,7 +171,11 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
         return {"rows": {}, "claim": claimed_epsilon, "findings": [OpacusFinding(
             "no-private-step", "critical", f"{training.spec} ran {len(record['engines_made'])} make_private call(s) "
             "but no private optimizer step: nothing it trained is private", {})] + _outside_findings(record)}
+    reported = final_report(record)
+    if claimed_epsilon is None and reported is not None:
+        delta = reported["delta"]  # the training's own figure holds at its own delta
     rows = training_rows(record, delta)
+    rows["delta"] = delta
     claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
     source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
     findings = (_steps_findings(rows, claim, source) + _outside_findings(record)

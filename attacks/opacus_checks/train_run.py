@@ -1,7 +1,8 @@
 """Run a user's own DP-SGD training as written (``train = "path/file.py:function"``), observed where it calls opacus.
 
 The function is the user's training: their loop, their loader and ``collate_fn``, their optimizers, their epochs.
-It takes no arguments (an argparse ``main`` is run with ``argv`` as ``sys.argv[1:]``); what it returns is ignored.
+It takes no arguments (an argparse ``main`` is run with ``argv`` as ``sys.argv[1:]``, and the file's folder first on
+``sys.path``, as ``python file.py ARGV`` runs it); what it returns is ignored.
 While it runs, ``dpfed.dpsgd.observe.observing_opacus`` records every engine made, every private step, the noise
 actually added, each epsilon asked for and every other optimizer's updates. Naming the file is the opt-in to
 running its code. Every failure is one line: a function that needs arguments is refused before it runs, an
@@ -36,13 +37,19 @@ class ObservedTraining:
 
 
 @contextlib.contextmanager
-def _arguments(spec: str, argv):
-    saved = sys.argv
-    sys.argv = [spec.rpartition(":")[0] or spec, *argv]
+def _as_a_script(spec: str, argv):
+    """``sys.argv`` and ``sys.path[0]`` as ``python file.py ARGV`` sets them (its folder first on the path, so
+    that it imports the modules beside it), for the duration of the block."""
+    from pathlib import Path
+
+    path = spec.rpartition(":")[0] if ".py:" in spec else spec
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, str(Path(path).resolve().parent))
     try:
         yield
     finally:
-        sys.argv = saved
+        sys.argv, sys.path[:] = saved_argv, saved_path
 
 
 def run_user_training(spec: str, argv=(), field: str = "train") -> ObservedTraining:
@@ -52,13 +59,14 @@ def run_user_training(spec: str, argv=(), field: str = "train") -> ObservedTrain
     from dpfed.dpsgd.observe import observing_opacus
 
     argv = tuple(str(a) for a in argv)
-    try:
-        function = load_function(spec)
-        _require_no_arguments(function, spec)
-    except ConfigurationError as exc:
-        raise ConfigurationError(field, str(exc).split(": ", 1)[-1]) from None
+    with _as_a_script(spec, argv):
+        try:
+            function = load_function(spec)
+            _require_no_arguments(function, spec)
+        except ConfigurationError as exc:
+            raise ConfigurationError(field, str(exc).split(": ", 1)[-1]) from None
     started = time.perf_counter()
-    with observing_opacus() as log, _arguments(spec, argv), warnings.catch_warnings():
+    with observing_opacus() as log, _as_a_script(spec, argv), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             function()

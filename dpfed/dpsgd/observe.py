@@ -11,10 +11,12 @@ yields an ``OpacusLog`` of what ran inside the block:
   optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads);
 - ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
   parameter (sum of squares and count per noise std), before any scaling;
-- ``PrivacyEngine.get_epsilon``: each epsilon the code asked for (what a client typically reports);
+- each accountant's ``get_epsilon`` (``PrivacyEngine.get_epsilon`` or ``engine.accountant.get_epsilon``, opacus's
+  RDP, PRV and Gaussian accountants): each epsilon the code asked for (what a training typically reports);
 - every optimizer step (torch's global step hook): which parameters it updated (those with a gradient), and
   whether the optimizer is the one a ``DPOptimizer`` wraps (private) or any other (a module trained outside
-  ``make_private``, a second optimizer);
+  ``make_private``, a second optimizer); another optimizer stepping a parameter whose gradient is still the one
+  the private optimizer left (the same tensor, unmodified) only post-processes it and is not counted;
 - at the end, each engine's accountant history as opacus holds it (what its epsilon counts).
 
 Nothing the user's code computes is changed. An optimizer subclass that overrides ``pre_step`` or ``add_noise``
@@ -45,6 +47,7 @@ class OpacusLog:
     optimizers: dict = field(default_factory=dict)  # id(optimizer) -> {"private", "steps", "params": {id: tensor}}
     private_optimizers: set = field(default_factory=set)  # ids of the optimizers DPOptimizers wrap
     names: dict = field(default_factory=dict)  # id(parameter) -> its name in a module given to make_private
+    private_grads: dict = field(default_factory=dict)  # id(parameter) -> (id, version) of its last private gradient
     loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
 
     def updated_outside(self) -> list[str]:
@@ -95,12 +98,14 @@ def observing_opacus():
     """Within the block, opacus's engine, optimizer steps, noise and epsilons are logged (``OpacusLog``)."""
     import torch
     from opacus import PrivacyEngine
+    from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
     from opacus.optimizers import DPOptimizer
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     log = OpacusLog()
-    originals = {"make_private": PrivacyEngine.make_private, "get_epsilon": PrivacyEngine.get_epsilon,
+    originals = {"make_private": PrivacyEngine.make_private,
                  "pre_step": DPOptimizer.pre_step, "add_noise": DPOptimizer.add_noise}
+    accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
 
     def make_private(self, *args, **kwargs):
         out = originals["make_private"](self, *args, **kwargs)
@@ -126,16 +131,23 @@ def observing_opacus():
                                  else None})
         return out
 
-    def get_epsilon(self, delta):
-        value = originals["get_epsilon"](self, delta)
-        key = engine_id(self)
-        log.engines.setdefault(key, self)
-        log.epsilons.append({"engine": key, "delta": float(delta), "epsilon": float(value)})
-        return value
+    def epsilon_of(cls):
+        def get_epsilon(self, delta, *args, **kwargs):
+            value = accountants[cls](self, delta, *args, **kwargs)
+            engine = next((e for e in log.engines.values() if getattr(e, "accountant", None) is self), None)
+            key = engine_id(engine) if engine is not None else "accountant"
+            log.epsilons.append({"engine": key, "delta": float(delta), "epsilon": float(value),
+                                 "after_steps": sum(log.steps.values())})
+            return value
+
+        return get_epsilon
 
     def pre_step(self, *args, **kwargs):
         stepped = originals["pre_step"](self, *args, **kwargs)
         if stepped:
+            for p in self.params:
+                if p.grad is not None:
+                    log.private_grads[id(p)] = (id(p.grad), p.grad._version)
             rate = getattr(self, OPTIMIZER_RATE, None)
             rate = None if rate is None else rate * int(getattr(self, "accumulated_iterations", 1) or 1)
             key = (getattr(self, ENGINE_ID, "unknown"), float(self.noise_multiplier), _float(self.max_grad_norm),
@@ -162,15 +174,18 @@ def observing_opacus():
     def stepped(optimizer, args, kwargs):
         entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})
         entry["steps"] += 1
+        private = id(optimizer) in log.private_optimizers
         for group in optimizer.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
+                # another optimizer applying the private (noisy) gradient again is post-processing, not a leak
+                if p.grad is not None and (private or log.private_grads.get(id(p)) != (id(p.grad), p.grad._version)):
                     entry["params"][id(p)] = p
 
     with _lock:
         hook = register_optimizer_step_post_hook(stepped)
         PrivacyEngine.make_private = make_private
-        PrivacyEngine.get_epsilon = get_epsilon
+        for cls in accountants:
+            cls.get_epsilon = epsilon_of(cls)
         DPOptimizer.pre_step = pre_step
         DPOptimizer.add_noise = add_noise
     try:
@@ -179,7 +194,8 @@ def observing_opacus():
         with _lock:
             hook.remove()
             PrivacyEngine.make_private = originals["make_private"]
-            PrivacyEngine.get_epsilon = originals["get_epsilon"]
+            for cls, original in accountants.items():
+                cls.get_epsilon = original
             DPOptimizer.pre_step = originals["pre_step"]
             DPOptimizer.add_noise = originals["add_noise"]
 

@@ -152,24 +152,28 @@ def _probe(field: str, data: dict, allow_code: bool) -> ProbeSpec:
 
 
 def _code_parameters(field: str, parameters: dict, allow_code: bool, base_dir: str) -> dict:
-    """A target's ``setup = "file.py:function"`` (the dp-sgd target) names Python code: refused without
-    ``allow_code``; its file is resolved relative to the configuration file's folder."""
-    if "setup" not in parameters:
-        return parameters
-    value = parameters["setup"]
+    """A target's ``setup`` or ``train = "file.py:function"`` (the dp-sgd target) names Python code: refused
+    without ``allow_code``; its file is resolved relative to the configuration file's folder."""
+    out = dict(parameters)
+    for key, default in (("setup", "make_setup"), ("train", "train")):
+        if key in parameters:
+            out[key] = _code_reference(f"{field}.{key}", parameters[key], allow_code, base_dir, default)
+    return out
+
+
+def _code_reference(field: str, value, allow_code: bool, base_dir: str, default: str) -> str:
     if not allow_code:
-        raise ConfigurationError(f"{field}.setup", "names Python code to import; run with --allow-code to allow it")
+        raise ConfigurationError(field, "names Python code to import; run with --allow-code to allow it")
     if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function", got {value!r}')
+        raise ConfigurationError(field, f'expected "file.py:function", got {value!r}')
     head, sep, tail = value.rpartition(":")
     path, function = (head, tail) if sep and head and "/" not in tail else (value, "")
     if not path.endswith(".py"):
-        raise ConfigurationError(f"{field}.setup", f'expected "file.py:function" (a Python file), got {value!r}')
+        raise ConfigurationError(field, f'expected "file.py:function" (a Python file), got {value!r}')
     resolved = Path(path) if Path(path).is_absolute() else (Path(base_dir) if base_dir else Path.cwd()) / path
     if not resolved.is_file():
-        raise ConfigurationError(f"{field}.setup", f"file not found: {resolved} (a path relative to the configuration "
-                                 "file)")
-    return {**parameters, "setup": f"{resolved.resolve()}:{function or 'make_setup'}"}
+        raise ConfigurationError(field, f"file not found: {resolved} (a path relative to the configuration file)")
+    return f"{resolved.resolve()}:{function or default}"
 
 
 def _target(field: str, data: dict, allow_code: bool, base_dir: str = "") -> TargetSpec:

@@ -153,7 +153,7 @@ def other_relation(accounting: AccountingSection, neighbouring: str, epsilon: fl
     return [
         Finding(
             "other-relation",
-            "medium" if best.epsilon > epsilon else "info",
+            "info",  # the claim is stated, and accounted, under its own relation: the other one is information
             {
                 "epsilon": best.epsilon,
                 "accountant": best.accountant,

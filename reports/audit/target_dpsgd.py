@@ -1,4 +1,6 @@
-"""The DP-SGD target: a user's own training, ``setup = "file.py:function"`` (``--allow-code``).
+"""The DP-SGD target: a user's own training, ``setup = "file.py:function"`` or ``train = "file.py:function"``
+(``--allow-code``). The train form runs the user's training function as written and checks what it ran
+(``reports.audit.dpsgd_train_form``); the rest of this docstring is the setup form.
 
 The function takes no arguments and returns a ``dpfed.dpsgd.DpsgdSetup`` (our opacus loop trains the user's
 model, data and loss) or the dict ``dpaudit opacus-check`` takes (the user's own ``make_private`` objects:
@@ -33,7 +35,10 @@ from reports.audit.model import Finding, TargetSpec, Unavailable
 from reports.audit.targets import BaseTarget, ProbeDeclined, register
 
 SCHEMA = {
-    "setup": strict.Required(strict.STRING),
+    "setup": strict.STRING,  # exactly one of setup and train
+    "train": strict.STRING,
+    "argv": strict.STRINGS,  # train only: the training's command line
+    "user_key": strict.STRING,  # train only, with a claim per user: each record's user
     "canaries_per_run": strict.INTEGER,
     "noise_repetitions": strict.INTEGER,
     "noise_false_alarm": strict.NUMBER,
@@ -64,6 +69,16 @@ class DpsgdTarget(BaseTarget):
         if spec.claim.neighbouring != "add-remove":
             raise ConfigurationError("claim.neighbouring", "DP-SGD with Poisson sampling is accounted for add/remove "
                                      "neighbours (one record added or removed)")
+        if ("setup" in p) == ("train" in p):
+            raise ConfigurationError("parameters", "give exactly one of setup (a set-up function) and train (your "
+                                     "own training function, run as written)")
+        self.train_observed = None
+        if "train" in p:
+            self._init_train(p)
+            return
+        for key in ("argv", "user_key"):
+            if key in p:
+                raise ConfigurationError(f"parameters.{key}", "applies to the train form only")
         self.setup_spec = p["setup"]
         self.canaries = int(p.get("canaries_per_run", DEFAULT_CANARIES))
         if self.canaries < 1:
@@ -98,6 +113,24 @@ class DpsgdTarget(BaseTarget):
         self.planned: dict[str, dict] = {}
         self.one_run_default: int | None = None  # the canaries default_trials gave the one-run probe, if it did
 
+    def _init_train(self, p: dict) -> None:
+        """The train form (``reports.audit.dpsgd_train_form``): the user's training run once, observed."""
+        from reports.audit.dpsgd_train_form import observe_training
+
+        for key in ("canaries_per_run", "noise_repetitions", "noise_false_alarm", *BATCH_KEYS):
+            if key in p:
+                raise ConfigurationError(f"parameters.{key}", "applies to the setup form only")
+        self.setup_spec, self.opacus, self.batch_keys, self.untracked, self.check = p["train"], False, {}, [], None
+        self.train_observed = observe_training(p["train"], self.spec.claim, p.get("argv", ()), p.get("user_key"))
+        if self.train_observed["mechanism"] is None:
+            raise ConfigurationError("parameters.train", f"{p['train']} took no private optimizer step (no "
+                                                         "make_private, or no step of its optimizer): nothing to audit")
+        datasets = self.train_observed["training"].datasets
+        self.examples = len(datasets[0]) if datasets else 0
+        self.mechanism, self.releases = self.train_observed["mechanism"], self.train_observed["releases"]
+        self.steps, self.canaries = self.releases, DEFAULT_CANARIES
+        self.planned, self.one_run_default = {}, None
+
     def default_units(self) -> tuple[int | None, str]:
         return self.examples, "records"
 
@@ -107,14 +140,18 @@ class DpsgdTarget(BaseTarget):
         return [self.setup_spec.rpartition(":")[0]]
 
     def report_parameters(self) -> dict:
-        return {"setup": self.setup_spec, "form": "opacus objects (opacus-check's dict)" if self.opacus else
-                "DpsgdSetup (our opacus loop)", "records": self.examples, "steps": self.steps,
+        form = ("the user's training, run as written and observed" if self.train_observed is not None else
+                "opacus objects (opacus-check's dict)" if self.opacus else "DpsgdSetup (our opacus loop)")
+        return {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
                 "mechanism": describe(self.mechanism), "releases": self.releases}
 
     def utility(self, seed, runs: int, log):
         return Unavailable("the dp-sgd target audits privacy only; measure utility in your own training loop")
 
     def _gradient_probe(self, name: str, explicit: dict) -> dict:
+        if self.train_observed is not None:
+            raise ProbeDeclined(f"{name} runs gradient canaries through a set-up's objects; the train form's "
+                                "checks read what the training ran (its noise measured at every step)")
         if self.untracked:
             raise ProbeDeclined(f"{name} reads the private optimizer's releases; parameters outside it "
                                 f"({', '.join(self.untracked)}) are trained with no noise at all")
@@ -128,6 +165,8 @@ class DpsgdTarget(BaseTarget):
                 **self.batch_keys}
 
     def _final_model_probe(self, name: str, explicit: dict) -> dict:
+        if self.train_observed is not None:
+            raise ProbeDeclined(f"{name} trains models from a DpsgdSetup; the train form runs the user's training once")
         if self.opacus:
             raise ProbeDeclined(f"{name} trains models with a per-example loss; opacus-check's dict has none "
                                 "(return a dpfed.dpsgd.DpsgdSetup to attack the final model)")
@@ -176,6 +215,10 @@ class DpsgdTarget(BaseTarget):
         return self._plan
 
     def findings(self, verdict, probes) -> list:
+        if self.train_observed is not None:
+            from reports.audit.dpsgd_train_form import train_findings
+
+            return train_findings(self.train_observed)
         out = []
         for name in self.untracked:
             out.append(Finding("dpsgd-check", "critical", {

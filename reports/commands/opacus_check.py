@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
     form.add_argument("--setup", help="FILE.py:FUNCTION returning the set-up dict (default make_setup)")
     form.add_argument("--train", help="FILE.py:FUNCTION: the user's own training, run as written and observed "
                       "where it calls opacus (every private step, the noise, every other optimizer)")
-    p.add_argument("--argv", dest="train_argv", default="", help="--train only: the training's command line (sys.argv[1:]), as one "
-                   "shell-quoted string, e.g. '--epochs 1 --device cpu'")
+    p.add_argument("--argv", dest="train_argv", default="",
+                   help="--train only: the training's command line (sys.argv[1:]), as one shell-quoted string, "
+                   "e.g. '--epochs 1 --device cpu'")
     p.add_argument("--claimed-epsilon", type=number_arg("claimed-epsilon", low=0.0, low_open=True), default=None,
                    help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
     p.add_argument("--unit", choices=("record", "user"), default="record",
@@ -123,7 +124,8 @@ def train_lines(result: dict) -> list[str]:
         lines += [f"  ran: {rows['steps']} private steps, noise multipliers {rows['noise_multipliers']}, sample rates "
                   f"{[round(q, 6) for q in rows['sample_rates']]}, clips {rows['clips']}, "
                   f"{'Poisson' if rows['poisson'] else 'not Poisson'}, {rows['engines']} engine(s)",
-                  f"  epsilon {rows['epsilon']:.4g} [pld] of the steps that ran (opacus's RDP {rows['opacus_rdp']:.4g}); "
+                  f"  epsilon {rows['epsilon']:.4g} [pld] of the steps that ran (opacus's RDP "
+                  f"{rows['opacus_rdp']:.4g}); "
                   f"the engine's accountant counts {rows['counted_steps']} steps and reported "
                   f"{rows['reported_epsilon']}; claim tested {claim} at delta {result['delta']:g}"]
     lines += [f"  {f['severity'].upper():8s} {f['code']}: {f['message']}" for f in result["findings"]]
@@ -149,7 +151,8 @@ def run_train(args) -> int:
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                 for f in checked["findings"]]
     verdict = "VIOLATION" if any(f["severity"] == "critical" for f in findings) else "PASS"
-    result = {"train": args.train, "argv": argv, "delta": delta, "unit": args.unit, "claim": checked["claim"],
+    result = {"train": args.train, "argv": argv, "delta": checked["rows"].get("delta", delta), "unit": args.unit,
+              "claim": checked["claim"],
               "verdict": verdict, "rows": checked["rows"], "findings": findings, "seconds": training.seconds,
               "observed": training.record}
     print("\n".join(train_lines(result)))

@@ -7,6 +7,8 @@ plant one bug each: ``train_half_noise`` (opacus's noise halved behind its accou
 epochs trained against the 2 the epsilon was computed for), ``train_head_outside`` (the output layer kept outside
 ``make_private`` and trained by a plain optimizer in the same loop), ``train_shuffled`` (``poisson_sampling=False``),
 ``train_duplicated`` (every record twice: one person, two records; correct per record, not per person).
+``train_reapplied`` is correct too: a second optimizer applies the private (noisy) gradient once more after each
+private step, which is post-processing.
 """
 
 import torch
@@ -25,7 +27,7 @@ def _data(copies: int = 1):
     return TensorDataset(x, torch.tensor(y, dtype=torch.long).repeat(copies))
 
 
-def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_outside=False):
+def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_outside=False, reapply=False):
     torch.manual_seed(0)
     body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
     head = nn.Linear(32, 10)
@@ -36,6 +38,7 @@ def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_
         data_loader=DataLoader(_data(copies), batch_size=BATCH, shuffle=True), target_epsilon=TARGET_EPSILON,
         target_delta=DELTA, epochs=accounted_epochs, max_grad_norm=CLIP, poisson_sampling=poisson)
     head_optimizer = torch.optim.SGD(head.parameters(), lr=LR) if head_outside else None
+    again = torch.optim.SGD(model.parameters(), lr=LR / 2) if reapply else None
     for _ in range(epochs):
         for x, y in loader:
             optimizer.zero_grad()
@@ -46,6 +49,8 @@ def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_
             if head_optimizer is not None:
                 head_optimizer.step()
                 head_optimizer.zero_grad()
+            if again is not None:  # the private (noisy) gradient applied once more: post-processing
+                again.step()
     print(f"trained {epochs} epochs: epsilon {engine.get_epsilon(DELTA):.3f} at delta {DELTA}")
 
 
@@ -76,3 +81,7 @@ def train_shuffled():
 
 def train_duplicated():
     _train(copies=2)
+
+
+def train_reapplied():
+    _train(reapply=True)

@@ -1,0 +1,56 @@
+"""The dp-sgd target's ``train`` form: the user's own training function run as written, once, and observed.
+
+``train = "file.py:function"`` (``argv``: its command line, for an argparse ``main``) is run when the target is
+built (``attacks.opacus_checks.train_run``); its mechanism is what ran: the private steps' Poisson subsampled
+Gaussian (when steps differ in noise multiplier or rate, the weakest of them over all steps: an upper bound), and
+the checks of ``attacks.opacus_checks.observed`` become ``dpsgd-check`` findings, with the claim as written in the
+configuration (epsilon, delta, unit: a unit naming a user reads ``user_key``).
+"""
+
+from __future__ import annotations
+
+from accounting.errors import ConfigurationError
+from accounting.mechanisms import SubsampledGaussian
+from reports.audit.model import Finding
+
+
+def claim_unit(unit: str) -> str:
+    """``user`` when the claim's unit names a user or person, else ``record``."""
+    words = str(unit).lower()
+    return "user" if any(w in words for w in ("user", "person", "people", "individual")) else "record"
+
+
+def observe_training(spec, claim, argv, user_key) -> dict:
+    """Run and check the user's training: ``{"training", "checked", "mechanism", "releases"}``."""
+    from attacks.opacus_checks.observed import check_training
+    from attacks.opacus_checks.train_run import run_user_training
+
+    try:
+        training = run_user_training(spec, argv, field="parameters.train")
+        checked = check_training(training, claim.delta, claim.epsilon, claim_unit(claim.unit), user_key)
+    except ConfigurationError as exc:
+        field = exc.field if exc.field.startswith("parameters.") else f"parameters.{exc.field}"
+        raise ConfigurationError(field, str(exc).split(": ", 1)[-1]) from None
+    rows = checked["rows"]
+    if not rows:
+        return {"training": training, "checked": checked, "mechanism": None, "releases": 0}
+    rate = max(rows["sample_rates"]) if rows["sample_rates"] else 1.0
+    clip = max(rows["clips"]) if rows["clips"] else 1.0
+    mechanism = SubsampledGaussian(min(rate, 1.0), min(rows["noise_multipliers"]), clip)
+    return {"training": training, "checked": checked, "mechanism": mechanism, "releases": int(rows["steps"])}
+
+
+def train_findings(observed: dict) -> list:
+    """The checks' findings and a row of what ran, as ``dpsgd-check`` findings."""
+    checked = observed["checked"]
+    out = [Finding("dpsgd-check", f.severity, {"code": f.code, "message": f.message, **dict(f.values)})
+           for f in checked["findings"]]
+    rows = checked["rows"]
+    if rows:
+        out.append(Finding("dpsgd-check", "info", {
+            "code": "observed-training", "steps": rows["steps"], "steps_epsilon": rows["epsilon"],
+            "opacus_rdp_epsilon": rows["opacus_rdp"], "reported_epsilon": rows["reported_epsilon"],
+            "message": f"the training ran {rows['steps']} private steps (noise multipliers "
+                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; opacus's RDP "
+                       f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']}"}))
+    return out
