@@ -346,7 +346,7 @@ def _one_run_scores(path: Path) -> None:
 def prepare_workdir(work: Path) -> None:
     (work / "configs").symlink_to(ROOT / "configs")
     (work / "tests").mkdir()
-    for folder in ("flower_apps", "flower_examples", "dpsgd_outside"):  # the outside apps and set-up the README audits
+    for folder in ("flower_apps", "flower_examples", "dpsgd_outside", "dpsgd_examples"):  # what the README audits
         (work / "tests" / folder).symlink_to(ROOT / "tests" / folder)
     _landmine_file(work / "LandmineData.mat")
     (work / "my_audit.toml").write_text(MY_AUDIT, encoding="utf-8")

@@ -51,6 +51,7 @@ def train_findings(observed: dict) -> list:
             "code": "observed-training", "steps": rows["steps"], "steps_epsilon": rows["epsilon"],
             "opacus_rdp_epsilon": rows["opacus_rdp"], "reported_epsilon": rows["reported_epsilon"],
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
-                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; opacus's RDP "
+                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; "
+                       f"opacus's RDP "
                        f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']}"}))
     return out
