@@ -182,4 +182,42 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
                 + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)
-    return {"rows": rows, "claim": claim, "findings": findings}
+    canaries = canary_check(training, claim, delta)
+    findings += canary_findings(canaries, claim)
+    return {"rows": rows, "claim": claim, "findings": findings, "canaries": canaries}
+
+
+def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:
+    """The one-run bounds of the canaries that joined the training (``dpfed.dpsgd.loop_canaries``): Steinke et al.'s
+    rigorous bound and its Gaussian f-DP refinement, best over guess counts; VIOLATION when the rigorous one exceeds
+    the claim. None when no canary ran."""
+    from attacks.estimators import estimate_one_run
+    from attacks.probes.one_run import bound_dict, one_run_decision
+
+    canaries = training.canaries
+    if canaries is None or not canaries.steps:
+        return None
+    bounds = [bound_dict(b, "all iterates (white box), one run, through the user's optimizer")
+              for b in estimate_one_run(canaries.scores, canaries.included, delta, confidence)]
+    if claim is None:
+        from attacks.estimators.one_run import one_run_ceiling
+
+        status, p_value, ceiling = "NO CLAIM", None, one_run_ceiling(canaries.count, delta, confidence)
+    else:
+        status, p_value, ceiling = one_run_decision(bounds, canaries.count, claim, delta, confidence)
+    return {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": canaries.count,
+            "steps": canaries.steps, "included": int(canaries.included.sum()), "confidence": confidence}
+
+
+def canary_findings(result: dict | None, claim: float | None) -> list:
+    if result is None:
+        return []
+    rigorous = max((b["epsilon"] for b in result["bounds"] if b.get("rigorous", True)), default=0.0)
+    words = (f"{result['canaries']} gradient canaries through the training's own optimizer ({result['included']} in, "
+             f"{result['steps']} steps): rigorous lower bound epsilon >= {rigorous:.3g} (ceiling {result['ceiling']:.3g} "
+             f"at {result['confidence']:g})")
+    if result["status"] == "VIOLATION":
+        return [OpacusFinding("canary-bound-above-claim", "critical", f"{words} exceeds the claim {claim:.4g}",
+                              {"lower_bound": rigorous, "p_value": result["p_value"]})]
+    return [OpacusFinding("canary-bound", "info", f"{words}; {result['status']} against the claim",
+                          {"lower_bound": rigorous, "ceiling": result["ceiling"]})]

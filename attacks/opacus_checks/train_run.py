@@ -30,6 +30,7 @@ class ObservedTraining:
     log: object
     record: dict
     seconds: float
+    canaries: object = None
 
     @property
     def datasets(self) -> list:
@@ -52,8 +53,9 @@ def _as_a_script(spec: str, argv):
         sys.argv, sys.path[:] = saved_argv, saved_path
 
 
-def run_user_training(spec: str, argv=(), field: str = "train") -> ObservedTraining:
-    """Import ``spec``'s file, call its function with ``argv`` as the command line, and return what opacus ran."""
+def run_user_training(spec: str, argv=(), field: str = "train", canaries=None) -> ObservedTraining:
+    """Import ``spec``'s file, call its function with ``argv`` as the command line, and return what opacus ran;
+    ``canaries`` (``dpfed.dpsgd.loop_canaries.LoopCanaries``) join its private steps and are scored."""
     from attacks.opacus_checks.batches import one_line
     from attacks.opacus_checks.load import _require_no_arguments, load_function
     from dpfed.dpsgd.observe import observing_opacus
@@ -66,7 +68,7 @@ def run_user_training(spec: str, argv=(), field: str = "train") -> ObservedTrain
         except ConfigurationError as exc:
             raise ConfigurationError(field, str(exc).split(": ", 1)[-1]) from None
     started = time.perf_counter()
-    with observing_opacus() as log, _as_a_script(spec, argv), warnings.catch_warnings():
+    with observing_opacus(canaries) as log, _as_a_script(spec, argv), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             function()
@@ -78,4 +80,4 @@ def run_user_training(spec: str, argv=(), field: str = "train") -> ObservedTrain
             raise
         except Exception as exc:  # noqa: BLE001 - the user's training, reported in one line
             raise ConfigurationError(field, f"{spec} raised {type(exc).__name__}: {one_line(exc)}") from None
-    return ObservedTraining(spec, argv, log, log.to_dict(), time.perf_counter() - started)
+    return ObservedTraining(spec, argv, log, log.to_dict(), time.perf_counter() - started, canaries)

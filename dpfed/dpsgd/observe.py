@@ -94,8 +94,9 @@ def _first_of(values, cls):
 
 
 @contextlib.contextmanager
-def observing_opacus():
-    """Within the block, opacus's engine, optimizer steps, noise and epsilons are logged (``OpacusLog``)."""
+def observing_opacus(canaries=None):
+    """Within the block, opacus's engine, optimizer steps, noise and epsilons are logged (``OpacusLog``);
+    ``canaries`` (a ``dpfed.dpsgd.loop_canaries.LoopCanaries``) join the first private optimizer's steps."""
     import torch
     from opacus import PrivacyEngine
     from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
@@ -157,8 +158,16 @@ def observing_opacus():
         return stepped
 
     def add_noise(self):
-        originals["add_noise"](self)
         expected = float(self.noise_multiplier) * _float(self.max_grad_norm)
+        owner = canaries is not None and getattr(canaries, "optimizer", id(self)) == id(self)
+        if owner:
+            canaries.optimizer = id(self)
+            held = [p for p in self.params if getattr(p, "summed_grad", None) is not None]
+            clip, rate = _float(self.max_grad_norm), float(getattr(self, OPTIMIZER_RATE, None) or 1.0)
+            clean = canaries.before_noise(held, clip, rate)
+        originals["add_noise"](self)
+        if owner:
+            canaries.after_noise(held, clean, expected, clip, rate)
         total, count = 0.0, 0
         for p in self.params:
             if getattr(p, "summed_grad", None) is None or p.grad is None:

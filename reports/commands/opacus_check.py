@@ -32,6 +32,11 @@ def add_parser(sub) -> None:
                    "e.g. '--epochs 1 --device cpu'")
     p.add_argument("--claimed-epsilon", type=number_arg("claimed-epsilon", low=0.0, low_open=True), default=None,
                    help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
+    p.add_argument("--canaries", type=number_arg("canaries", low=0, integer=True), default=0,
+                   help="--train only: gradient canaries inserted through the training's own private optimizer (each "
+                   "in by a fair coin; one-run bounds against the claim); 0: none (default 0)")
+    p.add_argument("--seed", type=number_arg("seed", low=0, high=2**32 - 1, integer=True), default=0,
+                   help="--train only: seed of the canaries' coins, coordinates and sampling (default 0)")
     p.add_argument("--unit", choices=("record", "user"), default="record",
                    help="--train only: the unit the claim protects (user: records per user give a group epsilon)")
     p.add_argument("--user-key", default=None, help="--train only, with --unit user: each record's user, a field "
@@ -101,7 +106,8 @@ def run(args) -> int:
         check_output_file("out", args.out)  # before the user's code runs, not after the check
     if args.train is not None:
         return run_train(args)
-    for name, flag in (("train_argv", "argv"), ("claimed_epsilon", "claimed-epsilon"), ("user_key", "user-key")):
+    for name, flag in (("train_argv", "argv"), ("claimed_epsilon", "claimed-epsilon"), ("user_key", "user-key"),
+                       ("canaries", "canaries")):
         if getattr(args, name):
             raise ConfigurationError(flag, "applies to --train only")
     if args.unit != "record":
@@ -146,7 +152,14 @@ def run_train(args) -> int:
     except ValueError as exc:
         raise ConfigurationError("argv", f"cannot split {args.train_argv!r}: {exc}") from None
     delta = 1e-5 if args.delta is None else args.delta
-    training = run_user_training(args.train, argv)
+    canaries = None
+    if args.canaries:
+        from attacks.probes.flower_bounds import check_canary_count
+        from dpfed.dpsgd.loop_canaries import LoopCanaries
+
+        check_canary_count(int(args.canaries), delta, 0.95)
+        canaries = LoopCanaries(int(args.canaries), int(args.seed))
+    training = run_user_training(args.train, argv, canaries=canaries)
     checked = check_training(training, delta, args.claimed_epsilon, args.unit, args.user_key)
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                 for f in checked["findings"]]
@@ -154,6 +167,7 @@ def run_train(args) -> int:
     result = {"train": args.train, "argv": argv, "delta": checked["rows"].get("delta", delta), "unit": args.unit,
               "claim": checked["claim"],
               "verdict": verdict, "rows": checked["rows"], "findings": findings, "seconds": training.seconds,
+              "canaries": checked.get("canaries"),
               "observed": training.record}
     print("\n".join(train_lines(result)))
     if args.out:

@@ -78,6 +78,8 @@ def test_duplicates_count_only_under_a_user_claim(tmp_path):
     (["--train", f"{TRAIN}:train", "--setup", f"{TRAIN}:train"], "not allowed with argument"),
     (["--setup", f"{TRAIN}:train", "--argv", "--x 1"], "applies to --train only"),
     (["--setup", f"{TRAIN}:train", "--unit", "user"], "applies to --train only"),
+    (["--setup", f"{TRAIN}:train", "--canaries", "100"], "applies to --train only"),
+    (["--train", f"{TRAIN}:train", "--canaries", "3"], "too few for the one-run estimators"),
     (["--train", f"{TRAIN}:train", "--user-key", "1"], "give --unit user too"),
     (["--train", f"{TRAIN}:nothing"], "nothing"),
     (["--train", f"{TRAIN}:_train", "--argv", "'unclosed"], "cannot split"),
@@ -90,3 +92,14 @@ def test_bad_train_arguments_exit_2_with_one_line(argv, words, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1, err
+
+
+def test_canaries_through_the_users_optimizer_give_a_one_run_bound(tmp_path):
+    """1000 gradient canaries join the training's own private steps: a one-run bound (rigorous, 95%) that stays below
+    the claim on the correct training (the estimator's guarantee: exceeding the true epsilon has probability <= 5%;
+    this seed's outcome is fixed)."""
+    code, result = check(tmp_path, "train", "--canaries", "1000", "--seed", "1")
+    assert code == 0
+    [finding] = [f for f in result["findings"] if f["code"] == "canary-bound"]
+    assert 0 <= finding["values"]["lower_bound"] < result["claim"]
+    assert result["canaries"]["steps"] == 58 and result["canaries"]["canaries"] == 1000
