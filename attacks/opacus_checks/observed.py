@@ -214,8 +214,8 @@ def canary_findings(result: dict | None, claim: float | None) -> list:
         return []
     rigorous = max((b["epsilon"] for b in result["bounds"] if b.get("rigorous", True)), default=0.0)
     words = (f"{result['canaries']} gradient canaries through the training's own optimizer ({result['included']} in, "
-             f"{result['steps']} steps): rigorous lower bound epsilon >= {rigorous:.3g} (ceiling {result['ceiling']:.3g} "
-             f"at {result['confidence']:g})")
+             f"{result['steps']} steps): rigorous lower bound epsilon >= {rigorous:.3g} (ceiling "
+             f"{result['ceiling']:.3g} at {result['confidence']:g})")
     if result["status"] == "VIOLATION":
         return [OpacusFinding("canary-bound-above-claim", "critical", f"{words} exceeds the claim {claim:.4g}",
                               {"lower_bound": rigorous, "p_value": result["p_value"]})]
