@@ -66,6 +66,12 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config "
         "'num-server-rounds=2 noise-scale=0.5' --out flower-half-noise.json", 1 if FLOWER_INSTALLED else 2,
         "as written (VIOLATION: half the noise); exit 2 without the flower extra"),
+    "dpaudit opacus-check --train tests/dpsgd_examples/mnist.py:main --argv --device cpu --epochs 1": (
+        "dpaudit opacus-check --train tests/dpsgd_examples/mnist.py:main --argv '--device cpu --epochs 1'", 0,
+        "as written (the training's command line quoted, one argument)"),
+    "dpaudit opacus-check --train tests/dpsgd_examples/planted.py:half_noise --argv --device cpu --epochs 1": (
+        "dpaudit opacus-check --train tests/dpsgd_examples/planted.py:half_noise --argv '--device cpu --epochs 1'",
+        1, "as written (VIOLATION: half the noise)"),
     "dpaudit audit configs/audit_flower.toml --allow-code --out out/flower": (
         None,
         0 if FLOWER_INSTALLED else 2,

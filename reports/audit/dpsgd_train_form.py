@@ -20,13 +20,20 @@ def claim_unit(unit: str) -> str:
     return "user" if any(w in words for w in ("user", "person", "people", "individual")) else "record"
 
 
-def observe_training(spec, claim, argv, user_key) -> dict:
-    """Run and check the user's training: ``{"training", "checked", "mechanism", "releases"}``."""
+def observe_training(spec, claim, argv, user_key, canaries: int = 0, seed: int = 0) -> dict:
+    """Run and check the user's training (with ``canaries`` gradient canaries through its own optimizer, seeded
+    ``seed``): ``{"training", "checked", "mechanism", "releases"}``."""
     from attacks.opacus_checks.observed import check_training
     from attacks.opacus_checks.train_run import run_user_training
+    from attacks.probes.flower_bounds import check_canary_count
+    from dpfed.dpsgd.loop_canaries import LoopCanaries
 
     try:
-        training = run_user_training(spec, argv, field="parameters.train")
+        check_canary_count(canaries, claim.delta, 0.95)
+        if not 0 <= seed < 2**32:
+            raise ConfigurationError("canary_seed", f"must lie in [0, 2^32), got {seed}")
+        plan = LoopCanaries(canaries, seed) if canaries else None
+        training = run_user_training(spec, argv, field="parameters.train", canaries=plan)
         checked = check_training(training, claim.delta, claim.epsilon, claim_unit(claim.unit), user_key)
     except ConfigurationError as exc:
         field = exc.field if exc.field.startswith("parameters.") else f"parameters.{exc.field}"

@@ -39,6 +39,8 @@ SCHEMA = {
     "train": strict.STRING,
     "argv": strict.STRINGS,  # train only: the training's command line
     "user_key": strict.STRING,  # train only, with a claim per user: each record's user
+    "canaries": strict.INTEGER,  # train only: gradient canaries through the training's own optimizer (one run)
+    "canary_seed": strict.INTEGER,
     "canaries_per_run": strict.INTEGER,
     "noise_repetitions": strict.INTEGER,
     "noise_false_alarm": strict.NUMBER,
@@ -76,9 +78,7 @@ class DpsgdTarget(BaseTarget):
         if "train" in p:
             self._init_train(p)
             return
-        for key in ("argv", "user_key"):
-            if key in p:
-                raise ConfigurationError(f"parameters.{key}", "applies to the train form only")
+        _refuse_train_keys(p)
         self.setup_spec = p["setup"]
         self.canaries = int(p.get("canaries_per_run", DEFAULT_CANARIES))
         if self.canaries < 1:
@@ -121,7 +121,8 @@ class DpsgdTarget(BaseTarget):
             if key in p:
                 raise ConfigurationError(f"parameters.{key}", "applies to the setup form only")
         self.setup_spec, self.opacus, self.batch_keys, self.untracked, self.check = p["train"], False, {}, [], None
-        self.train_observed = observe_training(p["train"], self.spec.claim, p.get("argv", ()), p.get("user_key"))
+        self.train_observed = observe_training(p["train"], self.spec.claim, p.get("argv", ()), p.get("user_key"),
+                                               int(p.get("canaries", 0)), int(p.get("canary_seed", 0)))
         if self.train_observed["mechanism"] is None:
             raise ConfigurationError("parameters.train", f"{p['train']} took no private optimizer step (no "
                                                          "make_private, or no step of its optimizer): nothing to audit")
@@ -275,6 +276,12 @@ class DpsgdTarget(BaseTarget):
         return Finding("dpsgd-check", "info", {
             "code": "default-budget", "probe": name, **plan,
             "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})
+
+
+def _refuse_train_keys(params: dict) -> None:
+    for key in ("argv", "user_key", "canaries", "canary_seed"):
+        if key in params:
+            raise ConfigurationError(f"parameters.{key}", "applies to the train form only")
 
 
 def _opacus_check(run, delta: float, params: dict) -> dict:

@@ -31,12 +31,20 @@ def local_loader(partition: int):
 
 @client.train()
 def train(msg: Message, context: Context) -> Message:
-    cfg = context.run_config
-    scale = float(cfg["noise-scale"])
-    def scaled(std, reference, *args, **kwargs):
-        return _generate_noise(std * scale, reference, *args, **kwargs)
+    scale = float(context.run_config["noise-scale"])
+
+    def scaled(std, *args, **kwargs):
+        return _generate_noise(std * scale, *args, **kwargs)
 
     opacus_optimizer._generate_noise = _generate_noise if scale == 1.0 else scaled
+    try:
+        return _train(msg, context)
+    finally:
+        opacus_optimizer._generate_noise = _generate_noise
+
+
+def _train(msg: Message, context: Context) -> Message:
+    cfg = context.run_config
     model = make_model()
     model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
     engine = PrivacyEngine()
