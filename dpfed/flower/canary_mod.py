@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CLIP_KEY = "dpaudit.canary-clip"
-MARKER = "dpaudit.canary"
+from dpfed.flower.canary_keys import CLIP_KEY, MARKER  # noqa: F401 - MARKER: imported from here by the host
 
 
 @dataclass(frozen=True)
@@ -31,16 +30,31 @@ class CanaryMod:
     canaries: int
     seed: int
     insert: bool = True
+    legacy: bool = False  # a legacy client_fn app: canaries run its ClientApp (``dpfed.flower.legacy_canary``)
 
     def __call__(self, msg, context, call_next):
         partition = int(context.node_config["partition-id"])
-        if partition >= self.real:
+        if partition >= self.real and not self.legacy:
             return self.answer(msg, partition - self.real)
         context.node_config["num-partitions"] = self.real
+        config = {}
         for record in msg.content.config_records.values():
+            config.update(record)
             if CLIP_KEY in record:
                 del record[CLIP_KEY]
-        return call_next(msg, context)
+        if partition < self.real:
+            return call_next(msg, context)
+        from dpfed.flower.legacy_canary import canary_reply
+
+        index = partition - self.real
+        context.node_config["partition-id"] = index % self.real  # a real partition's data and example count
+        context.node_config[MARKER] = index  # the client observer leaves canaries out
+        try:
+            with canary_reply(self.direction, index, config):
+                return call_next(msg, context)
+        finally:  # the node stays a canary for its next message
+            context.node_config["partition-id"] = partition
+            del context.node_config[MARKER]
 
     def direction(self, index: int, dim: int) -> np.ndarray:
         from dpfed.flower.canaries import canary_direction, canary_signs, decoy_direction

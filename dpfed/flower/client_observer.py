@@ -27,6 +27,10 @@ class ClientObserver:
     directory: str
 
     def __call__(self, msg, context, call_next):
+        from dpfed.flower.canary_keys import MARKER
+
+        if MARKER in context.node_config:  # a legacy canary running the project's ClientApp: not a real client
+            return call_next(msg, context)
         record = {"node_id": int(context.node_id), "partition_id": _partition(context),
                   "round": _round(msg), "message_type": str(msg.metadata.message_type)}
         try:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpfed.flower.canary_keys import CLIP_KEY as CANARY_CLIP_KEY
+from dpfed.flower.canary_keys import MARKER
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.recorder import CLIP_KEY, _flat, clip_to, norm_slack
 from dpfed.flower.records import add_release
@@ -34,8 +36,12 @@ def _node(proxy) -> int:
     return int(node if node is not None else proxy.cid)
 
 
-def legacy_recording_strategy(strategy, transcript: Transcript | None = None, secure: bool = False):
-    """``strategy`` (a ``flwr.server.strategy.Strategy``) wrapped in a recorder; ``.transcript`` holds the records."""
+def legacy_recording_strategy(strategy, transcript: Transcript | None = None, secure: bool = False,
+                              canaries: bool = False):
+    """``strategy`` (a ``flwr.server.strategy.Strategy``) wrapped in a recorder; ``.transcript`` holds the records.
+    ``canaries``: canary nodes take part (``dpfed.flower.legacy_canary``): every fit config carries the round's clip,
+    canary replies (``MARKER`` in their metrics) are noted in ``canary_nodes`` and left out
+    of evaluation."""
     from flwr.server.strategy import Strategy
 
     class LegacyRecordingStrategy(Strategy):
@@ -46,6 +52,7 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self.secure = secure
             self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
             self.round_deltas, self.partitions, self.initial = {}, {}, None
+            self.canaries, self.canary_nodes = canaries, {}
 
         def __repr__(self):
             return repr(self.strategy)
@@ -61,9 +68,20 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self._population[server_round] = int(client_manager.num_available())
             clips = [float(ins.config[CLIP_KEY]) for _, ins in instructions if CLIP_KEY in ins.config]
             self._sent_clip[server_round] = clips[0] if clips else None
+            if self.canaries:
+                clip = float(wrapper_of(self.strategy).clipping_norm)
+                for _, ins in instructions:
+                    ins.config = {**ins.config, CANARY_CLIP_KEY: clip}
             return instructions
 
+        def _note_canaries(self, results) -> None:
+            for proxy, res in results:
+                if MARKER in (res.metrics or {}):
+                    self.canary_nodes[_node(proxy)] = int(res.metrics[MARKER])
+
         def aggregate_fit(self, server_round, results, failures):
+            if self.canaries:
+                self._note_canaries(results)
             wrapper = wrapper_of(self.strategy)
             side = "client" if self.secure or wrapper_kind(wrapper).startswith("client") else "server"
             clip = float(self._sent_clip.get(server_round) or wrapper.clipping_norm)
@@ -92,6 +110,7 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             return self.strategy.configure_evaluate(server_round, parameters, client_manager)
 
         def aggregate_evaluate(self, server_round, results, failures):
+            results = [(proxy, res) for proxy, res in results if MARKER not in (res.metrics or {})]
             return self.strategy.aggregate_evaluate(server_round, results, failures)
 
         def evaluate(self, server_round, parameters):

@@ -6,20 +6,22 @@ with the project's ServerApp and ClientApp, its directory and the fused run conf
 several strategies. The audit observes (``dpfed.flower.observe``) every strategy where it starts (the Message API's
 ``Strategy.start``, a legacy strategy in ``DefaultWorkflow`` with or without SecAgg+, the legacy ``Server.fit``)
 and wraps each one that is or wraps a Flower DP wrapper in a recorder (``dpfed.flower.recorder`` or
-``legacy_recorder``); a Message-API one also in the canary host. Every real client's call runs inside
+``legacy_recorder``); a Message-API one also in the canary host (a legacy one's recorder hosts the canaries, which
+run the project's own ClientApp and mods, ``dpfed.flower.legacy_canary``). Every real client's call runs inside
 ``dpfed.flower.client_observer`` (what opacus ran in it), and ``canaries`` extra SuperNodes are answered by
 ``dpfed.flower.canary_mod``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from dataclasses import dataclass, field
 
 from accounting.errors import ConfigurationError
 from dpfed.flower.app_project import AppProject, load_apps
-from dpfed.flower.observe import APIS, ObservedStrategy
+from dpfed.flower.observe import ObservedStrategy
 from dpfed.transcript import Transcript
 
 
@@ -83,9 +85,6 @@ class AppRun:
 
 
 def _canary_refusal(entry: ObservedStrategy) -> str | None:
-    if entry.api != "message":
-        return (f"--canaries: the app runs a legacy strategy ({APIS[entry.api]}); canary SuperNodes answer Message-API "
-                "strategies only (run without --canaries for the configuration, transcript and client checks)")
     if dp_wrapper(entry.strategy) is None:
         return (f"--canaries: the app's {type(entry.strategy).__name__} has no Flower central-DP wrapper to scale a "
                 "canary's update by its clip (run without --canaries: the clients' own DP is observed)")
@@ -99,6 +98,7 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     from dpfed.flower.canary_mod import CanaryMod, with_canaries
     from dpfed.flower.client_observer import ClientObserver, read_records
     from dpfed.flower.host import canary_host
+    from dpfed.flower.legacy_canary import is_legacy
     from dpfed.flower.legacy_recorder import legacy_recording_strategy
     from dpfed.flower.observe import observing_strategies
     from dpfed.flower.recorder import recording_strategy
@@ -119,10 +119,13 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
             started.recorder = recording_strategy(entry.strategy, Transcript())
             started.host = canary_host(started.recorder)
             return started.host
-        started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure)
+        started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure,
+                                                     canaries=bool(settings.canaries))
         return started.recorder
 
     mod = CanaryMod(settings.nodes, settings.canaries, settings.seed, settings.insert)
+    if settings.canaries and is_legacy(client_app):  # canaries run the project's own ClientApp and mods
+        mod = dataclasses.replace(mod, legacy=True)
     run = _run_with(run_config)
     # Ray starts its workers (the ClientApp actors) at nice 15; on a machine shared with other work they then
     # starve behind it (measured: minutes per round on a loaded 2-core machine). Normal priority unless set.
@@ -143,8 +146,8 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
             raise ConfigurationError("app", f"the app failed while Flower ran it: {type(cause).__name__}: "
                                             f"{' '.join(str(cause).split())[:200]}") from None
         result.clients = read_records(directory)
-    result.canary_nodes = {node: index for s in result.starts if s.host is not None
-                           for node, index in s.host.canary_nodes.items()}
+    result.canary_nodes = {node: index for s in result.starts
+                           for node, index in getattr(s.host or s.recorder, "canary_nodes", {}).items()}
     return result
 
 

@@ -113,11 +113,19 @@ def test_an_app_without_dp_is_refused_after_flower_ran_it_naming_what_ran(tmp_pa
     assert len(err.splitlines()) == 1 and "Flower ran the app" in err and "no Flower central-DP wrapper" in err
 
 
-def test_canaries_on_a_legacy_strategy_are_refused_saying_flower_started(tmp_path, monkeypatch, capsys):
-    flower_runtime_in_process(monkeypatch)
-    assert main(["flower", str(APPS / "legacy_server_fn"), "--num-supernodes", "6", "--canaries", "40"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "legacy strategy" in err and "Flower had started" in err
+@pytest.mark.parametrize("app", ["legacy_server_fn", "secagg_workflow"])
+def test_canaries_take_part_in_legacy_apps_and_under_secure_aggregation(tmp_path, monkeypatch, app):
+    """Legacy canaries run the app's own ClientApp and mods (under SecAgg+ they mask and unmask like the others) on
+    a real partition's data, so they report a real client's example count: the weights stay equal (no
+    unequal-weights finding of our own making), the server's recorder tells them apart by their marker, and the
+    correct app still passes."""
+    code, result = audit(tmp_path, monkeypatch, APPS / app, "--num-supernodes", "6", "--canaries", "20")
+    assert code == 0 and not critical(result), result["findings"]
+    canaries = result["details"]["canaries"]
+    assert canaries["measured_shift"]["participations"] > 0 and len(canaries["signs"]) == 20
+    for message in result["details"]["transcript"]["messages"]:
+        weights = message["payload"]["weights"]
+        assert weights == pytest.approx([1 / len(weights)] * len(weights))
 
 
 def test_local_dp_mod_is_composed_over_each_clients_rounds(tmp_path, monkeypatch):
@@ -146,3 +154,28 @@ def test_local_dp_mod_is_composed_over_each_clients_rounds(tmp_path, monkeypatch
         eps = row["composed_epsilon"]
         delta = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
         assert delta == pytest.approx(1e-5, rel=1e-4)
+
+
+def test_canaries_without_a_central_dp_wrapper_are_refused_saying_flower_started(tmp_path, monkeypatch, capsys):
+    flower_runtime_in_process(monkeypatch)
+    assert main(["flower", str(APPS / "opacus_kept"), "--canaries", "40"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no Flower central-DP wrapper" in err and "Flower had started" in err
+
+
+def test_an_app_failing_while_flower_runs_it_is_one_line_naming_its_error(tmp_path, monkeypatch, capsys):
+    """The app's own error (here its main reads a run-config key it never declared) is reported in one line, as the
+    app's, not as ours."""
+    import shutil
+
+    broken = tmp_path / "waiting_broken"
+    shutil.copytree(APPS / "waiting_main", broken, ignore=shutil.ignore_patterns("__pycache__"))
+    (broken / "waiting_main").rename(broken / "waiting_broken")
+    toml = broken / "pyproject.toml"
+    toml.write_text(toml.read_text().replace("waiting_main.app", "waiting_broken.app"))
+    code = broken / "waiting_broken" / "app.py"
+    code.write_text(code.read_text().replace('cfg["noise-scale"]', 'cfg["noise-scales"]'))
+    flower_runtime_in_process(monkeypatch)
+    assert main(["flower", str(broken), "--num-supernodes", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the app failed while Flower ran it: KeyError" in err, err
