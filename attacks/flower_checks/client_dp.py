@@ -149,7 +149,7 @@ def client_dp_findings(records: list[dict], delta: float, claimed_epsilon: float
     findings = []
     for node, row in rows.items():
         findings += _accounting_finding(node, row, claimed_epsilon) + _claim_findings(node, row, claimed_epsilon)
-    findings += noise_findings(records, alpha)
+    findings += noise_findings(records, alpha) + client_canary_findings(records, rows, claimed_epsilon, delta)
     private = set(rows)
     bare = sorted({int(r["node_id"]) for r in records if _trained(r) and not _steps(r)} - private)
     if bare:
@@ -168,3 +168,41 @@ def client_dp_findings(records: list[dict], delta: float, claimed_epsilon: float
                                   f"{worst['noise_multipliers']})",
                                   {"largest_epsilon": worst["composed_epsilon"], "clients": len(rows)}))
     return {"rows": rows, "findings": findings}
+
+
+def client_canary_findings(records: list[dict], rows: dict, claimed_epsilon, delta: float,
+                           confidence: float = 0.95) -> list:
+    """Per client, the one-run bound of the gradient canaries that joined its private steps in every round (each
+    canary's log-likelihood-ratio scores summed over the rounds: the releases compose); critical where the rigorous
+    bound exceeds the client's claim (``claimed_epsilon``, else the epsilon it reported)."""
+    import numpy as np
+
+    from attacks.estimators import estimate_one_run
+    from attacks.opacus_checks.observed import canary_findings
+    from attacks.probes.one_run import bound_dict, one_run_decision
+
+    refused = next((r["canaries"]["refusal"] for r in records if "refusal" in (r.get("canaries") or {})), None)
+    if refused is not None:
+        from accounting.errors import ConfigurationError
+
+        raise ConfigurationError("client-canaries", f"{refused} (Flower had started the app)")
+    out = []
+    for node, row in rows.items():
+        own = [r["canaries"] for r in records if int(r["node_id"]) == node and r.get("canaries")]
+        if not own:
+            continue
+        scores, included = np.sum([c["scores"] for c in own], axis=0), np.asarray(own[0]["included"], dtype=bool)
+        bounds = [bound_dict(b, "all iterates (white box), one run, through the client's optimizer")
+                  for b in estimate_one_run(scores, included, delta, confidence)]
+        claim = claimed_epsilon if claimed_epsilon is not None else row["reported_epsilon"]
+        status, p_value, ceiling = (one_run_decision(bounds, len(scores), claim, delta, confidence)
+                                    if claim is not None else ("NO CLAIM", None, float("nan")))
+        result = {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": len(scores),
+                  "steps": sum(c["steps"] for c in own), "included": int(included.sum()), "confidence": confidence}
+        row["canary_bound"] = max((b["epsilon"] for b in bounds if b["rigorous"]), default=0.0)
+        for finding in canary_findings(result, claim):
+            finding.values.update(node=node, partition=row["partition"])
+            out.append(FlowerFinding(f"client-{finding.code}", finding.severity,
+                                     f"client {node} (partition {row['partition']}): {finding.message}",
+                                     dict(finding.values)))
+    return out

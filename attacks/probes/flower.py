@@ -37,7 +37,8 @@ class FlowerAppProbe(Probe):
     real SuperNodes plus the canaries; ``claims``: the usual claims to check (``dpfed.flower.config.CLAIMS``);
     ``claimed_epsilon``: the user's epsilon (replace-one), if any; ``insert_canaries=False``: a null run;
     ``canary_seed``: the seed of the canaries' directions and signs when set (else the seed ``run_once`` is given:
-    the audit target sets it, so that the run it reads its mechanism from is the run its probe scores)."""
+    the audit target sets it, so that the run it reads its mechanism from is the run its probe scores);
+    ``client_canaries``: gradient canaries through each client's own private optimizer (DP-SGD in the clients)."""
 
     app: str = ""
     run_config: dict = field(default_factory=dict)
@@ -47,6 +48,7 @@ class FlowerAppProbe(Probe):
     transcript_alpha: float = 1e-3
     insert_canaries: bool = True
     canary_seed: int | None = None
+    client_canaries: int = 0
 
     name = "flower-app"
     one_run = True
@@ -83,10 +85,10 @@ class FlowerAppProbe(Probe):
 
         project, run_config = self.project()
         key = (self.provenance()["app_code"], project.directory, tuple(sorted(run_config.items())),
-               self.num_supernodes, int(canaries), int(seed), bool(self.insert_canaries))
+               self.num_supernodes, int(canaries), int(seed), bool(self.insert_canaries), int(self.client_canaries))
         if key not in _RUNS:
             _RUNS[key] = run_app(project, run_config, RunSettings(self.num_supernodes, canaries, seed,
-                                                                  self.insert_canaries))
+                                                                  self.insert_canaries, int(self.client_canaries)))
         return _RUNS[key]
 
     def run_once(self, canaries: int, seed: int, epsilon: float | None, delta: float,

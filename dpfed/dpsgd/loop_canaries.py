@@ -20,19 +20,25 @@ import numpy as np
 
 @dataclass
 class LoopCanaries:
-    """``count`` canaries seeded ``seed``; ``insert=False`` draws the coins but adds nothing (a null run)."""
+    """``count`` canaries seeded ``seed``; ``insert=False`` draws the coins but adds nothing (a null run);
+    ``stream``: the stream of the per-step sampling draws (one training of several, e.g. a Flower client's rounds:
+    the coins and coordinates follow ``seed`` alone, so they are the same in each, the sampling is fresh)."""
 
     count: int
     seed: int
     insert: bool = True
+    stream: int = 0
     included: np.ndarray = field(init=False)
     scores: np.ndarray = field(init=False)
     steps: int = field(default=0, init=False)
     coordinates: list | None = field(default=None, init=False)
+    strict: bool = True  # too few coordinates: raise (else note it in ``refusal`` and add nothing)
+    refusal: str | None = field(default=None, init=False)
 
     def __post_init__(self):
         self.rng = np.random.default_rng([int(self.seed), 0x10C9])
         self.included = self.rng.random(int(self.count)) < 0.5
+        self.sampling = np.random.default_rng([int(self.seed), 0x5A3, int(self.stream)])
         self.scores = np.zeros(int(self.count))
 
     def _place(self, params) -> list:
@@ -41,8 +47,11 @@ class LoopCanaries:
         if sizes.sum() < self.count:
             from accounting.errors import ConfigurationError
 
-            raise ConfigurationError("canaries", f"{self.count} canaries need as many coordinates; the private "
-                                                 f"optimizer holds {int(sizes.sum())}")
+            self.refusal = (f"{self.count} canaries need as many coordinates; the private optimizer holds "
+                            f"{int(sizes.sum())} (use at most that many)")
+            if self.strict:
+                raise ConfigurationError("canaries", self.refusal)
+            return []
         flat = self.rng.choice(int(sizes.sum()), size=self.count, replace=False)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         which = np.searchsorted(starts, flat, side="right") - 1
@@ -54,8 +63,10 @@ class LoopCanaries:
 
         if self.coordinates is None:
             self.coordinates = self._place(params)
+        if self.refusal is not None:
+            return np.zeros(0)
         clean = np.array([float(params[i].summed_grad.reshape(-1)[o]) for i, o in self.coordinates])
-        joins = self.included & (self.rng.random(self.count) < rate) & self.insert
+        joins = self.included & (self.sampling.random(self.count) < rate) & self.insert
         for k in np.flatnonzero(joins):
             i, o = self.coordinates[k]
             with torch.no_grad():
@@ -64,6 +75,8 @@ class LoopCanaries:
 
     def after_noise(self, params, clean: np.ndarray, std: float, clip: float, rate: float) -> None:
         """Score each canary's observation (noisy minus clean) at its coordinate."""
+        if self.refusal is not None:
+            return
         noisy = np.array([float(params[i].grad.reshape(-1)[o]) for i, o in self.coordinates])
         observed = noisy - clean
         shift = (clip * observed - clip ** 2 / 2) / std ** 2

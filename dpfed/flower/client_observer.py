@@ -22,9 +22,14 @@ SUFFIX = ".client.json"
 
 @dataclass(frozen=True)
 class ClientObserver:
-    """A Flower mod (``mod(msg, context, call_next)``) writing one observation per message into ``directory``."""
+    """A Flower mod (``mod(msg, context, call_next)``) writing one observation per message into ``directory``;
+    ``canaries``: gradient canaries through each client's own private optimizer in every training call
+    (``dpfed.dpsgd.loop_canaries``: the coins and coordinates seeded by ``seed`` and the client's partition, the same
+    in each of its rounds; the sampling fresh each round), their scores written with the observation."""
 
     directory: str
+    canaries: int = 0
+    seed: int = 0
 
     def __call__(self, msg, context, call_next):
         from dpfed.flower.canary_keys import MARKER
@@ -39,11 +44,26 @@ class ClientObserver:
             record["opacus"] = None
             reply = call_next(msg, context)
         else:
-            with observing_opacus() as log:
+            plan = self._canaries(record)
+            with observing_opacus(plan) as log:
                 reply = call_next(msg, context)
             record["opacus"] = log.to_dict()
+            if plan is not None and plan.refusal is not None:
+                record["canaries"] = {"refusal": plan.refusal}
+            elif plan is not None and plan.steps:
+                record["canaries"] = {"scores": plan.scores.tolist(), "included": plan.included.tolist(),
+                                      "steps": plan.steps}
         write_record(self.directory, record)
         return reply
+
+
+    def _canaries(self, record):
+        if not self.canaries or not record["message_type"].startswith("train") or record["partition_id"] is None:
+            return None
+        from dpfed.dpsgd.loop_canaries import LoopCanaries
+
+        return LoopCanaries(self.canaries, seed=(int(self.seed) * 1_000_003 + record["partition_id"]) % 2**63,
+                            stream=record["round"] or 0, strict=False)
 
 
 def _partition(context):

@@ -44,12 +44,14 @@ def dp_wrapper(strategy):
 @dataclass(frozen=True)
 class RunSettings:
     """One audited run: ``nodes`` real SuperNodes, ``canaries`` more, the seed of the canaries' directions and
-    signs, and ``insert`` (False: a null run, the canaries send independent directions)."""
+    signs, ``insert`` (False: a null run, the canaries send independent directions) and ``client_canaries`` (gradient
+    canaries through each real client's own private optimizer, ``dpfed.flower.client_observer``)."""
 
     nodes: int
     canaries: int = 0
     seed: int = 0
     insert: bool = True
+    client_canaries: int = 0  # gradient canaries through each client's own private optimizer (opacus)
 
 
 @dataclass
@@ -131,7 +133,7 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     # starve behind it (measured: minutes per round on a loaded 2-core machine). Normal priority unless set.
     os.environ.setdefault("RAY_worker_niceness", "0")
     with tempfile.TemporaryDirectory(prefix="dpaudit-clients-") as directory, observing_strategies(take):
-        app = with_canaries(client_app, mod, ClientObserver(directory))
+        app = with_canaries(client_app, mod, ClientObserver(directory, settings.client_canaries, settings.seed))
         try:
             _run_simulation(num_supernodes=settings.nodes + settings.canaries, exit_event=_exit_event(),
                             client_app=app, server_app=server_app,

@@ -28,6 +28,10 @@ def add_parser(sub) -> None:
     p.add_argument("--canaries", type=int, default=0,
                    help="k canary SuperNodes added by the audit, each answering current + s C u with a secret random "
                    "sign s (one-run audit, replace-one); 0 or at least 4 (default 0)")
+    p.add_argument("--client-canaries", type=int, default=0,
+                   help="gradient canaries through each client's own private optimizer (opacus in the ClientApp), the "
+                   "same in each of its rounds: a one-run lower bound per client; 0 or enough for the one-run "
+                   "estimators (default 0)")
     p.add_argument("--delta", type=float, default=1e-5)
     p.add_argument("--claim", default="",
                    help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
@@ -70,7 +74,8 @@ def summary_lines(audit: dict) -> list[str]:
         lines.append(f"  client {node} (partition {row['partition']}): {row['steps']} opacus steps over "
                      f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon "
                      f"{row['composed_epsilon']:.4g} "
-                     f"composed [pld], reported {reported}")
+                     f"composed [pld], reported {reported}"
+                     + (f", canary bound {row['canary_bound']:.3g}" if "canary_bound" in row else ""))
     for node, row in audit["local_dp"].items():
         lines.append(f"  client {node}: {row['rounds']} LocalDpMod release(s) of epsilon "
                      f"{row['per_release_epsilon']:.4g} each: epsilon {row['composed_epsilon']:.4g} composed [exact] "
@@ -95,6 +100,7 @@ def check_arguments(args) -> None:
 
     require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
     require_number("canaries", args.canaries, low=0, integer=True)
+    require_number("client-canaries", args.client_canaries, low=0, integer=True)
     require_number("seed", args.seed, low=0, high=2**32 - 1, integer=True)
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     require_number("transcript-alpha", args.transcript_alpha, low=0, high=1, low_open=True, high_open=True)
@@ -104,6 +110,10 @@ def check_arguments(args) -> None:
             raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
     # too few canaries can show nothing: refused before the run
     check_canary_count(args.canaries, args.delta, 0.95 if args.confidence is None else args.confidence)
+    try:
+        check_canary_count(args.client_canaries, args.delta, 0.95)
+    except ConfigurationError as exc:
+        raise ConfigurationError("client-canaries", str(exc).split(": ", 1)[-1]) from None
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
     if args.out is not None:
@@ -125,7 +135,8 @@ def run(args) -> int:
 
     overrides = parse_run_config(args.run_config)
     probe = get_probe("flower-app", app=args.app, run_config=overrides, num_supernodes=args.num_supernodes,
-                      claims=claims, claimed_epsilon=args.claimed_epsilon, transcript_alpha=args.transcript_alpha)
+                      claims=claims, claimed_epsilon=args.claimed_epsilon, transcript_alpha=args.transcript_alpha,
+                      client_canaries=args.client_canaries)
     probe.project()  # a bad project or run config: one line, before anything runs
     started = time.perf_counter()
     confidence = 0.95 if args.confidence is None else args.confidence

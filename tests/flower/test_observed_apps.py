@@ -179,3 +179,19 @@ def test_an_app_failing_while_flower_runs_it_is_one_line_naming_its_error(tmp_pa
     assert main(["flower", str(broken), "--num-supernodes", "4"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the app failed while Flower ran it: KeyError" in err, err
+
+
+def test_gradient_canaries_through_each_clients_own_optimizer(tmp_path, monkeypatch, capsys):
+    """300 gradient canaries join each client's private steps in every round (the same coins and coordinates each
+    round): a one-run bound per client, below the clients' composed epsilon on the correct app; more canaries than
+    the clients' model has coordinates is one line after the run, saying Flower had started."""
+    code, result = audit(tmp_path, monkeypatch, APPS / "opacus_kept", "--client-canaries", "300")
+    assert code == 0 and not critical(result)
+    bounds = [f for f in result["findings"] if f["code"] == "client-canary-bound"]
+    assert len(bounds) == 2
+    for row in result["clients"].values():
+        assert 0 <= row["canary_bound"] < row["composed_epsilon"]
+    flower_runtime_in_process(monkeypatch)
+    assert main(["flower", str(APPS / "opacus_kept"), "--client-canaries", "400"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "holds 370" in err and "Flower had started" in err
