@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpfed.flower.canary_keys import CLIP_KEY, MARKER  # noqa: F401 - MARKER: imported from here by the host
+from dpfed.flower.canary_keys import CLIP_KEY, MARKER
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,4 @@
-"""Take hold of the strategy a ServerApp starts, without changing the project's code.
-
-A Message-API ServerApp builds its strategy in ``@app.main()`` and calls ``strategy.start(grid, ...)``, which
-every Flower strategy inherits from ``flwr.serverapp.strategy.Strategy``. ``started_strategy(on_start)`` patches
-that method for the duration of a ``with`` block: the first strategy started is handed to ``on_start(strategy,
-num_rounds)``, which returns the strategy to run instead (``start`` then runs on it), or raises to stop the app
-(``inspect``: read the strategy without running anything). A subclass that overrides ``start`` without calling
-``Strategy.start`` is not seen (``on_start`` is then never called, which the caller reports).
+"""The canary host: the strategy the audit runs around a Message-API app's recorded strategy.
 
 ``CanaryHost`` is the strategy the audit runs: outermost around the recorder and the project's strategy, it puts
 each round's clip in the training requests (for the canary mod, ``dpfed.flower.canary_mod``), completes the
@@ -15,37 +8,9 @@ theirs are equal), notes which node is which canary, and drops canary replies to
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
-from dpfed.flower.canary_mod import CLIP_KEY, MARKER
+from dpfed.flower.canary_keys import CLIP_KEY, MARKER
 from dpfed.flower.read import wrapper_of
 from dpfed.flower.recorder import weighted_by_key
-
-_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def started_strategy(on_start):
-    """Within the block, ``Strategy.start`` hands the first strategy started to ``on_start``."""
-    from flwr.serverapp.strategy import Strategy
-
-    original = Strategy.start
-    state = {"taken": False}
-
-    def start(self, grid, initial_arrays, num_rounds=3, *args, **kwargs):
-        with _lock:
-            first = not state["taken"]
-            state["taken"] = True
-        if first:
-            self = on_start(self, initial_arrays, num_rounds)
-        return original(self, grid, initial_arrays, num_rounds, *args, **kwargs)
-
-    Strategy.start = start
-    try:
-        yield state
-    finally:
-        Strategy.start = original
 
 
 def _completed_metrics(real, key: str) -> tuple[str, dict, frozenset, str]:

@@ -74,8 +74,8 @@ class StartedRun:
 @dataclass
 class AppRun:
     """What one run of the app showed: each strategy started (in order), every real client's observed call
-    (``dpfed.flower.client_observer`` records), the canary nodes (node id -> canary index) and the initial model
-    of the first recorded strategy, and the ClientApp's ``LocalDpMod`` objects."""
+    (``dpfed.flower.client_observer`` records), the canary nodes (node id -> canary index) and the ClientApp's
+    ``LocalDpMod`` objects."""
 
     starts: list = field(default_factory=list)
     clients: list = field(default_factory=list)

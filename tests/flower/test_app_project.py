@@ -1,6 +1,6 @@
-"""``dpaudit flower APP_DIR`` before Flower starts: the project read as flwr 1.42 reads it, the run config
-parsed with flwr's syntax, the strategy the ServerApp starts inspected without running the federation, the
-canary mod, and every bad input refused in one line with exit 2 (no simulation runs here: a few seconds)."""
+"""``dpaudit flower APP_DIR``'s project handling: the project read as flwr 1.42 reads it, the run config parsed with
+flwr's syntax, the strategy the ServerApp starts observed in one run (on the in-process grid), the canary mod, and
+every bad input refused in one line with exit 2 before Flower starts (no Ray simulation runs here: a few seconds)."""
 
 import shutil
 from pathlib import Path
