@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 
-def audit_power_text(probes: list[dict]) -> str:
+def audit_power_text(probes: list[dict], rule: str | None = None) -> str:
     """One sentence: the most powerful probe's refuted noise fraction (probability 0.9) and what half the
-    noise needs, or why no power is stated."""
+    noise needs, or why no power is stated (``rule``: the verdict's rule)."""
+    if rule == "untested-implementation":
+        return ("Power: none: the configuration lists no probe (probes = []), so the implementation was not tested; "
+                "without that line the target runs its default probes with planned power.")
     stated = [p for p in probes if p.get("outcome") == "ran" and p.get("power")]
     if not stated:
         from reports.render_text import is_one_run

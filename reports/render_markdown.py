@@ -175,7 +175,8 @@ def _target(i: int, t: dict) -> list[str]:
         "",
     ]
     out += _accounting(t["accounting"], t["claim"]) + _calibration(t["calibration"])
-    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", esc(audit_power_text(t["probes"])), ""]
+    power = audit_power_text(t["probes"], t["verdict"].get("rule"))
+    out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", esc(power), ""]
     out += ["### Probes", ""]
     out += ["No probes configured.", ""] if not t["probes"] else []
     for p in t["probes"]:

@@ -59,6 +59,8 @@ def verdict_reason(target: dict) -> str:
         "untestable": f"no accountant proves or refutes the claim, and {_empirical_clause(claim, v)}",
         "probe-failed": f"probe {', '.join(v['empirical']['failed'])} failed, so the target cannot pass on it",
         "critical-finding": "a critical finding of the target's own checks (see the findings)",
+        "untested-implementation": f"{proved}, but the configuration lists no probe (probes = []) and nothing "
+        "measured the run: the implementation was not tested",
     }
     return reasons.get(v["rule"], v["rule"])
 
@@ -148,6 +150,10 @@ FINDINGS = {
     ),
     "probe-failed": lambda v, c: f"Probe {v['probe']} failed ({v['reason']}); the target cannot pass on it.",
     "probe-declined": lambda v, c: f"Probe {v['probe']} declined this target: {v['reason']}.",
+    "implementation-untested": lambda v, c: (
+        f"The {v['algorithm']} target runs your implementation, but the configuration lists no probe (probes = []): "
+        "its code was not tested, only its description accounted. Remove `probes = []` to run the default probes."
+    ),
     "claim-holds": lambda v, c: (
         f"The claim holds for its stated delta = {f(c['delta'])}: the {v['accountant']} accountant gives "
         f"epsilon = {f(v['upper_bound'])} <= {f(c['epsilon'])} under {c['neighbouring']} neighbours."

@@ -194,6 +194,7 @@ def _target(field: str, data: dict, allow_code: bool, base_dir: str = "") -> Tar
         reference_delta=parse_delta(f"{field}.reference_delta", data.get("reference_delta", 1e-5)),
         base_dir=base_dir,
         allow_code=allow_code,
+        probes_given="probes" in data,
     )
 
 

@@ -78,6 +78,7 @@ class TargetSpec:
     reference_delta: float = 1e-5
     base_dir: str = ""  # the configuration file's directory: a parameter naming a path is relative to it
     allow_code: bool = False  # the audit may run code the configuration names (``--allow-code``)
+    probes_given: bool = False  # the configuration lists probes (``probes = []`` included: an explicit opt-out)
 
 
 @dataclass(frozen=True)

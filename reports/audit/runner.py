@@ -21,6 +21,7 @@ from reports.audit.fingerprint import audit_fingerprint, probe_fingerprint, user
 from reports.audit.model import (
     AccountingSection,
     CalibrationSection,
+    Finding,
     PlannerSection,
     ProbeSection,
     TargetResult,
@@ -72,13 +73,27 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
         )
         raise ConfigurationError(f"{field_path}.{inner}", str(exc).split(": ", 1)[-1]) from None
     probes = []
-    for i, probe in enumerate(spec.probes):
+    for i, probe in enumerate(probe_specs(target)):
         seed = named_seed(options.seed, "audit", index, "probe", i, probe.name)
         try:
             probes.append(plan_probe(target, probe, options.trials, seed, options))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{field_path}.probes[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
     return PlannedTarget(index, target, probes)
+
+
+def probe_specs(target) -> tuple:
+    """The probes listed, else (none listed at all) the target's default ones; ``probes = []`` opts out."""
+    spec = target.spec
+    return spec.probes or (() if spec.probes_given else tuple(target.default_probes()))
+
+
+def untested(target) -> bool:
+    """A target that runs an implementation, whose configuration opted out of every probe (``probes = []``) and
+    whose own checks measure nothing of what ran."""
+    spec = target.spec
+    return bool(spec.probes_given and not spec.probes and getattr(target, "runs_implementation", False)
+                and not target.implementation_test())
 
 
 def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confidence: float) -> PlannerSection:
@@ -212,6 +227,9 @@ def audit_target(planned: PlannedTarget, options: AuditOptions, log) -> TargetRe
     verdict = target_verdict(target, accounting, probes, confidence)
     found = rules.all_findings(target, accounting, calibration, verdict, probes)
     verdict = verdicts.with_critical_findings(verdict, found)
+    if untested(target):
+        verdict = verdicts.with_untested_implementation(verdict)
+        found = [*found, Finding("implementation-untested", "high", {"algorithm": spec.algorithm})]
     return TargetResult(
         spec.name,
         spec.algorithm,

@@ -62,6 +62,19 @@ class DpsgdTarget(BaseTarget):
 
     algorithms = ("dp-sgd",)
     binders = {name: "_gradient_probe" for name in GRADIENT_PROBES} | {"dpsgd-final-model": "_final_model_probe"}
+    runs_implementation = True
+
+    def default_probes(self) -> tuple:
+        """With no probe listed: the all-iterates gradient canaries, budget planned to refute half the noise (the
+        train form measures its run itself: none)."""
+        from reports.audit.model import ProbeSpec
+
+        return () if self.train_observed is not None else (ProbeSpec("dpsgd-all-iterates", "end-to-end", None),)
+
+    def implementation_test(self) -> str | None:
+        if self.train_observed is not None:
+            return "the noise the training's private optimizer added, measured at every step"
+        return "the noise measured through the user's optimizer (opacus-check)" if self.check is not None else None
 
     def __init__(self, spec: TargetSpec):
         from attacks.probes.dpsgd_user import OpacusRun, load_user_setup

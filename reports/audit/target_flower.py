@@ -50,6 +50,11 @@ class FlowerAppTarget(BaseTarget):
 
     algorithms = ("flower-app",)
     binders = {PROBE: "_bind"}
+    runs_implementation = True
+
+    def implementation_test(self) -> str | None:
+        """The run's transcript (each release's noise measured) or its clients' private steps (their noise)."""
+        return "the noise of every release (or of every client's private step) measured in the observed run"
 
     def __init__(self, spec: TargetSpec):
         super().__init__(spec)

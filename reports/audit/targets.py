@@ -105,6 +105,18 @@ class BaseTarget:
     algorithms: ClassVar[tuple[str, ...]] = ()
     #: probe name -> name of the method returning its parameters for this target
     binders: ClassVar[dict[str, str]] = {}
+    #: the target runs an implementation of the user's (not our own re-creation of a paper's system): with no
+    #: probe listed it runs ``default_probes``, and with ``probes = []`` and no ``implementation_test`` of its own
+    #: its verdict cannot be a plain PASS (``verdicts.with_untested_implementation``)
+    runs_implementation: ClassVar[bool] = False
+
+    def default_probes(self) -> tuple:
+        """The probes run when the configuration lists none (``ProbeSpec``s, budgets planned by the target)."""
+        return ()
+
+    def implementation_test(self) -> str | None:
+        """What the target's own checks measure of the run (None: nothing; the probes are its only test)."""
+        return None
 
     def __init__(self, spec: TargetSpec):
         self.spec = spec

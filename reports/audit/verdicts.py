@@ -51,6 +51,7 @@ VERDICT_TABLE: dict[tuple[Analytic, Empirical], tuple[Status, str]] = {
 }
 FAILED_PROBE_RULE = "probe-failed"
 CRITICAL_FINDING_RULE = "critical-finding"
+UNTESTED_RULE = "untested-implementation"
 
 
 def analytic_verdict(claim: Claim, accounting: AccountingSection | Unavailable) -> AnalyticResult:
@@ -119,6 +120,17 @@ def with_critical_findings(verdict, findings):
     if verdict.status is Status.VIOLATION or not any(f.severity == "critical" for f in findings):
         return verdict
     return dataclasses.replace(verdict, status=Status.VIOLATION, rule=CRITICAL_FINDING_RULE)
+
+
+def with_untested_implementation(verdict):
+    """A target that runs the user's implementation and opted out of every probe (``probes = []``) with no check
+    of its own measuring the run: a PASS becomes INCONCLUSIVE (rule ``untested-implementation``): the accounting
+    holds for the description, nobody tested the code."""
+    import dataclasses
+
+    if verdict.status is not Status.PASS:
+        return verdict
+    return dataclasses.replace(verdict, status=Status.INCONCLUSIVE, rule=UNTESTED_RULE)
 
 
 def worst_status(statuses) -> Status:
