@@ -70,3 +70,21 @@ def test_a_target_measuring_its_own_run_is_tested_without_probes():
     [spec] = _targets("dpsgd_outside/setup_digits.py:make_setup", "probes = []")
     [result] = run_audit([spec], AuditOptions(estimate=False, progress=False), log=lambda m: None)
     assert result.verdict.rule != "untested-implementation"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, status", [("audit_digits_defaults.toml", "PASS"),
+                                            ("audit_digits_half_noise_defaults.toml", "VIOLATION")])
+def test_default_probes_refute_half_the_noise(tmp_path, config, status):
+    """The outside opacus set-up with no probe listed: the default dpsgd-all-iterates probe, its trials planned to
+    refute half the noise with probability 0.9 (10,776 per world here), passes the correct training and refutes the
+    halved noise (rigorous Clopper-Pearson bound above the claim; the seed is fixed, so the outcome is too)."""
+    from reports.cli import main
+
+    exit_code = main(["audit", str(HERE / "dpsgd_outside" / config), "--allow-code", "--out", str(tmp_path / "out")])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    [target] = report["targets"]
+    assert [p["name"] for p in target["probes"]] == ["dpsgd-all-iterates"] and target["probes"][0]["outcome"] == "ran"
+    assert target["verdict"]["status"] == status and exit_code == (0 if status == "PASS" else 1)
+    if status == "VIOLATION":
+        assert target["verdict"]["empirical"]["status"] == "VIOLATION"
