@@ -107,6 +107,19 @@ def _poisson_findings(rows: dict, claim: float | None, delta: float) -> list:
                           {"bound": bound, "epochs": epochs})]
 
 
+def noise_power(record: dict, alpha: float = 1e-3, probability: float = 0.9) -> dict | None:
+    """What the noise test can refute: with the coordinates measured at the weakest noise level, the largest ratio
+    r of the accounted std such that noise r z C is refuted with ``probability`` (closed form: the statistic is
+    r^2 chi2(n), refuted below chi2(n)'s ``alpha / tests`` quantile)."""
+    tests = [n for n in record["noise"] if n["count"] > 0 and n["expected_std"] > 0]
+    if not tests:
+        return None
+    n = min(t["count"] for t in tests)
+    threshold = stats.chi2.ppf(alpha / len(tests), df=n)
+    return {"coordinates": n, "refuted_ratio": math.sqrt(threshold / stats.chi2.ppf(probability, df=n)),
+            "probability": probability, "false_alarm": alpha}
+
+
 def noise_findings(record: dict, alpha: float) -> list:
     tests = [n for n in record["noise"] if n["count"] > 0 and n["expected_std"] > 0]
     out = []
@@ -176,6 +189,7 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
         delta = reported["delta"]  # the training's own figure holds at its own delta
     rows = training_rows(record, delta)
     rows["delta"] = delta
+    rows["noise_power"] = noise_power(record, alpha)
     claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
     source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
     findings = (_steps_findings(rows, claim, source) + _outside_findings(record)

@@ -134,6 +134,11 @@ def train_lines(result: dict) -> list[str]:
                   f"{rows['opacus_rdp']:.4g}); "
                   f"the engine's accountant counts {rows['counted_steps']} steps and reported "
                   f"{rows['reported_epsilon']}; claim tested {claim} at delta {result['delta']:g}"]
+    power = rows.get("noise_power") if rows else None
+    if power:
+        lines.append(f"  power: the noise measured over {power['coordinates']} coordinates would refute noise below "
+                     f"{power['refuted_ratio']:.3f} of the accounted with probability {power['probability']:g} "
+                     f"(false alarm {power['false_alarm']:g})")
     lines += [f"  {f['severity'].upper():8s} {f['code']}: {f['message']}" for f in result["findings"]]
     return lines
 
