@@ -54,18 +54,19 @@ class OpacusSetup:
     label_key: str | None = None
 
 
-def split_spec(spec: str) -> tuple[Path, str]:
-    """``file.py:function`` (function defaults to ``make_setup``) as (path, name)."""
+def split_spec(spec: str, default: str = DEFAULT_FUNCTION) -> tuple[Path, str]:
+    """``file.py:function`` (function defaults to ``default``, ``make_setup``) as (path, name)."""
     text = str(spec)
     head, sep, tail = text.rpartition(":")
     if sep and head and "/" not in tail:
-        return Path(head), (tail or DEFAULT_FUNCTION)
-    return Path(text), DEFAULT_FUNCTION
+        return Path(head), (tail or default)
+    return Path(text), default
 
 
-def load_function(spec: str):
-    """Import the set-up file and return its function (ConfigurationError, one line, on any failure)."""
-    path, name = split_spec(spec)
+def load_function(spec: str, default: str = DEFAULT_FUNCTION, role: str | None = "set-up function"):
+    """Import the file and return its function, ``default`` when none is named (ConfigurationError, one line, on
+    any failure; ``role`` names the function in the message; None: it may take arguments)."""
+    path, name = split_spec(spec, default)
     if not path.is_file():
         raise ConfigurationError("setup", f"file not found: {path}")
     if path.suffix != ".py":
@@ -86,11 +87,12 @@ def load_function(spec: str):
         raise ConfigurationError("setup", f"{path} has no function {name!r}")
     if not callable(function):
         raise ConfigurationError("setup", f"{path}:{name} is not a function")
-    _require_no_arguments(function, f"{path}:{name}")
+    if role is not None:
+        _require_no_arguments(function, f"{path}:{name}", role)
     return function
 
 
-def _require_no_arguments(function, where: str) -> None:
+def _require_no_arguments(function, where: str, role: str = "set-up function") -> None:
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):  # a builtin or C callable without a signature: calling it will tell
@@ -99,7 +101,7 @@ def _require_no_arguments(function, where: str) -> None:
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if required:
         raise ConfigurationError("setup", f"{where} takes argument{'s' if len(required) > 1 else ''} "
-                                 f"({', '.join(required)}); the set-up function must take none (give "
+                                 f"({', '.join(required)}); the {role} must take none (give "
                                  "defaults, or wrap it in a function without arguments)")
 
 

@@ -141,7 +141,10 @@ def user_ids(dataset, user_key: str):
     if ".py:" in str(user_key):
         from attacks.opacus_checks.load import load_function
 
-        ids = list(load_function(user_key)(dataset))
+        try:
+            ids = list(load_function(user_key, default="user_ids", role=None)(dataset))
+        except ConfigurationError as exc:
+            raise ConfigurationError("user_key", str(exc).split(": ", 1)[-1]) from None
     else:
         key = int(user_key) if str(user_key).isdigit() else user_key
         try:

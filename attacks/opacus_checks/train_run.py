@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from accounting.errors import ConfigurationError
 
+DEFAULT_FUNCTION = "main"  # ``--train file.py`` runs the file's main()
+
 
 @dataclass
 class ObservedTraining:
@@ -57,14 +59,13 @@ def run_user_training(spec: str, argv=(), field: str = "train", canaries=None) -
     """Import ``spec``'s file, call its function with ``argv`` as the command line, and return what opacus ran;
     ``canaries`` (``dpfed.dpsgd.loop_canaries.LoopCanaries``) join its private steps and are scored."""
     from attacks.opacus_checks.batches import one_line
-    from attacks.opacus_checks.load import _require_no_arguments, load_function
+    from attacks.opacus_checks.load import load_function
     from dpfed.dpsgd.observe import observing_opacus
 
     argv = tuple(str(a) for a in argv)
     with _as_a_script(spec, argv):
         try:
-            function = load_function(spec)
-            _require_no_arguments(function, spec)
+            function = load_function(spec, default=DEFAULT_FUNCTION, role="training function")
         except ConfigurationError as exc:
             raise ConfigurationError(field, str(exc).split(": ", 1)[-1]) from None
     started = time.perf_counter()

@@ -155,7 +155,7 @@ def _code_parameters(field: str, parameters: dict, allow_code: bool, base_dir: s
     """A target's ``setup`` or ``train = "file.py:function"`` (the dp-sgd target) names Python code: refused
     without ``allow_code``; its file is resolved relative to the configuration file's folder."""
     out = dict(parameters)
-    for key, default in (("setup", "make_setup"), ("train", "train")):
+    for key, default in (("setup", "make_setup"), ("train", "main")):
         if key in parameters:
             out[key] = _code_reference(f"{field}.{key}", parameters[key], allow_code, base_dir, default)
     return out

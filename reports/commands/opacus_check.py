@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
                        description=__doc__.split("\n\n")[1], epilog=EXIT_CODE_HELP)
     form = p.add_mutually_exclusive_group(required=True)
     form.add_argument("--setup", help="FILE.py:FUNCTION returning the set-up dict (default make_setup)")
-    form.add_argument("--train", help="FILE.py:FUNCTION: the user's own training, run as written and observed "
+    form.add_argument("--train", help="FILE.py:FUNCTION (default main): the user's own training, run as written and "
+                      "observed "
                       "where it calls opacus (every private step, the noise, every other optimizer)")
     p.add_argument("--argv", dest="train_argv", default="",
                    help="--train only: the training's command line (sys.argv[1:]), as one shell-quoted string, "

@@ -120,3 +120,13 @@ def test_the_noise_tests_stated_power_is_its_refutation_rate():
     noise = rng.normal(0, 2.0 * power["refuted_ratio"], size=(4000, 1000))
     p_values = stats.chi2.cdf(np.sum(noise ** 2, axis=1) / 4.0, df=1000)
     assert np.mean(p_values < 1e-3) == pytest.approx(0.9, abs=0.025)
+
+
+def test_a_user_key_function_names_each_records_user(tmp_path):
+    """``--user-key FILE.py:FUNCTION`` gets the dataset and returns one user id per record: 3,594 records (every
+    digit twice) as 1,797 users of two records each: the group epsilon of 2 records, as identical records gave."""
+    users = tmp_path / "users.py"
+    users.write_text("def user_ids(dataset):\n    return [i % (len(dataset) // 2) for i in range(len(dataset))]\n")
+    code, result = check(tmp_path, "train_duplicated", "--unit", "user", "--user-key", f"{users}:user_ids")
+    [finding] = [f for f in result["findings"] if f["code"] == "user-level-epsilon"]
+    assert code == 1 and finding["values"]["max_records"] == 2 and finding["severity"] == "critical"
