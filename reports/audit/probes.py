@@ -123,8 +123,10 @@ def check_fits(probe, trials: int, batch_size: int | None, workers: int) -> None
     plan_run(probe, trials - (trials // 2 if probe.needs_training else 0), batch_size, "auto", workers)
 
 
-def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options) -> PlannedProbe:
-    """Build (or decline) one probe, estimate its run time and choose where it runs."""
+def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options,
+               budget: float | None = None) -> PlannedProbe:
+    """Build (or decline) one probe, estimate its run time and choose where it runs; ``budget``: seconds this probe
+    may take when the target plans its trials (``fit_budget``)."""
     try:
         probe, params = build_probe(target, spec)
     except ProbeDeclined as declined:
@@ -136,10 +138,39 @@ def plan_probe(target, spec: ProbeSpec, override: int | None, seed: int, options
             probe.check_canaries(trials)
         return PlannedProbe(spec, trials, probe, params)
     check_fits(probe, trials, spec.batch_size, 1)  # before the timed batches, which are a part of a batch
+    if budget is not None and spec.trials is None:
+        fitted = fit_budget(target, spec, probe, trials, seed, budget, options)
+        if fitted is not None:
+            return fitted
+        trials = probe_budget(spec, override, target, getattr(options, "confidence", 0.95))  # the capped plan
     seconds = estimate_seconds(probe, trials, seed, spec.batch_size) if options.estimate else None
     executor, workers = choose_executor(probe, trials, seconds, options, spec.batch_size)
     check_fits(probe, trials, spec.batch_size, workers)
     return PlannedProbe(spec, trials, probe, params, None, seconds, executor, workers)
+
+
+def fit_budget(target, spec: ProbeSpec, probe, trials: int, seed: int, budget: float, options):
+    """Cap a planned budget to ``budget`` seconds (timed on a first batch, one process: the workers only make it
+    faster): the target is told the cap (``cap_trials``, kept in its plan with the power that remains); where the cap
+    leaves too few trials to certify the claim even with a perfect attack, the target's one-run probe replaces it
+    (``one_run_instead``), planned and returned. None: keep planning ``spec`` (at the cap, if any)."""
+    from attacks.planner import trials_needed
+
+    seconds = estimate_seconds(probe, trials, seed, spec.batch_size)
+    if seconds is None or seconds <= budget:
+        return None
+    capped = max(1, int(trials * budget / seconds))
+    claim = target.claim
+    try:
+        floor = trials_needed(claim.epsilon, claim.delta, getattr(options, "confidence", 0.95))
+    except Exception:  # noqa: BLE001 - no finite floor: only the cap applies
+        floor = 0
+    one_run = getattr(target, "one_run_instead", lambda name: None)(spec.name) if capped < floor else None
+    if one_run is not None:
+        return plan_probe(target, one_run, None, seed, options)
+    if hasattr(target, "cap_trials"):
+        target.cap_trials(spec.name, capped, budget, seconds)
+    return None
 
 
 def declined_section(planned: PlannedProbe) -> ProbeSection:

@@ -45,6 +45,7 @@ class AuditOptions:
     work_dir: str | None = None  # section cache and probe checkpoints
     progress: bool = True
     estimate: bool = True  # time a first batch of each probe before the audit starts
+    budget: float | None = None  # seconds of wall time for the probes whose trials the targets plan (``--budget``)
     reused: list = field(default_factory=list)
     recomputed: list = field(default_factory=list)  # saved sections found stale, with what changed
 
@@ -73,10 +74,12 @@ def plan_target(spec: TargetSpec, index: int, options: AuditOptions) -> PlannedT
         )
         raise ConfigurationError(f"{field_path}.{inner}", str(exc).split(": ", 1)[-1]) from None
     probes = []
-    for i, probe in enumerate(probe_specs(target)):
+    specs = probe_specs(target)
+    share = None if options.budget is None else options.budget / max(1, sum(p.trials is None for p in specs))
+    for i, probe in enumerate(specs):
         seed = named_seed(options.seed, "audit", index, "probe", i, probe.name)
         try:
-            probes.append(plan_probe(target, probe, options.trials, seed, options))
+            probes.append(plan_probe(target, probe, options.trials, seed, options, share))
         except ConfigurationError as exc:
             raise ConfigurationError(f"{field_path}.probes[{i}].{exc.field}", str(exc).split(": ", 1)[-1]) from None
     return PlannedTarget(index, target, probes)

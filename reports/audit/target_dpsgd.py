@@ -196,9 +196,27 @@ class DpsgdTarget(BaseTarget):
             plan = dict(self._gradient_plan(confidence))
             plan.update(trials=min(plan["trials"], FINAL_MODEL_DEFAULT_TRIALS), final_model=True)
         else:
-            plan = self._gradient_plan(confidence)
+            plan = dict(self._gradient_plan(confidence))
+        cap = getattr(self, "_caps", {}).get(name)
+        if cap is not None and cap["trials"] < plan["trials"]:
+            plan.update(trials=cap["trials"], budget={**cap, "planned_trials": plan["trials"]})
         self.planned[name] = plan
         return int(plan["trials"])
+
+    def cap_trials(self, name: str, trials: int, budget: float, seconds: float) -> None:
+        """``--budget``: the planned trials of ``name`` cut to what fits ``budget`` seconds (whole runs of the
+        set-up's canaries, at least one), as timed (``seconds`` for the planned trials)."""
+        runs = max(1, trials // self.canaries)
+        self._caps = {**getattr(self, "_caps", {}), name: {"trials": runs * self.canaries, "seconds": budget,
+                                                           "planned_seconds": seconds}}
+
+    def one_run_instead(self, name: str):
+        """``--budget`` too short for a multi-run gradient probe to certify anything: one training with canaries."""
+        from reports.audit.model import ProbeSpec
+
+        if name in ("dpsgd-all-iterates", "dpsgd-last-iterate") and self.train_observed is None:
+            return ProbeSpec(ONE_RUN_PROBE, "end-to-end", None)
+        return None
 
     def _gradient_plan(self, confidence: float) -> dict:
         """The all-iterates budget that refutes half the noise with simulated probability >= 0.9, from the
@@ -286,6 +304,11 @@ class DpsgdTarget(BaseTarget):
         if plan.get("final_model"):
             how += (f"; a trained model per trial, so capped at {FINAL_MODEL_DEFAULT_TRIALS} (the gradient probes "
                     "carry the power)")
+        if plan.get("budget"):
+            b = plan["budget"]
+            how = (f"cut to fit --budget ({b['seconds']:.0f} s for this probe) from the {b['planned_trials']:.3g} "
+                   f"planned to refute half the noise with probability {POWER_PROBABILITY:g} (timed at "
+                   f"{b['planned_seconds']:.0f} s): the power it keeps is stated with the probe")
         return Finding("dpsgd-check", "info", {
             "code": "default-budget", "probe": name, **plan,
             "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})

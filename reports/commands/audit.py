@@ -66,6 +66,7 @@ def _command(args) -> str:
         ("--executor", args.executor),
         ("--workers", args.workers),
         ("--scheduler", args.scheduler),
+        ("--budget", None if args.budget is None else f"{args.budget:g}s"),
     ):
         if value is not None and not (flag == "--executor" and value == "auto"):
             parts += [flag, str(int(value) if isinstance(value, float) and value.is_integer() else value)]
@@ -105,6 +106,7 @@ def _options(args, config: dict, out_dir: Path):
         workers=None if args.workers is None else int(args.workers),
         scheduler=args.scheduler,
         trials=None if args.trials is None else int(args.trials),
+        budget=args.budget,
         work_dir=str(out_dir / WORK_DIR_NAME),
         progress=not args.quiet,
     )
@@ -249,5 +251,33 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="allow the configuration's user probe to import the Python callable it names",
     )
+    parser.add_argument(
+        "--budget",
+        type=budget_arg,
+        default=None,
+        help="wall time for the probes whose trials the targets plan (no trials in the configuration), e.g. 10m, "
+        "90s or 1h: each such probe's planned trials are cut to what a timed first batch says fits its share, and "
+        "where too few would remain to certify the claim, the target's one-run probe runs instead (default: none)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(func=run)
+
+
+def budget_arg(text: str) -> float:
+    """``duration_arg`` as an argparse ``type`` (its one-line error names ``--budget``)."""
+    import argparse
+
+    try:
+        return duration_arg(text)
+    except ConfigurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
+
+
+def duration_arg(text: str) -> float:
+    """``10m``, ``90s``, ``1h`` or plain seconds, as seconds (a ConfigurationError naming ``budget`` otherwise)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(text))
+    if not match or float(match.group(1)) <= 0:
+        raise ConfigurationError("budget", f"expected a positive duration such as 10m, 90s or 1h, got {text!r}")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
