@@ -251,6 +251,12 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="allow the configuration's user probe to import the Python callable it names",
     )
+    add_budget_argument(parser)
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(func=run)
+
+
+def add_budget_argument(parser) -> None:
     parser.add_argument(
         "--budget",
         type=budget_arg,
@@ -259,8 +265,6 @@ def add_parser(subparsers) -> None:
         "90s or 1h: each such probe's planned trials are cut to what a timed first batch says fits its share, and "
         "where too few would remain to certify the claim, the target's one-run probe runs instead (default: none)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    parser.set_defaults(func=run)
 
 
 def budget_arg(text: str) -> float:
