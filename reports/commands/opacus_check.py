@@ -1,10 +1,11 @@
 """``dpaudit opacus-check --setup FILE.py:FUNCTION``: what a user's opacus (DP-SGD) set-up really runs, against
 what opacus's accountant was told, with corrected epsilons from our accountants.
 
-``--train FILE.py:FUNCTION`` instead runs the user's own training function as written (their loop, loader and
-optimizers; ``--argv`` is its command line) and checks what opacus ran (``attacks.opacus_checks.observed``).
+With --setup, FUNCTION (default make_setup) builds the set-up and returns its objects; with --train FUNCTION
+(default main) is the user's own training, run as written (their loop, loader and optimizers; --argv is its
+command line) and observed where it calls opacus (attacks.opacus_checks.observed). Naming the file runs its code.
 
-FUNCTION (default ``make_setup``) takes no arguments and returns a dict with ``model``, ``optimizer``,
+The set-up FUNCTION takes no arguments and returns a dict with ``model``, ``optimizer``,
 ``data_loader`` (as ``make_private`` returned them), ``privacy_engine`` and ``epochs``, and optionally
 ``delta``, ``claimed_epsilon``, ``accounted_epochs`` or ``accounted_steps`` (see attacks/opacus_checks/load.py;
 without the last two the steps are assumed to be the loop's, and the output says so). Naming the file runs its
@@ -28,7 +29,7 @@ def add_parser(sub) -> None:
     form.add_argument("--train", help="FILE.py:FUNCTION (default main): the user's own training, run as written and "
                       "observed "
                       "where it calls opacus (every private step, the noise, every other optimizer)")
-    p.add_argument("--argv", dest="train_argv", default="",
+    p.add_argument("--argv", dest="train_argv", default="", metavar="ARGS",
                    help="--train only: the training's command line (sys.argv[1:]), as one shell-quoted string, "
                    "e.g. '--epochs 1 --device cpu'")
     p.add_argument("--claimed-epsilon", type=number_arg("claimed-epsilon", low=0.0, low_open=True), default=None,
