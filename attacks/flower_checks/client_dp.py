@@ -25,12 +25,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from scipy import stats
-
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.opacus_checks.epsilons import steps_epsilon as composed_epsilon
-
-TOLERANCE = 0.01  # relative: a claim below the composed PLD epsilon by more than this is refuted
+from attacks.opacus_checks.observed import (
+    TOLERANCE,
+    canary_findings,
+    canary_result,
+    claim_severity,
+    measured_noise,
+    noise_test,
+)
 
 
 def _trained(record) -> bool:
@@ -82,12 +86,13 @@ def _claim_findings(node, row, claimed_epsilon) -> list:
     values = {"node": node, "partition": row["partition"], "claimed_epsilon": claim,
               "composed_epsilon": row["composed_epsilon"], "rounds": len(row["rounds"]), "steps": row["steps"]}
     where = f"client {node} (partition {row['partition']})"
-    if claim * (1 + TOLERANCE) < row["composed_epsilon"]:
+    severity = claim_severity(claim, row["composed_epsilon"])
+    if severity == "critical":
         return [FlowerFinding("understated-client-epsilon", "critical",
                               f"{where}: {source} {claim:.4g} is below the epsilon of the {row['steps']} private steps "
                               f"it took over {len(row['rounds'])} round(s), {row['composed_epsilon']:.4g} (pld; "
                               f"opacus's RDP {row['composed_opacus_rdp']:.4g})", values)]
-    if claim < row["composed_epsilon"]:
+    if severity == "medium":
         return [FlowerFinding("unproven-client-epsilon", "medium",
                               f"{where}: {source} {claim:.4g} is within {TOLERANCE:.0%} below the composed epsilon "
                               f"{row['composed_epsilon']:.4g}", values)]
@@ -122,14 +127,11 @@ def _text(value) -> str:
 def noise_findings(records: list[dict], alpha: float) -> list:
     """Lower-tail chi-square test of the measured noise of each (client call, noise std): sum of squares / (z C)^2
     ~ chi2(count) when the noise is as opacus describes it; alpha split over all the tests."""
-    tests = [(r, n) for r in records for n in (r.get("opacus") or {}).get("noise", []) if n["count"] > 0
-             and n["expected_std"] > 0]
+    tests = [(r, n) for r in records for n in measured_noise((r.get("opacus") or {}).get("noise", []))]
     findings = []
     for record, noise in tests:
-        statistic = noise["sum_squares"] / noise["expected_std"] ** 2
-        p_value = float(stats.chi2.cdf(statistic, df=noise["count"]))
+        p_value, ratio = noise_test(noise)
         if p_value < alpha / len(tests):
-            ratio = (noise["sum_squares"] / noise["count"]) ** 0.5 / noise["expected_std"]
             findings.append(FlowerFinding(
                 "client-noise-below-accounted", "critical",
                 f"client {record['node_id']} (partition {record['partition_id']}), round {record['round']}: opacus's "
@@ -177,10 +179,6 @@ def client_canary_findings(records: list[dict], rows: dict, claimed_epsilon, del
     bound exceeds the client's claim (``claimed_epsilon``, else the epsilon it reported)."""
     import numpy as np
 
-    from attacks.estimators import estimate_one_run
-    from attacks.opacus_checks.observed import canary_findings
-    from attacks.probes.one_run import bound_dict, one_run_decision
-
     refused = next((r["canaries"]["refusal"] for r in records if "refusal" in (r.get("canaries") or {})), None)
     if refused is not None:
         from accounting.errors import ConfigurationError
@@ -191,15 +189,11 @@ def client_canary_findings(records: list[dict], rows: dict, claimed_epsilon, del
         own = [r["canaries"] for r in records if int(r["node_id"]) == node and r.get("canaries")]
         if not own:
             continue
-        scores, included = np.sum([c["scores"] for c in own], axis=0), np.asarray(own[0]["included"], dtype=bool)
-        bounds = [bound_dict(b, "all iterates (white box), one run, through the client's optimizer")
-                  for b in estimate_one_run(scores, included, delta, confidence)]
         claim = claimed_epsilon if claimed_epsilon is not None else row["reported_epsilon"]
-        status, p_value, ceiling = (one_run_decision(bounds, len(scores), claim, delta, confidence)
-                                    if claim is not None else ("NO CLAIM", None, float("nan")))
-        result = {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": len(scores),
-                  "steps": sum(c["steps"] for c in own), "included": int(included.sum()), "confidence": confidence}
-        row["canary_bound"] = max((b["epsilon"] for b in bounds if b["rigorous"]), default=0.0)
+        result = canary_result(np.sum([c["scores"] for c in own], axis=0), own[0]["included"],
+                               sum(c["steps"] for c in own), claim, delta, confidence,
+                               "all iterates (white box), one run, through the client's optimizer")
+        row["canary_bound"] = max((b["epsilon"] for b in result["bounds"] if b["rigorous"]), default=0.0)
         for finding in canary_findings(result, claim):
             finding.values.update(node=node, partition=row["partition"])
             out.append(FlowerFinding(f"client-{finding.code}", finding.severity,

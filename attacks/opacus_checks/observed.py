@@ -3,11 +3,7 @@
 Each finding is critical where what ran can raise epsilon above the claim (``claim``: the user's, wherever it is
 written; else the last epsilon the training asked its engine for):
 
-- ``no-private-step``: no private optimizer step ran (nothing to account).
-
-The training's own figure is the last epsilon it asked for after its last private step, at the delta it asked for
-(then every epsilon below is at that delta); with none, and no claim given, no claim is tested.
-
+- ``no-private-step``: no private optimizer step ran (nothing to account);
 - ``claim-below-steps``: the claim is below the epsilon of the private steps that ran (each a Poisson subsampled
   Gaussian at the noise multiplier and rate opacus's accountant hook read at that step, add/remove, composed by our
   ``pld`` accountant; opacus's RDP beside it), by more than ``TOLERANCE`` (medium within it);
@@ -21,7 +17,12 @@ The training's own figure is the last epsilon it asked for after its last privat
   lower-tail chi-square test at ``alpha`` (Bonferroni over the noise levels seen);
 - ``user-level-epsilon`` (claim unit ``user``): the records per user (named by ``user_key``, else identical
   records taken as one person's) give a group of k records each in a Poisson batch independently: a mixture of
-  Gaussians with shifts jC, j ~ Binomial(k, q) (dp-accounting's mixture PLD); critical when the claim is below it.
+  Gaussians with shifts jC, j ~ Binomial(k, q) (dp-accounting's mixture PLD); critical when the claim is below it;
+- ``canary-bound-above-claim``: gradient canaries through the training's own optimizer (``canary_result``) give a
+  rigorous one-run bound above the claim.
+
+The training's own figure is the last epsilon it asked for after its last private step, at the delta it asked for
+(then every epsilon below is at that delta); with none, and no claim given, no claim is tested.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ TOLERANCE = 0.01
 UNITS = ("record", "user")
 
 
-def _claim_severity(claim: float, epsilon: float) -> str | None:
+def claim_severity(claim: float, epsilon: float) -> str | None:
+    """Critical when ``claim`` is below the composed ``epsilon`` by more than ``TOLERANCE``, medium within it."""
     if claim * (1 + TOLERANCE) < epsilon:
         return "critical"
     return "medium" if claim < epsilon else None
@@ -72,7 +74,7 @@ def training_rows(record: dict, delta: float) -> dict:
 
 def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
     out = []
-    if claim is not None and (severity := _claim_severity(claim, rows["epsilon"])):
+    if claim is not None and (severity := claim_severity(claim, rows["epsilon"])):
         out.append(OpacusFinding("claim-below-steps", severity,
                                  f"{source} {claim:.4g} is below the epsilon of the {rows['steps']} private steps that "
                                  f"ran, {rows['epsilon']:.4g} (pld; opacus's RDP {rows['opacus_rdp']:.4g})",
@@ -107,11 +109,24 @@ def _poisson_findings(rows: dict, claim: float | None, delta: float) -> list:
                           {"bound": bound, "epochs": epochs})]
 
 
+def measured_noise(entries) -> list[dict]:
+    """The noise measurements that can be tested (``dpfed.dpsgd.observe`` noise entries with coordinates and a
+    positive accounted std)."""
+    return [n for n in entries if n["count"] > 0 and n["expected_std"] > 0]
+
+
+def noise_test(noise: dict) -> tuple[float, float]:
+    """``(p, ratio)``: the lower-tail chi-square p-value of one measurement (sum of squares / (z C)^2 ~ chi2(count)
+    when the noise is as accounted) and the measured std over the accounted."""
+    p_value = float(stats.chi2.cdf(noise["sum_squares"] / noise["expected_std"] ** 2, df=noise["count"]))
+    return p_value, math.sqrt(noise["sum_squares"] / noise["count"]) / noise["expected_std"]
+
+
 def noise_power(record: dict, alpha: float = 1e-3, probability: float = 0.9) -> dict | None:
     """What the noise test can refute: with the coordinates measured at the weakest noise level, the largest ratio
     r of the accounted std such that noise r z C is refuted with ``probability`` (closed form: the statistic is
     r^2 chi2(n), refuted below chi2(n)'s ``alpha / tests`` quantile)."""
-    tests = [n for n in record["noise"] if n["count"] > 0 and n["expected_std"] > 0]
+    tests = measured_noise(record["noise"])
     if not tests:
         return None
     n = min(t["count"] for t in tests)
@@ -121,12 +136,11 @@ def noise_power(record: dict, alpha: float = 1e-3, probability: float = 0.9) -> 
 
 
 def noise_findings(record: dict, alpha: float) -> list:
-    tests = [n for n in record["noise"] if n["count"] > 0 and n["expected_std"] > 0]
+    tests = measured_noise(record["noise"])
     out = []
     for noise in tests:
-        p_value = float(stats.chi2.cdf(noise["sum_squares"] / noise["expected_std"] ** 2, df=noise["count"]))
+        p_value, ratio = noise_test(noise)
         if p_value < alpha / len(tests):
-            ratio = math.sqrt(noise["sum_squares"] / noise["count"]) / noise["expected_std"]
             out.append(OpacusFinding("noise-below-accounted", "critical",
                                      f"the private optimizer added noise of std {ratio:.3f} x z C (p = {p_value:.2g} "
                                      f"over {noise['count']} coordinates): the effective noise multiplier is "
@@ -205,25 +219,33 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
 
 
 def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:
-    """The one-run bounds of the canaries that joined the training (``dpfed.dpsgd.loop_canaries``): Steinke et al.'s
-    rigorous bound and its Gaussian f-DP refinement, best over guess counts; VIOLATION when the rigorous one exceeds
-    the claim. None when no canary ran."""
-    from attacks.estimators import estimate_one_run
-    from attacks.probes.one_run import bound_dict, one_run_decision
-
+    """The one-run result of the canaries that joined the training (``dpfed.dpsgd.loop_canaries``); None when no
+    canary ran."""
     canaries = training.canaries
     if canaries is None or not canaries.steps:
         return None
-    bounds = [bound_dict(b, "all iterates (white box), one run, through the user's optimizer")
-              for b in estimate_one_run(canaries.scores, canaries.included, delta, confidence)]
-    if claim is None:
-        from attacks.estimators.one_run import one_run_ceiling
+    return canary_result(canaries.scores, canaries.included, canaries.steps, claim, delta, confidence,
+                         "all iterates (white box), one run, through the user's optimizer")
 
-        status, p_value, ceiling = "NO CLAIM", None, one_run_ceiling(canaries.count, delta, confidence)
+
+def canary_result(scores, included, steps: int, claim: float | None, delta: float, confidence: float,
+                  threat_model: str) -> dict:
+    """Gradient canaries' one-run bounds (Steinke et al.'s rigorous bound and its Gaussian f-DP refinement, best over
+    guess counts) and the decision on ``claim``: VIOLATION when the rigorous one exceeds it (no claim: none)."""
+    import numpy as np
+
+    from attacks.estimators import estimate_one_run
+    from attacks.estimators.one_run import one_run_ceiling
+    from attacks.probes.one_run import bound_dict, one_run_decision
+
+    included = np.asarray(included, dtype=bool)
+    bounds = [bound_dict(b, threat_model) for b in estimate_one_run(scores, included, delta, confidence)]
+    if claim is None:
+        status, p_value, ceiling = "NO CLAIM", None, one_run_ceiling(len(included), delta, confidence)
     else:
-        status, p_value, ceiling = one_run_decision(bounds, canaries.count, claim, delta, confidence)
-    return {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": canaries.count,
-            "steps": canaries.steps, "included": int(canaries.included.sum()), "confidence": confidence}
+        status, p_value, ceiling = one_run_decision(bounds, len(included), claim, delta, confidence)
+    return {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": len(included),
+            "steps": int(steps), "included": int(included.sum()), "confidence": confidence}
 
 
 def canary_findings(result: dict | None, claim: float | None) -> list:

@@ -19,28 +19,18 @@ THREAT_MODELS = ("final_model", "all_iterates")
 
 
 def minimum_canaries(delta: float, confidence: float, largest: int = 4096) -> int:
-    """The fewest canaries with which the rigorous one-run bound (at ``confidence`` split over the two threat models,
-    as ``canary_bounds`` computes it) can exceed 0 when every guess is right."""
-    from attacks.estimators.one_run import one_run_ceiling
+    """The fewest canaries whose rigorous bound (confidence split over the two threat models, as ``canary_bounds``
+    computes it) can exceed 0 when every guess is right."""
+    from attacks.probes import one_run
 
-    per_model = 1.0 - (1.0 - confidence) / len(THREAT_MODELS)
-    low, high = 1, largest
-    if one_run_ceiling(high, delta, per_model) <= 0:
-        return largest + 1
-    while low < high:  # the ceiling grows with the canaries
-        middle = (low + high) // 2
-        low, high = (middle + 1, high) if one_run_ceiling(middle, delta, per_model) <= 0 else (low, middle)
-    return low
+    return one_run.minimum_canaries(delta, confidence, len(THREAT_MODELS), largest)
 
 
-def check_canary_count(canaries: int, delta: float, confidence: float) -> None:
-    """Refuse, before any run, a number of canaries (other than 0) with which no one-run bound can exceed 0."""
-    from accounting.errors import ConfigurationError
+def check_canary_count(canaries: int, delta: float, confidence: float, field: str = "canaries") -> None:
+    """Refuse, before any run, a number of canary SuperNodes with which no bound of either threat model exceeds 0."""
+    from attacks.probes import one_run
 
-    if canaries and canaries < (least := minimum_canaries(delta, confidence)):
-        raise ConfigurationError("canaries", f"{canaries} canaries are too few for the one-run estimators: even with "
-                                 f"every sign guessed right their bound is 0 at confidence {confidence:g} and delta "
-                                 f"{delta:g}; use at least {least} (or 0 for no canaries)")
+    one_run.check_canary_count(canaries, delta, confidence, len(THREAT_MODELS), field)
 
 
 def canary_scores(run: dict, canaries: int, seed: int, configured_shift: float, delta: float) -> dict:

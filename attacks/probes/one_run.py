@@ -52,4 +52,30 @@ def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: f
     return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling
 
 
-__all__ = ["OneRunOutcome", "bound_dict", "one_run_decision"]
+def minimum_canaries(delta: float, confidence: float, threat_models: int = 1, largest: int = 4096) -> int:
+    """The fewest canaries with which the rigorous one-run bound (at ``confidence`` split over ``threat_models``,
+    Bonferroni) can exceed 0 when every guess is right."""
+    from attacks.estimators.one_run import one_run_ceiling
+
+    per_model = 1.0 - (1.0 - confidence) / threat_models
+    low, high = 1, largest
+    if one_run_ceiling(high, delta, per_model) <= 0:
+        return largest + 1
+    while low < high:  # the ceiling grows with the canaries
+        middle = (low + high) // 2
+        low, high = (middle + 1, high) if one_run_ceiling(middle, delta, per_model) <= 0 else (low, middle)
+    return low
+
+
+def check_canary_count(canaries: int, delta: float, confidence: float, threat_models: int = 1,
+                       field: str = "canaries") -> None:
+    """Refuse, before any run, a number of canaries (other than 0) with which no one-run bound can exceed 0."""
+    from accounting.errors import ConfigurationError
+
+    if canaries and canaries < (least := minimum_canaries(delta, confidence, threat_models)):
+        raise ConfigurationError(field, f"{canaries} canaries are too few for the one-run estimators: even with "
+                                 f"every sign guessed right their bound is 0 at confidence {confidence:g} and delta "
+                                 f"{delta:g}; use at least {least} (or 0 for no canaries)")
+
+
+__all__ = ["OneRunOutcome", "bound_dict", "check_canary_count", "minimum_canaries", "one_run_decision"]

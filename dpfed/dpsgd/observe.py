@@ -97,22 +97,58 @@ def _first_of(values, cls):
 def observing_opacus(canaries=None):
     """Within the block, opacus's engine, optimizer steps, noise and epsilons are logged (``OpacusLog``);
     ``canaries`` (a ``dpfed.dpsgd.loop_canaries.LoopCanaries``) join the first private optimizer's steps."""
-    import torch
-    from opacus import PrivacyEngine
-    from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
-    from opacus.optimizers import DPOptimizer
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+    observer = _Observer(OpacusLog(), canaries)
+    with _lock:
+        observer.install()
+    try:
+        yield observer.log
+    finally:
+        with _lock:
+            observer.uninstall()
 
-    log = OpacusLog()
-    originals = {"make_private": PrivacyEngine.make_private,
-                 "pre_step": DPOptimizer.pre_step, "add_noise": DPOptimizer.add_noise}
-    accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
 
-    def make_private(self, *args, **kwargs):
-        out = originals["make_private"](self, *args, **kwargs)
-        key = engine_id(self)
-        log.engines[key] = self
-        optimizer = _first_of(out, DPOptimizer)
+class _Observer:
+    """The patches of one ``observing_opacus`` block: opacus's originals kept, each wrapper logging into ``log``."""
+
+    def __init__(self, log: OpacusLog, canaries):
+        from opacus import PrivacyEngine
+        from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
+        from opacus.optimizers import DPOptimizer
+
+        self.log, self.canaries = log, canaries
+        self.engine_class, self.optimizer_class = PrivacyEngine, DPOptimizer
+        self.originals = {"make_private": PrivacyEngine.make_private, "pre_step": DPOptimizer.pre_step,
+                          "add_noise": DPOptimizer.add_noise}
+        self.accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
+        self.hook = None
+
+    def install(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        observer = self
+        self.hook = register_optimizer_step_post_hook(self.stepped)
+        self.engine_class.make_private = lambda engine, *a, **k: observer.make_private(engine, *a, **k)
+        for cls in self.accountants:
+            cls.get_epsilon = self._epsilon_of(cls)
+        self.optimizer_class.pre_step = lambda optimizer, *a, **k: observer.pre_step(optimizer, *a, **k)
+        self.optimizer_class.add_noise = lambda optimizer: observer.add_noise(optimizer)
+
+    def uninstall(self) -> None:
+        self.hook.remove()
+        self.engine_class.make_private = self.originals["make_private"]
+        for cls, original in self.accountants.items():
+            cls.get_epsilon = original
+        self.optimizer_class.pre_step = self.originals["pre_step"]
+        self.optimizer_class.add_noise = self.originals["add_noise"]
+
+    def make_private(self, engine, *args, **kwargs):
+        import torch
+
+        log = self.log
+        out = self.originals["make_private"](engine, *args, **kwargs)
+        key = engine_id(engine)
+        log.engines[key] = engine
+        optimizer = _first_of(out, self.optimizer_class)
         loader = _first_of(out, torch.utils.data.DataLoader)
         rate = 1.0 / len(loader) if loader is not None and len(loader) else None
         if optimizer is not None:
@@ -132,10 +168,12 @@ def observing_opacus(canaries=None):
                                  else None})
         return out
 
-    def epsilon_of(cls):
-        def get_epsilon(self, delta, *args, **kwargs):
-            value = accountants[cls](self, delta, *args, **kwargs)
-            engine = next((e for e in log.engines.values() if getattr(e, "accountant", None) is self), None)
+    def _epsilon_of(self, cls):
+        log, original = self.log, self.accountants[cls]
+
+        def get_epsilon(accountant, delta, *args, **kwargs):
+            value = original(accountant, delta, *args, **kwargs)
+            engine = next((e for e in log.engines.values() if getattr(e, "accountant", None) is accountant), None)
             key = engine_id(engine) if engine is not None else "accountant"
             log.epsilons.append({"engine": key, "delta": float(delta), "epsilon": float(value),
                                  "after_steps": sum(log.steps.values())})
@@ -143,44 +181,53 @@ def observing_opacus(canaries=None):
 
         return get_epsilon
 
-    def pre_step(self, *args, **kwargs):
-        stepped = originals["pre_step"](self, *args, **kwargs)
+    def pre_step(self, optimizer, *args, **kwargs):
+        stepped = self.originals["pre_step"](optimizer, *args, **kwargs)
         if stepped:
-            for p in self.params:
+            for p in optimizer.params:
                 if p.grad is not None:
-                    log.private_grads[id(p)] = (id(p.grad), p.grad._version)
-            rate = getattr(self, OPTIMIZER_RATE, None)
-            rate = None if rate is None else rate * int(getattr(self, "accumulated_iterations", 1) or 1)
-            key = (getattr(self, ENGINE_ID, "unknown"), float(self.noise_multiplier), _float(self.max_grad_norm),
-                   rate)
+                    self.log.private_grads[id(p)] = (id(p.grad), p.grad._version)
+            rate = getattr(optimizer, OPTIMIZER_RATE, None)
+            rate = None if rate is None else rate * int(getattr(optimizer, "accumulated_iterations", 1) or 1)
+            key = (getattr(optimizer, ENGINE_ID, "unknown"), float(optimizer.noise_multiplier),
+                   _float(optimizer.max_grad_norm), rate)
             with _lock:
-                log.steps[key] = log.steps.get(key, 0) + 1
+                self.log.steps[key] = self.log.steps.get(key, 0) + 1
         return stepped
 
-    def add_noise(self):
-        expected = float(self.noise_multiplier) * _float(self.max_grad_norm)
-        owner = canaries is not None and getattr(canaries, "optimizer", id(self)) == id(self)
+    def add_noise(self, optimizer) -> None:
+        expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
+        canaries = self.canaries
+        owner = canaries is not None and getattr(canaries, "optimizer", id(optimizer)) == id(optimizer)
         if owner:
-            canaries.optimizer = id(self)
-            held = [p for p in self.params if getattr(p, "summed_grad", None) is not None]
-            clip, rate = _float(self.max_grad_norm), float(getattr(self, OPTIMIZER_RATE, None) or 1.0)
+            canaries.optimizer = id(optimizer)
+            held = [p for p in optimizer.params if getattr(p, "summed_grad", None) is not None]
+            clip, rate = _float(optimizer.max_grad_norm), float(getattr(optimizer, OPTIMIZER_RATE, None) or 1.0)
             clean = canaries.before_noise(held, clip, rate)
-        originals["add_noise"](self)
+        self.originals["add_noise"](optimizer)
         if owner:
             canaries.after_noise(held, clean, expected, clip, rate)
+        self._measure_noise(optimizer, expected)
+
+    def _measure_noise(self, optimizer, expected: float) -> None:
+        """The noise just added: grad minus the clipped sum (before any scaling), summed over every parameter."""
+        import torch
+
         total, count = 0.0, 0
-        for p in self.params:
+        for p in optimizer.params:
             if getattr(p, "summed_grad", None) is None or p.grad is None:
                 continue
             difference = (p.grad.detach().reshape(-1).double() - p.summed_grad.detach().reshape(-1).double())
             total += float(torch.sum(difference ** 2))
             count += difference.numel()
-        key = (getattr(self, ENGINE_ID, "unknown"), expected)
+        key = (getattr(optimizer, ENGINE_ID, "unknown"), expected)
         with _lock:
-            before = log.noise.get(key, [0.0, 0])
-            log.noise[key] = [before[0] + total, before[1] + count]
+            before = self.log.noise.get(key, [0.0, 0])
+            self.log.noise[key] = [before[0] + total, before[1] + count]
 
-    def stepped(optimizer, args, kwargs):
+    def stepped(self, optimizer, args, kwargs) -> None:
+        """torch's global optimizer step hook: the parameters each optimizer updated."""
+        log = self.log
         entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})
         entry["steps"] += 1
         private = id(optimizer) in log.private_optimizers
@@ -189,24 +236,6 @@ def observing_opacus(canaries=None):
                 # another optimizer applying the private (noisy) gradient again is post-processing, not a leak
                 if p.grad is not None and (private or log.private_grads.get(id(p)) != (id(p.grad), p.grad._version)):
                     entry["params"][id(p)] = p
-
-    with _lock:
-        hook = register_optimizer_step_post_hook(stepped)
-        PrivacyEngine.make_private = make_private
-        for cls in accountants:
-            cls.get_epsilon = epsilon_of(cls)
-        DPOptimizer.pre_step = pre_step
-        DPOptimizer.add_noise = add_noise
-    try:
-        yield log
-    finally:
-        with _lock:
-            hook.remove()
-            PrivacyEngine.make_private = originals["make_private"]
-            for cls, original in accountants.items():
-                cls.get_epsilon = original
-            DPOptimizer.pre_step = originals["pre_step"]
-            DPOptimizer.add_noise = originals["add_noise"]
 
 
 def _float(value):

@@ -15,6 +15,7 @@ run the project's own ClientApp and mods, ``dpfed.flower.legacy_canary``). Every
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -93,38 +94,42 @@ def _canary_refusal(entry: ObservedStrategy) -> str | None:
     return None
 
 
+def _recorded(entry: ObservedStrategy, settings: RunSettings, result: AppRun):
+    """The strategy to run in place of ``entry``'s: a DP one inside its recorder (and, Message API, the canary
+    host); noted in ``result``. Canaries where none can be scaled are refused (Flower has started by then)."""
+    from dpfed.flower.host import canary_host
+    from dpfed.flower.legacy_recorder import legacy_recording_strategy
+    from dpfed.flower.recorder import recording_strategy
+
+    refusal = _canary_refusal(entry) if settings.canaries else None
+    if refusal is not None:
+        raise ConfigurationError("canaries", refusal)
+    started = StartedRun(entry)
+    result.starts.append(started)
+    if dp_wrapper(entry.strategy) is None:
+        return entry.strategy
+    if entry.api == "message":
+        started.recorder = recording_strategy(entry.strategy, Transcript())
+        started.host = canary_host(started.recorder)
+        return started.host
+    started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure,
+                                                 canaries=bool(settings.canaries))
+    return started.recorder
+
+
 def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> AppRun:
     """Run the project once with ``settings`` and return what was observed (``AppRun``)."""
     from flwr.simulation.run_simulation import _run_simulation
 
     from dpfed.flower.canary_mod import CanaryMod, with_canaries
     from dpfed.flower.client_observer import ClientObserver, read_records
-    from dpfed.flower.host import canary_host
     from dpfed.flower.legacy_canary import is_legacy
-    from dpfed.flower.legacy_recorder import legacy_recording_strategy
     from dpfed.flower.observe import observing_strategies
-    from dpfed.flower.recorder import recording_strategy
 
     server_app, client_app = load_apps(project)
     result = AppRun(local_dp_mods=[m for m in getattr(client_app, "_mods", []) or []
                                    if type(m).__name__ == "LocalDpMod"])
-
-    def take(entry: ObservedStrategy):
-        refusal = _canary_refusal(entry) if settings.canaries else None
-        if refusal is not None:
-            raise ConfigurationError("canaries", refusal)
-        started = StartedRun(entry)
-        result.starts.append(started)
-        if dp_wrapper(entry.strategy) is None:
-            return entry.strategy
-        if entry.api == "message":
-            started.recorder = recording_strategy(entry.strategy, Transcript())
-            started.host = canary_host(started.recorder)
-            return started.host
-        started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure,
-                                                     canaries=bool(settings.canaries))
-        return started.recorder
-
+    take = functools.partial(_recorded, settings=settings, result=result)
     mod = CanaryMod(settings.nodes, settings.canaries, settings.seed, settings.insert)
     if settings.canaries and is_legacy(client_app):  # canaries run the project's own ClientApp and mods
         mod = dataclasses.replace(mod, legacy=True)

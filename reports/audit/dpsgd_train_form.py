@@ -25,7 +25,7 @@ def observe_training(spec, claim, argv, user_key, canaries: int = 0, seed: int =
     ``seed``): ``{"training", "checked", "mechanism", "releases"}``."""
     from attacks.opacus_checks.observed import check_training
     from attacks.opacus_checks.train_run import run_user_training
-    from attacks.probes.flower_bounds import check_canary_count
+    from attacks.probes.one_run import check_canary_count
     from dpfed.dpsgd.loop_canaries import LoopCanaries
 
     try:

@@ -96,6 +96,7 @@ def summary_lines(audit: dict) -> list[str]:
 def check_arguments(args) -> None:
     from accounting.errors import require_number
     from attacks.probes.flower_bounds import check_canary_count
+    from attacks.probes.one_run import check_canary_count as check_client_canaries
     from reports.commands.common import check_output_file
 
     require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
@@ -110,10 +111,7 @@ def check_arguments(args) -> None:
             raise ConfigurationError("confidence", "applies to the canary bounds only; add --canaries K")
     # too few canaries can show nothing: refused before the run
     check_canary_count(args.canaries, args.delta, 0.95 if args.confidence is None else args.confidence)
-    try:
-        check_canary_count(args.client_canaries, args.delta, 0.95)
-    except ConfigurationError as exc:
-        raise ConfigurationError("client-canaries", str(exc).split(": ", 1)[-1]) from None
+    check_client_canaries(args.client_canaries, args.delta, 0.95, field="client-canaries")  # one threat model
     if args.claimed_epsilon is not None:
         require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
     if args.out is not None:

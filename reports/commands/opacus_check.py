@@ -161,7 +161,7 @@ def run_train(args) -> int:
     delta = 1e-5 if args.delta is None else args.delta
     canaries = None
     if args.canaries:
-        from attacks.probes.flower_bounds import check_canary_count
+        from attacks.probes.one_run import check_canary_count
         from dpfed.dpsgd.loop_canaries import LoopCanaries
 
         check_canary_count(int(args.canaries), delta, 0.95)
