@@ -1,17 +1,5 @@
-"""The one exit-code table of ``dpaudit`` (README and ``--help`` show it).
-
-========  ================  =====================================================================
-code      name              meaning
-========  ================  =====================================================================
-0         PASS              the claim holds (proved, or consistent with every probe)
-1         VIOLATION         the claim is broken (refuted analytically or by a rigorous lower bound)
-2         BAD_INPUT         the input was rejected before any work (one line on stderr)
-3         INCONCLUSIVE      neither proved nor refuted, or a probe failed
-4         INTERNAL_ERROR    a bug in dpaudit: one line on stderr, the traceback in a log file
-130       INTERRUPTED       Ctrl-C or SIGTERM; finished work is saved
-141       BROKEN_PIPE       the reader of standard output went away (``| head``); nothing else printed
-========  ================  =====================================================================
-"""
+"""The one exit-code table of ``dpaudit``: ``ExitCode`` and ``EXIT_CODE_MEANINGS`` (``--help`` shows it, and the
+generated reference page ``docs/reference/exit-codes.md`` is built from it)."""
 
 from __future__ import annotations
 
@@ -27,6 +15,19 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
     BROKEN_PIPE = 141
 
+
+#: what each code means, for ``--help`` and the generated reference (docs/reference/exit-codes.md)
+EXIT_CODE_MEANINGS = {
+    ExitCode.PASS: "PASS: the claim holds (proved, or consistent with every probe); other commands: done",
+    ExitCode.VIOLATION: "VIOLATION: the claim is broken (refuted analytically, or by a rigorous lower bound)",
+    ExitCode.BAD_INPUT: "bad input, refused before any work: one line on stderr naming the field (no file written)",
+    ExitCode.INCONCLUSIVE: "INCONCLUSIVE: neither proved nor refuted, or a probe failed",
+    ExitCode.INTERNAL_ERROR: "internal error (a bug in dpaudit, or the system failed, e.g. a full disk): one line on "
+                             "stderr; the traceback in dpaudit-error.log in the output directory (or a temporary file "
+                             "the message names), or on stderr with `dpaudit --debug COMMAND ...`",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM); finished work is saved",
+    ExitCode.BROKEN_PIPE: "standard output was closed by its reader (`dpaudit plan ... | head`); nothing more printed",
+}
 
 EXIT_CODE_HELP = (
     "exit codes: 0 PASS, 1 VIOLATION, 2 bad input (nothing run), 3 INCONCLUSIVE or a probe failed, "

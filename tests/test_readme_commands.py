@@ -1,8 +1,10 @@
-"""Every ``dpaudit`` command in README.md runs under the suite, so an example cannot rot.
+"""Every ``dpaudit`` command in README.md and in the documentation (``docs/``) runs under the suite, so an example
+cannot rot.
 
-The commands are read from every fenced code block of README.md (a line starting with ``dpaudit``,
-``\\`` continuations joined, ``#`` comments dropped), so new sections need no change here. Each command
-either
+The commands are read from every fenced code block of README.md and of every page of ``mkdocs.yml``'s nav, in
+that order (a line starting with ``dpaudit``, ``\\`` continuations joined, ``#`` comments dropped), so new pages
+and sections need no change here; a command written twice (a tutorial's command in the README) runs once. Each
+command either
 
 * runs **as written** and exits with the code its README comment promises (1 where the comment says
   VIOLATION or ``exit 1``, else 0), within ``AS_WRITTEN_CPU_S`` CPU seconds; or
@@ -36,6 +38,37 @@ from tests.user_audit_config import user_mechanism_audit
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+
+
+def documented_pages() -> list[Path]:
+    """README.md, then every page of the documentation in the order of ``mkdocs.yml``'s nav (generated reference
+    pages, which hold no commands to run, are not files)."""
+    import yaml
+
+    def walk(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+        elif isinstance(node, dict):
+            for value in node.values():
+                yield from walk(value)
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    pages = [ROOT / "docs" / page for page in walk(nav)]
+    return [README] + [page for page in pages if page.exists()]
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """Every documented command once (the first time it is written), in documentation order."""
+    seen, commands = set(), []
+    for page in documented_pages():
+        for command, line in readme_commands(page.read_text(encoding="utf-8")):
+            if command not in seen:
+                seen.add(command)
+                commands.append((command, line))
+    return commands
 AS_WRITTEN_CPU_S = 8.0  # CPU seconds: a command costlier than this as written must register a small variant
 AS_WRITTEN_WALL_S = 60.0  # wall-clock stop for an unregistered command (CPU time is robust to a loaded machine)
 VARIANT_WALL_S = 240.0  # wall-clock stop for a registered command that runs away
@@ -416,7 +449,7 @@ def plan_jobs(commands) -> tuple[list[dict], list[str]]:
             {"readme": command, "run": variant or command, "code": code, "limit": limit, "registered": registered}
         )
     stale = sorted(set(VARIANTS) - {c for c, _ in commands})
-    problems += [f"registered in VARIANTS but no longer in README.md: {c}" for c in stale]
+    problems += [f"registered in VARIANTS but no longer in README.md or docs/: {c}" for c in stale]
     return jobs, problems
 
 
@@ -463,8 +496,8 @@ def is_flower_job(job: dict) -> bool:
 def run_readme_jobs(tmp_path: Path, flower: bool) -> Path:
     """Run the README's Flower commands (``flower=True``) or all the others, in README order, in one child;
     returns the directory they ran in (with what they wrote)."""
-    commands = readme_commands(README.read_text(encoding="utf-8"))
-    assert len(commands) > 30, "the README's commands were not found"
+    commands = documented_commands()
+    assert len(commands) > 30, "the documented commands were not found"
     jobs, problems = plan_jobs(commands)
     jobs = [job for job in jobs if is_flower_job(job) == flower]
     assert len(jobs) >= (3 if flower else 30), "the README's Flower or other commands were not found"

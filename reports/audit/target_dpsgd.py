@@ -76,11 +76,15 @@ class DpsgdTarget(BaseTarget):
             return "the noise the training's private optimizer added, measured at every step"
         return "the noise measured through the user's optimizer (opacus-check)" if self.check is not None else None
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        return SCHEMA
+
     def __init__(self, spec: TargetSpec):
         from attacks.probes.dpsgd_user import OpacusRun, load_user_setup
 
         super().__init__(spec)
-        p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
+        p = strict.check_table("parameters", dict(spec.parameters), self.parameter_schema())
         if spec.claim.neighbouring != "add-remove":
             raise ConfigurationError("claim.neighbouring", "DP-SGD with Poisson sampling is accounted for add/remove "
                                      "neighbours (one record added or removed)")

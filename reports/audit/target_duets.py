@@ -22,6 +22,7 @@ from reports.audit.targets import (
     decline_uncarried_fields,
     register,
     regret_utility,
+    schema_of_dataclass,
     split_parameters,
 )
 
@@ -60,12 +61,18 @@ class DuetsTarget(BaseTarget):
         "duets-end-to-end": "_end_to_end_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        from dpfed.duets.config import DuetsConfig
+
+        return schema_of_dataclass(DuetsConfig)
+
     def __init__(self, spec: TargetSpec):
         from attacks.probes.duets import audit_mechanism
         from dpfed.duets.config import DuetsConfig
 
         super().__init__(spec)
-        params, _ = split_parameters(spec, DuetsConfig, {})
+        params, _ = split_parameters(spec, self.parameter_schema(), {})
         params.setdefault("algorithm", spec.algorithm)
         if params["algorithm"] != spec.algorithm:
             raise ConfigurationError(

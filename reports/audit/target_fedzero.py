@@ -21,6 +21,7 @@ from reports.audit.targets import (
     decline_uncarried_fields,
     register,
     regret_utility,
+    schema_of_dataclass,
     split_parameters,
 )
 
@@ -53,12 +54,18 @@ class FedZeroTarget(BaseTarget):
         "fedzero-broadcast-leak": "_end_to_end_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        from dpfed.fedzero.config import FedZeroConfig
+
+        return schema_of_dataclass(FedZeroConfig, PRIVACY)
+
     def __init__(self, spec: TargetSpec):
         from dpfed.fedzero.config import FedZeroConfig
         from dpfed.fedzero.private import dp_fedzero_release
 
         super().__init__(spec)
-        params, privacy = split_parameters(spec, FedZeroConfig, PRIVACY)
+        params, privacy = split_parameters(spec, self.parameter_schema(), PRIVACY)
         self.private = spec.algorithm == "dp-fedzero"
         self.privacy = {**DEFAULT_PRIVACY, **privacy}
         if self.private and spec.claim.neighbouring != "add-remove":

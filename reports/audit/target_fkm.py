@@ -21,6 +21,7 @@ from reports.audit.targets import (
     decline_uncarried_fields,
     register,
     regret_utility,
+    schema_of_dataclass,
     split_parameters,
 )
 
@@ -47,12 +48,18 @@ class FkmTarget(BaseTarget):
         "fkm-dataset-end-to-end": "_dataset_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        from dpfed.fkm.config import FKMConfig
+
+        return schema_of_dataclass(FKMConfig, PRIVACY)
+
     def __init__(self, spec: TargetSpec):
         from dpfed.fkm.config import FKMConfig
         from dpfed.fkm.private import dp_fkm_release
 
         super().__init__(spec)
-        params, privacy = split_parameters(spec, FKMConfig, PRIVACY)
+        params, privacy = split_parameters(spec, self.parameter_schema(), PRIVACY)
         self.private = spec.algorithm == "dp-fkm"
         self.unit = privacy.pop("unit", "event")
         self.records = int(privacy.pop("records", 200))

@@ -56,11 +56,15 @@ class FlowerAppTarget(BaseTarget):
         """The run's transcript (each release's noise measured) or its clients' private steps (their noise)."""
         return "the noise of every release (or of every client's private step) measured in the observed run"
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        return SCHEMA
+
     def __init__(self, spec: TargetSpec):
         super().__init__(spec)
         from dpfed.flower.config import parse_claims
 
-        p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
+        p = strict.check_table("parameters", dict(spec.parameters), self.parameter_schema())
         if not spec.allow_code:
             raise ConfigurationError("parameters.app", "a flower-app target runs the app's Python code; run with "
                                                        "--allow-code to allow it")

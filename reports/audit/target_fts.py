@@ -56,12 +56,18 @@ class FtsTarget(BaseTarget):
         "fts-end-to-end": "_end_to_end_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        from dpfed.fts import FTSConfig
+
+        return schema_of_dataclass(FTSConfig, {"preset": strict.STRING})
+
     def __init__(self, spec: TargetSpec):
         from dpfed.fts import FTSConfig
 
         super().__init__(spec)
         params = dict(spec.parameters)
-        strict.check_table("parameters", params, schema_of_dataclass(FTSConfig, {"preset": strict.STRING}))
+        strict.check_table("parameters", params, self.parameter_schema())
         preset = params.pop("preset", DEFAULT_PRESET)
         params.setdefault("algorithm", spec.algorithm)
         params.setdefault("neighbouring", spec.claim.neighbouring)

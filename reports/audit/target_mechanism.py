@@ -78,9 +78,13 @@ class MechanismTarget(BaseTarget):
         "bug-uniform-fallback": "_subsampled_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        return SCHEMA
+
     def __init__(self, spec: TargetSpec):
         super().__init__(spec)
-        p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
+        p = strict.check_table("parameters", dict(spec.parameters), self.parameter_schema())
         self.kind = p.get("type", "gaussian")
         self.calibration_method = p.get("calibration")
         self.releases = int(require_number("parameters.steps", p.get("steps", 1), low=1, integer=True))

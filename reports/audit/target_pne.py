@@ -34,12 +34,16 @@ class PneTarget(BaseTarget):
         "pne-end-to-end": "_end_to_end_probe",
     }
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        return SCHEMA
+
     def __init__(self, spec: TargetSpec):
         from dpfed.pne.objectives import OBJECTIVES
         from dpfed.pne.private import PLANTED_BUGS, dp_mechanism
 
         super().__init__(spec)
-        p = strict.check_table("parameters", dict(spec.parameters), SCHEMA)
+        p = strict.check_table("parameters", dict(spec.parameters), self.parameter_schema())
         self.objective = p.get("objective", "garland")
         if self.objective not in OBJECTIVES:
             raise ConfigurationError(

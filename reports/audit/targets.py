@@ -110,6 +110,11 @@ class BaseTarget:
     #: its verdict cannot be a plain PASS (``verdicts.with_untested_implementation``)
     runs_implementation: ClassVar[bool] = False
 
+    @classmethod
+    def parameter_schema(cls) -> dict:
+        """The keys ``[target.parameters]`` takes, as the strict reader checks them (``accounting.strict``)."""
+        return {}
+
     def default_probes(self) -> tuple:
         """The probes run when the configuration lists none (``ProbeSpec``s, budgets planned by the target)."""
         return ()
@@ -226,12 +231,12 @@ def decline_uncarried_fields(name: str, config, carried, ignored=()) -> None:
         raise ProbeDeclined(f"{name} replays the defaults of {', '.join(changed)}; this target sets them")
 
 
-def split_parameters(spec: TargetSpec, config_class, privacy_schema: dict) -> tuple[dict, dict]:
-    """A target's parameters checked strictly against ``config_class``'s fields and ``privacy_schema``:
-    (configuration fields, privacy fields). Only a private variant ("dp-...") takes privacy fields."""
+def split_parameters(spec: TargetSpec, schema: dict, privacy_schema: dict) -> tuple[dict, dict]:
+    """A target's parameters checked strictly against ``schema`` (its configuration's fields and
+    ``privacy_schema``): (configuration fields, privacy fields). Only a private variant ("dp-...") takes privacy
+    fields."""
     from accounting import strict
 
-    schema = schema_of_dataclass(config_class, privacy_schema)
     params = strict.check_table("parameters", dict(spec.parameters), schema)
     privacy = {k: params.pop(k) for k in list(params) if k in privacy_schema}
     if privacy and not spec.algorithm.startswith("dp-"):

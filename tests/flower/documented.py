@@ -10,9 +10,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def section(document: str, heading: str) -> str:
-    """The text of ``document`` (README.md or BENCHMARKS.md) from the line ``heading`` to the next heading of the
+    """The text of ``document`` (a page of docs/, README.md or BENCHMARKS.md) from the line ``heading`` to the next heading of the
     same or a higher level."""
-    text = (ROOT / document).read_text(encoding="utf-8")
+    text = "\n" + (ROOT / document).read_text(encoding="utf-8")
     level = len(heading) - len(heading.lstrip("#"))
     start = text.index("\n" + heading + "\n") + 1
     stop = re.compile(rf"^#{{1,{level}}} ", re.M).search(text, start + len(heading))

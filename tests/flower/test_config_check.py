@@ -54,7 +54,7 @@ def test_claim_rows_match_dp_accounting(issue_rows):
 
 
 def test_documented_configuration_figures_reproduce(issue_rows):
-    """BENCHMARKS.md's configuration table (Flower section) and README.md's "at least 31.3, and at most 83.9":
+    """BENCHMARKS.md's configuration table (Flower section) and docs/explanation/flower.md's "at least 31.3, and at most 83.9":
     each documented epsilon is the fresh row's, to its printed decimals (half a unit of the last digit)."""
     from tests.flower.documented import find, printed, section, table_rows
 
@@ -65,7 +65,7 @@ def test_documented_configuration_figures_reproduce(issue_rows):
     for row in rows:
         assert printed(row[3].split()[0], issue_rows[names[row[0]]]["epsilon"]), row
     readme = find(r"the sampler provably spends at least ([\d.]+), and at most ([\d.]+) \(RDP\)",
-                  section("README.md", "### Auditing a Flower app"))
+                  section("docs/explanation/flower.md", "# How a Flower run is audited"))
     assert printed(readme[1], issue_rows["worst-pair"]["epsilon"]) and printed(readme[2], issue_rows["runs"]["epsilon"])
 
 

@@ -31,7 +31,6 @@ pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flo
 
 from tests.flower.documented import ROOT, between, find, printed, section, table_rows  # noqa: E402
 
-README_FLOWER = "### Auditing a Flower app"
 BENCHMARKS_FLOWER = "## Flower"
 EXAMPLE_COMMAND = ["flower", "dpfed/flower/example_app", "--num-supernodes", "40", "--claim",
                    "no-amplification,poisson,z-unchanged"]

@@ -40,7 +40,8 @@ def test_the_report_claim_sentence_states_the_relation():
     assert "zero-out" not in claim_in_words(claim | {"neighbouring": "replace-one"})
 
 
-def test_the_readme_states_the_relation():
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert "#### The neighbouring relation" in (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "is the **zero-out** relation" in readme and "accounting/zero_out.py" in readme
+def test_the_documentation_states_the_relation():
+    page = (ROOT / "docs" / "explanation" / "neighbouring.md").read_text(encoding="utf-8")
+    assert "## The neighbouring relation" in page
+    page = " ".join(page.split())
+    assert "is the **zero-out** relation" in page and "accounting/zero_out.py" in page
