@@ -110,6 +110,9 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0 if FLOWER_INSTALLED else 2,
         "as written (one small Flower run); without the flower extra the target cannot be built (exit 2)",
     ),
+    "dpaudit audit tests/dpsgd_outside/audit_digits_half_noise_defaults.toml --allow-code --out out/budget "
+    "--budget 2s": (None, 1, "as written (about 12 CPU s: the budget caps the probe, not the training's noise "
+                             "measurement and the utility run); VIOLATION: half the noise"),
     "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
     "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (
         "dpaudit run fts-de --preset synthetic --runs 1 --rounds 3 --out results/",

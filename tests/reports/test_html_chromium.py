@@ -1,5 +1,6 @@
 """The HTML report in a real headless Chromium: the page loads without errors, its plots are present,
-and a screenshot is saved under test-artifacts/. Skipped (with the reason and how to enable it) only if
+and a screenshot is saved under test-artifacts/. The audit report's first screen is also the documentation's
+picture of a report (docs/assets/report.png, shown by docs/explanation/report.md): this test takes it. Skipped (with the reason and how to enable it) only if
 Chromium is absent; with DPAUDIT_REQUIRE_CHROMIUM=1 (CI) its absence fails instead."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.reports.synthetic_report import synthetic_report
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
+DOCS_SCREENSHOT = ROOT / "docs" / "assets" / "report.png"
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 NO_CHROMIUM = (
     "Chromium is not installed, so the HTML report is not checked in a browser; to run this test install "
@@ -83,3 +85,9 @@ def test_audit_report_in_chromium(tmp_path):
     # summary figure; mechanism target (one release): ROC; DP-Fed-PNE target (event level): ROC + utility
     dom = _check_page(out / "report.html", tmp_path, "report-audit-small.png", expected_plots=4)
     assert "VIOLATION" in dom and "Calibration check" in dom
+    shot = tmp_path / "report.png"
+    result = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,1500", "--hide-scrollbars",
+                       (out / "report.html").resolve().as_uri())
+    assert result.returncode == 0 and shot.read_bytes()[:8] == PNG_MAGIC, result.stderr[-2000:]
+    DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
+    shutil.copyfile(shot, DOCS_SCREENSHOT)  # the documentation shows the report as this browser drew it
