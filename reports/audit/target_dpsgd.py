@@ -167,6 +167,10 @@ class DpsgdTarget(BaseTarget):
         return Unavailable("the dp-sgd target audits privacy only; measure utility in your own training loop")
 
     def _gradient_probe(self, name: str, explicit: dict) -> dict:
+        if name == "dpsgd-last-iterate" and any(p.name == "dpsgd-all-iterates" for p in self.spec.probes):
+            raise ProbeDeclined("dpsgd-last-iterate adds no power beside dpsgd-all-iterates: the final parameters "
+                                "are a post-processing of the iterates that probe reads, at the same cost per trial "
+                                "(list it alone to attack the final parameters only)")
         if self.train_observed is not None:
             raise ProbeDeclined(f"{name} runs gradient canaries through a set-up's objects; the train form's "
                                 "checks read what the training ran (its noise measured at every step)")
@@ -290,8 +294,7 @@ class DpsgdTarget(BaseTarget):
                 "message": f"{probe.name}: one training with {probe.trials} canaries ({origin}), which certifies "
                            f"at most epsilon {probe.ceiling:.3g} even with every guess right; its power against "
                            "half the configured noise is not planned (one run's bound stays far below a multi-run "
-                           "audit's): the multi-run gradient probes (dpsgd-all-iterates, dpsgd-last-iterate) "
-                           "carry it"}))
+                           "audit's): the multi-run gradient probe dpsgd-all-iterates carries it"}))
         return out
 
     def _budget_finding(self, name: str, plan: dict) -> Finding:
