@@ -79,6 +79,9 @@ class OneLineParser(argparse.ArgumentParser):
             self.options_seen = None
 
     def error(self, message):
+        if message.startswith("one of the arguments ") and " " not in message[21:].removesuffix(" is required"):
+            # a required option with a hidden second spelling (a mutually exclusive group of one shown name)
+            message = f"the following arguments are required: {message[21:].removesuffix(' is required')}"
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 

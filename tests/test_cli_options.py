@@ -1,9 +1,14 @@
 """Options given twice are refused (argparse alone keeps the last value silently), and a closed stdout ends
-the command quietly with the shell's SIGPIPE code."""
+the command quietly with the shell's SIGPIPE code. One set of option names across commands: one spelling per
+meaning (``--no-progress`` wherever progress shows, ``--claim-epsilon``, ``--delta``, ``--noise-multiplier``), no
+accepted option silently ignored, and ``attack --list`` lists only what ``attack`` runs or marks the command that
+runs the rest."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +66,205 @@ def test_a_gaussian_calibration_beside_an_explicit_noise_is_refused(capsys, prob
     assert main(argv) == 2
     name = key.split("=")[0]
     assert f"params.{name}: calibrates the noise" in capsys.readouterr().err
+
+
+# ----- one set of option names across commands (issue 41) -------------------------------------------------------
+
+# commands that can print progress on stderr (bars, stage lines, slow-accountant notes, Flower's INFO log)
+PROGRESS_COMMANDS = ("account", "calibrate", "attack", "audit", "flower", "opacus-check")
+# spellings retired for the one spelling every command uses; the hidden ones still parse (README's commands)
+RETIRED = {"--quiet": "--no-progress", "--claimed-epsilon": "--claim-epsilon", "--dp-delta": "--delta",
+           "--output": "--out", "--random-seed": "--seed", "--num-workers": "--workers", "--json": "--format"}
+HIDDEN_ALIASES = [("audit", ["--quiet"], "no_progress", True),
+                  ("flower", ["app", "--claimed-epsilon", "7"], "claim_epsilon", 7.0),
+                  ("opacus-check", ["--setup", "x.py", "--claimed-epsilon", "3"], "claim_epsilon", 3.0),
+                  ("account", ["--rate", "0.1", "--noise", "2", "--steps", "3", "--delta", "1e-5"], "noise_multiplier",
+                   2.0)]
+# a dest spelled otherwise than ``--dest-with-dashes``, on purpose
+SPELLED_OTHERWISE = {"train_argv": "--argv", "dp_delta": "--delta"}
+
+
+def _subcommands(parser, prefix=()):
+    """``(command words, parser)`` of every leaf sub-command (``run ALGORITHM`` included)."""
+    import argparse
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield prefix, parser
+    for sub in subs:
+        for name, child in sub.choices.items():
+            yield from _subcommands(child, (*prefix, name))
+
+
+def _visible_options(parser):
+    import argparse
+
+    return [a for a in parser._actions if a.option_strings and a.help is not argparse.SUPPRESS and a.dest != "help"]
+
+
+COMMANDS = [(words, p) for words, p in _subcommands(build_parser()) if words]
+
+
+@pytest.mark.parametrize("words", [w for w, _ in COMMANDS if w[0] in PROGRESS_COMMANDS or w[0] == "run"],
+                         ids=" ".join)
+def test_every_command_that_prints_progress_takes_no_progress(words):
+    parser = dict(COMMANDS)[words]
+    [action] = [a for a in _visible_options(parser) if "--no-progress" in a.option_strings]
+    assert action.option_strings == ["--no-progress"] and action.dest == "no_progress"
+
+
+def test_one_meaning_one_spelling_across_commands():
+    """Each option (its dest) is spelled the same in every command, as its dest says; no retired spelling shows."""
+    spellings = {}
+    for words, parser in COMMANDS:
+        for action in _visible_options(parser):
+            longs = tuple(s for s in action.option_strings if s.startswith("--"))
+            spellings.setdefault(action.dest, {}).setdefault(longs, []).append(" ".join(words))
+            for spelling in longs:
+                assert spelling not in RETIRED, f"{' '.join(words)} shows {spelling}; spell it {RETIRED[spelling]}"
+    for dest, found in spellings.items():
+        assert len(found) == 1, f"{dest} is spelled {sorted(found)} in {found}"
+        [longs] = found
+        assert longs == (SPELLED_OTHERWISE.get(dest, "--" + dest.replace("_", "-")),), (dest, longs)
+    # account's noise multiplier is --noise-multiplier, as run's private algorithms spell it (their --noise is a kind)
+    account = dict(COMMANDS)[("account",)]
+    assert not any("--noise" in a.option_strings for a in _visible_options(account))
+    # where the probe batches run: attack takes every executor audit takes (auto included)
+    executors = {words: next(a.choices for a in _visible_options(p) if a.dest == "executor")
+                 for words, p in COMMANDS if any(a.dest == "executor" for a in _visible_options(p))}
+    assert len(executors) == 2 and len({tuple(sorted(c)) for c in executors.values()}) == 1, executors
+
+
+@pytest.mark.parametrize("command, argv, dest, value", HIDDEN_ALIASES, ids=[h[0] for h in HIDDEN_ALIASES])
+def test_a_retired_spelling_of_the_readme_still_parses_but_is_not_shown(command, argv, dest, value):
+    assert getattr(build_parser().parse_args([command, *argv]), dest) == value
+    alias = next(a for a in argv if a in RETIRED or a == "--noise")
+    assert not re.search(re.escape(alias) + r"(?![\w-])", dict(COMMANDS)[(command,)].format_help())
+
+
+def test_an_undocumented_retired_spelling_is_refused(capsys):
+    assert main(["run", "dp-duets", "--dp-delta", "1e-6"]) == 2
+    assert build_parser().parse_args(["run", "dp-duets", "--delta", "1e-6"]).dp_delta == "1e-6"
+
+
+def test_audit_no_progress_leaves_stderr_empty(tmp_path, capsys):
+    config = Path(__file__).resolve().parents[1] / "configs" / "audit_small.toml"
+    assert main(["audit", str(config), "--out", str(tmp_path / "a"), "--no-progress"]) in (0, 1, 3)
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and "overall:" in quiet.out
+    assert main(["audit", str(config), "--out", str(tmp_path / "b")]) in (0, 1, 3)
+    assert "plan (before any work):" in capsys.readouterr().err  # progress without it
+
+
+@pytest.mark.parametrize("argv", [["account", "--rate", "0.1", "--noise-multiplier", "1", "--steps", "3", "--delta",
+                                   "1e-5", "--accountants", "rdp"],
+                                  ["calibrate", "--epsilon", "1", "--delta", "1e-5", "--rate", "0.1", "--steps", "3",
+                                   "--accountant", "rdp"]], ids=["account", "calibrate"])
+def test_no_progress_silences_the_slow_accountant_notes(argv, capsys, monkeypatch):
+    monkeypatch.setattr("accounting.cost.estimate_seconds", lambda name, composition: (1e6, "said slow"))
+    monkeypatch.setattr("accounting.registry.estimate_seconds", lambda name, composition: (1e6, "said slow"))
+    assert main(argv) == 0
+    assert "said slow" in capsys.readouterr().err
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_opacus_check_no_progress_silences_its_stage_lines(capsys, monkeypatch):
+    from accounting.errors import ConfigurationError
+
+    def stop(*args, **kwargs):
+        raise ConfigurationError("setup", "stopped by the test")
+
+    monkeypatch.setattr("attacks.opacus_checks.check.check_opacus_setup", stop)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["opacus-check", "--setup", "x.py:make_setup"]) == 2
+    assert "dpaudit opacus-check: building the set-up x.py:make_setup" in capsys.readouterr().err
+    assert main(["opacus-check", "--setup", "x.py:make_setup", "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == "dpaudit opacus-check: error: setup: stopped by the test"
+
+
+def test_flower_no_progress_leaves_out_flowers_info_log(capfd):
+    pytest.importorskip("flwr")
+    app = Path(__file__).resolve().parent / "flower_apps" / "local_dp"
+    assert main(["flower", str(app), "--num-supernodes", "2", "--run-config", "num-server-rounds=1 clients-per-round=2",
+                 "--no-progress"]) == 0
+    err = capfd.readouterr().err
+    assert "WARNING" in err  # stderr is captured: Flower's warnings still show
+    assert "INFO" not in err and "[ROUND" not in err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["opacus-check", "--setup", "x.py", "--seed", "1"], "seed: applies to --train only"),
+    (["opacus-check", "--setup", "x.py", "--confidence", "0.9"], "confidence: applies to --train only"),
+    (["opacus-check", "--train", "x.py", "--repetitions", "4"], "repetitions: applies to --setup only"),
+    (["opacus-check", "--train", "x.py", "--seed", "4"], "seed: applies to the canaries only"),
+    (["flower", "tests/flower_apps/digits_dp", "--seed", "4"], "seed: seeds the canaries only"),
+])
+def test_an_option_that_would_be_ignored_is_refused(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and words in err
+
+
+# ----- attack --list and attack agree ------------------------------------------------------------------------------
+
+def _listed():
+    from reports.commands.attack import list_rows
+
+    return {row[0]: row[2] for row in list_rows()}
+
+
+def test_every_listed_probe_is_run_by_attack_or_marked_and_refused_naming_its_command(capsys):
+    """``attack --list`` lists what ``attack`` runs; a probe another command runs is marked with that command and
+    refused by ``attack`` (and ``plan --probe``) in one line, exit 2, naming it."""
+    from attacks.probes import probe_class
+    from reports.commands.attack import _settings, build_probe
+
+    parser = build_parser()
+    for name, what in _listed().items():
+        cls = probe_class(name)
+        marked = re.match(r"ONE RUN, not run by attack: use `([^`]+)`", what)
+        if marked:
+            assert cls.one_run and cls.run_by == marked.group(1), name
+            for argv in (["attack", name], ["plan", "--trials", "100", "--delta", "1e-5", "--probe", name]):
+                assert main(argv) == 2, argv
+                err = capsys.readouterr().err.strip()
+                assert "\n" not in err and f"`{marked.group(1)}`" in err, err
+            continue
+        assert not cls.run_by, name
+        assert what.startswith("ONE RUN (--trials: its canaries") == bool(cls.one_run), name
+        if name == "user":  # the user probe needs a mechanism: attack asks for it by name
+            assert main(["attack", name]) == 2
+            assert "mechanism" in capsys.readouterr().err
+            continue
+        assert build_probe(_settings(parser.parse_args(["attack", name]))).one_run == cls.one_run, name
+
+
+def test_attack_runs_a_listed_one_run_probe(capsys):
+    one_run = [name for name, what in _listed().items() if what.startswith("ONE RUN (--trials")]
+    assert one_run == ["dpsgd-one-run"]
+    for name in one_run:
+        assert main(["attack", name, "--trials", "400", "--seed", "1", "--claim-epsilon", "0.01"]) == 1  # VIOLATION
+        out = capsys.readouterr().out
+        assert "400 in one run" in out and "verdict     VIOLATION" in out
+        assert main(["attack", name, "--trials", "400", "--seed", "1", "--format", "json"]) in (0, 3)
+        result = json.loads(capsys.readouterr().out)
+        assert result["one_run"] and result["canaries"] == 400 and result["verdict"]["status"] in ("CONSISTENT",
+                                                                                                    "UNTESTABLE")
+
+
+@pytest.mark.parametrize("extra", [["--executor", "processes"], ["--workers", "2"], ["--batch-size", "100"],
+                                   ["--methods", "clopper-pearson"], ["--backend", "torch"], ["--checkpoint", "c"],
+                                   ["--delta", "1e-5", "--claim-delta", "1e-6"]])
+def test_attack_refuses_for_a_one_run_probe_what_only_two_worlds_use(extra, capsys):
+    assert main(["attack", "dpsgd-one-run", "--trials", "400", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "one-run probe" in err, err
+
+
+def test_a_one_run_too_large_for_memory_is_refused_before_it_runs(capsys):
+    for argv in (["attack", "dpsgd-one-run", "--trials", "1e7"],
+                 ["plan", "--trials", "1e7", "--delta", "1e-5", "--probe", "dpsgd-one-run"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "GiB of memory" in err and "at most about" in err, err

@@ -192,8 +192,9 @@ def user_findings(training, rows: dict, claim: float | None, delta: float, user_
 
 
 def check_training(training, delta: float, claimed_epsilon: float | None = None, unit: str = "record",
-                   user_key: str | None = None, alpha: float = 1e-3) -> dict:
-    """``{"rows", "findings", "claim"}`` of an observed training (``train_run.ObservedTraining``)."""
+                   user_key: str | None = None, alpha: float = 1e-3, confidence: float = 0.95) -> dict:
+    """``{"rows", "findings", "claim"}`` of an observed training (``train_run.ObservedTraining``); ``alpha``: the
+    false-alarm probability of the noise test; ``confidence``: that of the canaries' one-run bounds."""
     if unit not in UNITS:
         raise ConfigurationError("unit", f"unknown unit {unit!r}; choose record or user")
     record = training.record
@@ -213,7 +214,7 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
                 + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)
-    canaries = canary_check(training, claim, delta)
+    canaries = canary_check(training, claim, delta, confidence)
     findings += canary_findings(canaries, claim)
     return {"rows": rows, "claim": claim, "findings": findings, "canaries": canaries}
 

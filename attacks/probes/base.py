@@ -87,6 +87,12 @@ class Probe(abc.ABC):
     memory_per_trial: int = 64
     #: array backends whose generators ``scores`` accepts (``attacks.backend``).
     backends: tuple = ("numpy",)
+    #: a one-run probe (``attacks.probes.one_run``) runs the system once with ``trials`` canaries (``run_once``)
+    #: instead of scoring two worlds.
+    one_run: bool = False
+    #: the command that runs this probe where ``dpaudit attack`` cannot (it needs more than the probe's
+    #: parameters, e.g. a Flower app project); ``attack --list`` names it and ``attack`` refuses the probe.
+    run_by: str | None = None
 
     def device_bytes_per_trial(self) -> int:
         """Working memory per trial of a batch on a torch device (sizes CUDA batches against its free

@@ -52,6 +52,7 @@ class FlowerAppProbe(Probe):
 
     name = "flower-app"
     one_run = True
+    run_by = "dpaudit flower APP_DIR --canaries K"  # the app, its run config and the Flower checks: not attack's
     threat_model = "final model and all iterates"
     description = ("canary SuperNodes answering current + s C u (secret sign s) in one run of the Flower app on "
                    "Flower's simulation engine; signs guessed from the cosines with the released models")

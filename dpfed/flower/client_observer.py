@@ -30,9 +30,15 @@ class ClientObserver:
     directory: str
     canaries: int = 0
     seed: int = 0
+    quiet: bool = False  # Flower's INFO log off in the ClientApp's process (``dpfed.flower.quiet``)
 
     def __call__(self, msg, context, call_next):
         from dpfed.flower.canary_keys import MARKER
+
+        if self.quiet:
+            from dpfed.flower.quiet import quiet_here
+
+            quiet_here()
 
         if MARKER in context.node_config:  # a legacy canary running the project's ClientApp: not a real client
             return call_next(msg, context)

@@ -125,7 +125,9 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     from dpfed.flower.client_observer import ClientObserver, read_records
     from dpfed.flower.legacy_canary import is_legacy
     from dpfed.flower.observe import observing_strategies
+    from dpfed.flower.quiet import flower_log_level, is_quiet
 
+    quiet = is_quiet()  # ``--no-progress``: no INFO log from Flower, here or in the ClientApp processes
     server_app, client_app = load_apps(project)
     result = AppRun(local_dp_mods=[m for m in getattr(client_app, "_mods", []) or []
                                    if type(m).__name__ == "LocalDpMod"])
@@ -137,8 +139,10 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     # Ray starts its workers (the ClientApp actors) at nice 15; on a machine shared with other work they then
     # starve behind it (measured: minutes per round on a loaded 2-core machine). Normal priority unless set.
     os.environ.setdefault("RAY_worker_niceness", "0")
-    with tempfile.TemporaryDirectory(prefix="dpaudit-clients-") as directory, observing_strategies(take):
-        app = with_canaries(client_app, mod, ClientObserver(directory, settings.client_canaries, settings.seed))
+    with tempfile.TemporaryDirectory(prefix="dpaudit-clients-") as directory, observing_strategies(take), \
+            flower_log_level(quiet):
+        app = with_canaries(client_app, mod, ClientObserver(directory, settings.client_canaries, settings.seed,
+                                                            quiet=quiet))
         try:
             _run_simulation(num_supernodes=settings.nodes + settings.canaries, exit_event=_exit_event(),
                             client_app=app, server_app=server_app,

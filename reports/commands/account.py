@@ -32,6 +32,10 @@ EPILOG = (
 
 
 def add_parser(subparsers) -> None:
+    import argparse
+
+    from reports.commands.run_progress import add_progress_argument
+
     p = subparsers.add_parser(
         "account",
         help="epsilon of a configuration, accountants side by side",
@@ -39,12 +43,12 @@ def add_parser(subparsers) -> None:
         epilog=EPILOG,
     )
     p.add_argument("--rate", required=True, type=number_arg("rate", **RATE), help="sampling rate q in (0, 1]")
-    p.add_argument(
-        "--noise",
-        required=True,
-        type=number_arg("noise", **POSITIVE),
-        help="noise multiplier z (noise std / clip norm)",
-    )
+    noise = number_arg("noise_multiplier", **POSITIVE)
+    one = p.add_mutually_exclusive_group(required=True)  # required: one of the two spellings
+    one.add_argument("--noise-multiplier", type=noise, help="noise multiplier z (noise std / clip norm)")
+    # the earlier spelling (README's commands), kept working but not shown: --noise-multiplier as `run`'s private
+    # algorithms spell it (their --noise is a kind of noise)
+    one.add_argument("--noise", dest="noise_multiplier", type=noise, help=argparse.SUPPRESS)
     p.add_argument("--steps", required=True, type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
     p.add_argument(
@@ -73,6 +77,8 @@ def add_parser(subparsers) -> None:
         "predicted to take over 10 s; one named here always runs, with progress on stderr)",
     )
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
+    add_progress_argument(p, help="no progress on stderr (the lines saying that an accountant named in "
+                          "--accountants runs long)")
     p.set_defaults(func=run)
 
 
@@ -98,10 +104,13 @@ def run(args) -> int:
             "--sampling fixed-size or drop --population"
         )
     mechanism = SubsampledGaussian(
-        args.rate, args.noise, 1.0, sampling=args.sampling, neighbouring=args.neighbouring, population=args.population
+        args.rate, args.noise_multiplier, 1.0, sampling=args.sampling, neighbouring=args.neighbouring,
+        population=args.population,
     )
     insist = names if args.accountants is not None else ()
-    results = account_all(Composition.of(mechanism, int(args.steps)), args.delta, names, insist=insist)
+    silent = (lambda message: None) if args.no_progress else None  # None: the default, stderr
+    results = account_all(Composition.of(mechanism, int(args.steps)), args.delta, names, insist=insist,
+                          progress=silent)
     code = ExitCode.PASS if any(r.ok for r in results) else ExitCode.INCONCLUSIVE
     notes = disagreements(results)
     if args.format == "json":
@@ -110,7 +119,7 @@ def run(args) -> int:
                 {
                     "configuration": {
                         "rate": args.rate,
-                        "noise_multiplier": args.noise,
+                        "noise_multiplier": args.noise_multiplier,
                         "steps": int(args.steps),
                         "delta": args.delta,
                         "neighbouring": args.neighbouring,
@@ -126,7 +135,7 @@ def run(args) -> int:
         )
         return code
     print(
-        f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise:g}, {args.sampling} sampling, "
+        f"{int(args.steps)} releases, q = {args.rate:g}, z = {args.noise_multiplier:g}, {args.sampling} sampling, "
         f"{args.neighbouring} neighbours, delta = {args.delta!r}"
     )
     rows = [

@@ -12,6 +12,7 @@ import tomllib
 
 from accounting.errors import ConfigurationError
 from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
+from reports.commands.run_progress import add_progress_argument
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.
@@ -80,15 +81,16 @@ def add_parser(subparsers) -> None:
     _add_claim_arguments(parser)
     _add_execution_arguments(parser)
     parser.add_argument("--methods", help="comma-separated estimators (default: all score-based ones)")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--format", choices=["table", "json"], default="table", help="output format; default table")
+    add_progress_argument(parser)
     parser.set_defaults(func=run)
 
 
 def _add_probe_arguments(parser) -> None:
     """What to probe: the probe or a user mechanism, its parameters and inputs."""
     parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
-    parser.add_argument("--list", action="store_true", help="list the probes and exit")
+    parser.add_argument("--list", action="store_true", help="list the probes and exit (a one-run probe says so; one "
+                        "that another command runs names it)")
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
     parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="probe parameter (repeatable)")
     parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
@@ -120,8 +122,11 @@ def _add_claim_arguments(parser) -> None:
 
 def _add_execution_arguments(parser) -> None:
     """How to run the trials: executor, seed, checkpoints, batches and array backend."""
-    parser.add_argument("--executor", choices=["inprocess", "processes", "dask"])
-    parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2)")
+    parser.add_argument("--executor", choices=["auto", "inprocess", "processes", "dask"],
+                        help="where batches run (default inprocess; auto, as audit's default: worker processes when "
+                        "timed small batches say the probe takes over 10 s; every executor gives the same numbers)")
+    parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2; with auto: the "
+                        "CPUs this process may use)")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     parser.add_argument("--seed", type=int, help="seed (the same seed gives the same scores everywhere)")
     parser.add_argument(
@@ -152,14 +157,13 @@ def _settings(args) -> dict:
     require_code_opt_in("params.function", params.get("function"), args.allow_code)
     require_code_opt_in("params.setup", params.get("setup"), args.allow_code)  # a DP-SGD set-up (dpsgd probes)
     settings = {**DEFAULTS, **{k: v for k, v in config.items() if k != "params"}}
+    given = {k for k in config if k != "params"}
     for key in (k for k in CONFIG_KEYS if k != "params"):
         value = getattr(args, key)
         if value is not None:
             settings[key] = value
-    if settings["executor"] == "inprocess" and ("workers" in config or args.workers is not None):
-        raise ConfigurationError(
-            "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
-        )
+            given.add(key)
+    settings["given"] = frozenset(given)  # what the config or the command line set (not a default)
     if args.fresh and settings.get("checkpoint") is None:
         raise ConfigurationError("fresh", "discards a checkpoint's batches: it goes with --checkpoint DIR")
     settings["params"] = {**params, **parse_params(args.param)}
@@ -168,6 +172,21 @@ def _settings(args) -> dict:
 
         settings["batch_size"] = check_whole_number(settings["batch_size"], "batch_size")
     return settings
+
+
+def auto_executor(probe, trials: int, settings: dict) -> tuple[str, int]:
+    """``--executor auto`` as the audit decides it (``reports.audit.probes.choose_executor``): worker processes
+    (``--workers``, default the usable CPUs) when timed small batches estimate over 10 s, else this process."""
+    from types import SimpleNamespace
+
+    from reports.audit.probes import choose_executor, estimate_seconds
+
+    if settings.get("scheduler") is not None:
+        raise ConfigurationError("scheduler", "goes with --executor dask, not auto")
+    batch_size = settings.get("batch_size")
+    seconds = estimate_seconds(probe, trials, settings.get("seed") or 0, batch_size)
+    workers = settings["workers"] if "workers" in settings["given"] else None
+    return choose_executor(probe, trials, seconds, SimpleNamespace(executor="auto", workers=workers), batch_size)
 
 
 def build_probe(settings: dict):
@@ -188,12 +207,24 @@ def build_probe(settings: dict):
             params["classifier"] = settings["classifier"]
     if not name:
         raise ConfigurationError("probe", "name a probe (see 'dpaudit attack --list') or give --mechanism")
+    refuse_run_elsewhere(name)
     check_params(name, params)
     if settings.get("timeout") is not None:
         if name != "user":
             raise ConfigurationError("timeout", "applies to user mechanisms (the 'user' probe) only")
         params["timeout"] = settings["timeout"]
     return get_probe(name, **params)
+
+
+def refuse_run_elsewhere(name: str) -> None:
+    """A probe that another command runs (its ``run_by``, e.g. ``flower-app``: ``dpaudit flower``) is refused in
+    one line naming that command."""
+    from attacks.probes import probe_class
+
+    command = probe_class(name).run_by
+    if command:
+        raise ConfigurationError("probe", f"{name} is a one-run probe that `dpaudit attack` does not run; run it "
+                                 f"as `{command}`")
 
 
 def check_params(name: str, params: dict) -> None:
@@ -284,7 +315,8 @@ def print_table(result, out=None) -> None:
 
 
 def list_rows() -> list[list[str]]:
-    """One row per registered probe: name, threat model and what it does (naming a planted bug)."""
+    """One row per registered probe: name, threat model and what it does (naming a planted bug; a one-run
+    probe says so, and one that another command runs names that command: ``attack`` refuses it)."""
     from attacks.probes import PROBES, probe_class
 
     rows = []
@@ -296,6 +328,10 @@ def list_rows() -> list[list[str]]:
             continue
         bug = preset.get("bug") or preset.get("planted_bug")
         what = f"PLANTED BUG {bug!r} in: {cls.description}" if bug else cls.description
+        if cls.run_by:
+            what = f"ONE RUN, not run by attack: use `{cls.run_by}`; {what}"
+        elif cls.one_run:
+            what = f"ONE RUN (--trials: its canaries, in one run): {what}"
         rows.append([name, cls.threat_model, what])
     return rows
 
@@ -312,15 +348,26 @@ def run(args) -> int:
         return 0
     settings = _settings(args)
     probe = build_probe(settings)
+    if probe.one_run:
+        from reports.commands.attack_one_run import run_one_run
+
+        return run_one_run(args, settings, probe)
+    if settings["executor"] == "inprocess" and "workers" in settings["given"]:
+        raise ConfigurationError(
+            "workers", "the inprocess executor runs one batch at a time; workers go with --executor processes or dask"
+        )
     from attacks.run_plan import check_trial_count
 
     trials = check_trial_count(settings["trials"])
+    executor, workers = settings["executor"], settings["workers"]
+    if executor == "auto":
+        executor, workers = auto_executor(probe, trials, settings)
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
     options = AttackOptions(
-        executor=settings["executor"],
-        workers=settings["workers"],
+        executor=executor,
+        workers=workers,
         scheduler=settings.get("scheduler"),
         checkpoint_dir=settings.get("checkpoint"),
         fresh=args.fresh,

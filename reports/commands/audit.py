@@ -70,7 +70,7 @@ def _command(args) -> str:
     ):
         if value is not None and not (flag == "--executor" and value == "auto"):
             parts += [flag, str(int(value) if isinstance(value, float) and value.is_integer() else value)]
-    parts += [flag for flag, on in (("--allow-code", args.allow_code), ("--quiet", args.quiet)) if on]
+    parts += [flag for flag, on in (("--allow-code", args.allow_code), ("--no-progress", args.no_progress)) if on]
     return shlex.join(parts)
 
 
@@ -108,7 +108,7 @@ def _options(args, config: dict, out_dir: Path):
         trials=None if args.trials is None else int(args.trials),
         budget=args.budget,
         work_dir=str(out_dir / WORK_DIR_NAME),
-        progress=not args.quiet,
+        progress=not args.no_progress and sys.stderr.isatty(),  # bars as attack's and run's: on a terminal
     )
 
 
@@ -174,6 +174,7 @@ def _removed_if_refused(out_dir: Path):
 
 
 def run(args) -> int:
+    from dpfed.flower.quiet import quiet_flower_log
     from reports.audit import load_config, run_audit
     from reports.audit.runner import plan_audit
     from reports.model import new_report
@@ -182,7 +183,7 @@ def run(args) -> int:
     config = load_config(args.config, allow_code=args.allow_code)
     out_dir = Path(args.out)
     options = _options(args, config, out_dir)
-    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    log = (lambda msg: None) if args.no_progress else (lambda msg: print(msg, file=sys.stderr, flush=True))
     planned = plan_audit(config["targets"], options)  # a bad target or probe stops here, before the lock
     if options.executor == "dask":  # an unreachable scheduler is refused before anything is written
         from attacks.executors.dask_cluster import check_scheduler
@@ -193,7 +194,8 @@ def run(args) -> int:
         reused_from = _previous_run(work_dir)
         started, clock = _now(), time.perf_counter()
         log(f"dpaudit audit: {len(config['targets'])} target(s) from {config['source']}, seed {options.seed}")
-        results = run_audit(planned, options, log)
+        with quiet_flower_log(args.no_progress):  # a Flower target's own INFO log is progress too
+            results = run_audit(planned, options, log)
         report = new_report(config["title"], results, _provenance(args, config, options, started, clock, reused_from))
         paths = swap_in_report_set(out_dir, render_report_set(report))
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +211,10 @@ def run(args) -> int:
 
 
 def add_parser(subparsers) -> None:
+    import argparse
+
     from reports.commands.common import STEPS, number_arg
+    from reports.commands.run_progress import add_progress_argument
     from reports.exit_codes import EXIT_CODE_HELP
 
     parser = subparsers.add_parser(
@@ -252,7 +257,10 @@ def add_parser(subparsers) -> None:
         help="allow the configuration's user probe to import the Python callable it names",
     )
     add_budget_argument(parser)
-    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_progress_argument(parser, help="no progress on stderr: neither the plan, each section as it starts nor "
+                          "the bars (shown on a terminal only), nor Flower's own INFO log")
+    # the earlier spelling (BENCHMARKS.md's commands), kept working but not shown
+    parser.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 

@@ -13,6 +13,8 @@ from reports.exit_codes import ExitCode
 
 
 def add_parser(subparsers) -> None:
+    from reports.commands.run_progress import add_progress_argument
+
     p = subparsers.add_parser(
         "calibrate",
         help="noise multiplier for a target (epsilon, delta)",
@@ -48,6 +50,8 @@ def add_parser(subparsers) -> None:
         "cannot be combined with --rate, --steps, --accountant or --neighbouring)",
     )
     p.add_argument("--format", default="table", choices=["table", "json"], help="output format; default table")
+    add_progress_argument(p, help="no progress on stderr (the noise search's lines after 5 s, and those saying "
+                          "that one evaluation runs long)")
     p.set_defaults(func=run)
 
 
@@ -76,7 +80,8 @@ def run(args) -> int:
         args.rate,
         int(args.steps),
         args.accountant,
-        progress=_progress_printer(args.accountant),
+        progress=None if args.no_progress else _progress_printer(args.accountant),
+        announce=(lambda message: None) if args.no_progress else None,  # None: stderr
         neighbouring=args.neighbouring,
     )
     if args.format == "json":

@@ -52,7 +52,7 @@ def add_parser(subparsers) -> None:
                         help="one-run files: also run the split-median estimators (guess rule chosen on held-out "
                              "canaries, median of 11 splits; stronger with many canaries, about 1 s per 10^4)")
     parser.add_argument("--out", help="write report.json, report.md and report.html to this directory")
-    parser.add_argument("--format", choices=["table", "json"], default="table")
+    parser.add_argument("--format", choices=["table", "json"], default="table", help="output format; default table")
     parser.set_defaults(func=run)
 
 

@@ -16,6 +16,10 @@ from reports.exit_codes import ExitCode
 
 
 def add_parser(sub) -> None:
+    import argparse
+
+    from reports.commands.run_progress import add_progress_argument
+
     p = sub.add_parser("flower", help="audit a Flower app project as flwr run runs it (needs pip install -e "
                                       "'.[flower]')")
     p.add_argument("app", metavar="APP_DIR", help="the Flower app project (a directory with its pyproject.toml); its "
@@ -32,20 +36,25 @@ def add_parser(sub) -> None:
                    help="gradient canaries through each client's own private optimizer (opacus in the ClientApp), the "
                    "same in each of its rounds: a one-run lower bound per client; 0 or enough for the one-run "
                    "estimators (default 0)")
-    p.add_argument("--delta", type=float, default=1e-5)
+    p.add_argument("--delta", type=float, default=1e-5, help="delta of every epsilon (default 1e-5)")
     p.add_argument("--claim", default="",
                    help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
                    "z-unchanged (default: none; every row is shown)")
-    p.add_argument("--claimed-epsilon", type=float, default=None,
+    p.add_argument("--claim-epsilon", type=float, default=None,
                    help="the epsilon the user states (replace-one for central DP), if any; the canaries and each "
                    "client's "
                    "composed epsilon test it (default: what Flower runs, our upper bound; clients training with "
                    "opacus: the epsilon each reports)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the canaries' directions and signs")
+    # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
+    p.add_argument("--claimed-epsilon", dest="claim_epsilon", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the canaries' directions and signs (--canaries, --client-canaries; default 0)")
     p.add_argument("--confidence", type=float, default=None,
                    help="confidence of the canary lower bounds (default 0.95; needs --canaries)")
     p.add_argument("--transcript-alpha", type=float, default=1e-3, help="level of each transcript test (default 1e-3)")
     p.add_argument("--out", default=None, help="write the full audit (findings, bounds, canary scores) as JSON here")
+    add_progress_argument(p, help="no progress on stderr: Flower's own INFO log (each round, its sampling, its "
+                          "mods' notes) is left out; warnings and errors are still shown")
     p.set_defaults(func=run)
 
 
@@ -102,7 +111,10 @@ def check_arguments(args) -> None:
     require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
     require_number("canaries", args.canaries, low=0, integer=True)
     require_number("client-canaries", args.client_canaries, low=0, integer=True)
-    require_number("seed", args.seed, low=0, high=2**32 - 1, integer=True)
+    if args.seed is not None:
+        require_number("seed", args.seed, low=0, high=2**32 - 1, integer=True)
+        if not args.canaries and not args.client_canaries:
+            raise ConfigurationError("seed", "seeds the canaries only; add --canaries K or --client-canaries K")
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
     require_number("transcript-alpha", args.transcript_alpha, low=0, high=1, low_open=True, high_open=True)
     if args.confidence is not None:
@@ -112,8 +124,8 @@ def check_arguments(args) -> None:
     # too few canaries can show nothing: refused before the run
     check_canary_count(args.canaries, args.delta, 0.95 if args.confidence is None else args.confidence)
     check_client_canaries(args.client_canaries, args.delta, 0.95, field="client-canaries")  # one threat model
-    if args.claimed_epsilon is not None:
-        require_number("claimed-epsilon", args.claimed_epsilon, low=0, low_open=True)
+    if args.claim_epsilon is not None:
+        require_number("claim-epsilon", args.claim_epsilon, low=0, low_open=True)
     if args.out is not None:
         check_output_file("out", args.out)  # before the run, not after it
 
@@ -130,15 +142,18 @@ def run(args) -> int:
             from exc
     from attacks.probes import get_probe
     from dpfed.flower.app_project import parse_run_config
+    from dpfed.flower.quiet import quiet_flower_log
 
     overrides = parse_run_config(args.run_config)
     probe = get_probe("flower-app", app=args.app, run_config=overrides, num_supernodes=args.num_supernodes,
-                      claims=claims, claimed_epsilon=args.claimed_epsilon, transcript_alpha=args.transcript_alpha,
+                      claims=claims, claimed_epsilon=args.claim_epsilon, transcript_alpha=args.transcript_alpha,
                       client_canaries=args.client_canaries)
     probe.project()  # a bad project or run config: one line, before anything runs
     started = time.perf_counter()
     confidence = 0.95 if args.confidence is None else args.confidence
-    outcome = probe.run_once(args.canaries, args.seed, args.claimed_epsilon, args.delta, confidence)
+    seed = 0 if args.seed is None else args.seed
+    with quiet_flower_log(args.no_progress):
+        outcome = probe.run_once(args.canaries, seed, args.claim_epsilon, args.delta, confidence)
     critical = any(f["severity"] == "critical" for f in outcome.findings)
     verdict = "VIOLATION" if critical or outcome.status == "VIOLATION" else "PASS"
     audit = {"app": args.app, "run_config": overrides, "num_supernodes": args.num_supernodes,

@@ -17,9 +17,14 @@ from __future__ import annotations
 
 from accounting.errors import ConfigurationError
 
+SETUP_FALSE_ALARM, TRAIN_FALSE_ALARM, REPETITIONS, SEED, CONFIDENCE = 1e-6, 1e-3, 16, 0, 0.95  # the defaults
+
 
 def add_parser(sub) -> None:
+    import argparse
+
     from reports.commands.common import number_arg
+    from reports.commands.run_progress import add_progress_argument
     from reports.exit_codes import EXIT_CODE_HELP
 
     p = sub.add_parser("opacus-check", help="check an opacus set-up's sampler, noise and steps against its accountant",
@@ -32,13 +37,20 @@ def add_parser(sub) -> None:
     p.add_argument("--argv", dest="train_argv", default="", metavar="ARGS",
                    help="--train only: the training's command line (sys.argv[1:]), as one shell-quoted string, "
                    "e.g. '--epochs 1 --device cpu'")
-    p.add_argument("--claimed-epsilon", type=number_arg("claimed-epsilon", low=0.0, low_open=True), default=None,
+    claim = number_arg("claim-epsilon", low=0.0, low_open=True)
+    p.add_argument("--claim-epsilon", type=claim, default=None,
                    help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
+    # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
+    p.add_argument("--claimed-epsilon", dest="claim_epsilon", type=claim, default=None, help=argparse.SUPPRESS)
     p.add_argument("--canaries", type=number_arg("canaries", low=0, integer=True), default=0,
                    help="--train only: gradient canaries inserted through the training's own private optimizer (each "
                    "in by a fair coin; one-run bounds against the claim); 0: none (default 0)")
-    p.add_argument("--seed", type=number_arg("seed", low=0, high=2**32 - 1, integer=True), default=0,
-                   help="--train only: seed of the canaries' coins, coordinates and sampling (default 0)")
+    p.add_argument("--seed", type=number_arg("seed", low=0, high=2**32 - 1, integer=True), default=None,
+                   help="--train only, with --canaries: seed of the canaries' coins, coordinates and sampling "
+                   f"(default {SEED})")
+    p.add_argument("--confidence", type=number_arg("confidence", low=0.0, high=1.0, low_open=True, high_open=True),
+                   default=None, help=f"--train only, with --canaries: confidence of the canaries' one-run bounds "
+                   f"(default {CONFIDENCE})")
     p.add_argument("--unit", choices=("record", "user"), default="record",
                    help="--train only: the unit the claim protects (user: records per user give a group epsilon)")
     p.add_argument("--user-key", default=None, help="--train only, with --unit user: each record's user, a field "
@@ -46,12 +58,25 @@ def add_parser(sub) -> None:
                    "identical records are taken as one user's)")
     p.add_argument("--delta", type=number_arg("delta", low=0.0, high=1.0, low_open=True, high_open=True),
                    default=None, help="delta of every epsilon (default: the set-up's delta, else 1e-5)")
-    p.add_argument("--repetitions", type=number_arg("repetitions", low=2, integer=True), default=16,
-                   help="zero-gradient optimizer steps per measured batch size (default 16)")
-    p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=1e-6,
-                   help="probability that the noise test flags a correct optimizer (default 1e-6)")
+    p.add_argument("--repetitions", type=number_arg("repetitions", low=2, integer=True), default=None,
+                   help=f"--setup only: zero-gradient optimizer steps per measured batch size (default {REPETITIONS})")
+    p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=None,
+                   help="probability that the noise test flags a correct optimizer (default 1e-6 with --setup, 1e-3 "
+                   "with --train)")
     p.add_argument("--out", default=None, help="write the full check as JSON here")
+    add_progress_argument(p, help="no progress on stderr (a line as each stage starts, shown on a terminal only; "
+                          "the training's own output is its own)")
     p.set_defaults(func=run)
+
+
+def stage(args, text: str) -> None:
+    """A progress line on stderr as a stage starts (on a terminal, unless ``--no-progress``; as ``run``'s)."""
+    import sys
+
+    from reports.commands.run_progress import progress_on
+
+    if progress_on(args):
+        print(f"dpaudit opacus-check: {text}", file=sys.stderr, flush=True)
 
 
 def _loader_line(s: dict) -> str:
@@ -108,14 +133,19 @@ def run(args) -> int:
         check_output_file("out", args.out)  # before the user's code runs, not after the check
     if args.train is not None:
         return run_train(args)
-    for name, flag in (("train_argv", "argv"), ("claimed_epsilon", "claimed-epsilon"), ("user_key", "user-key"),
+    for name, flag in (("train_argv", "argv"), ("claim_epsilon", "claim-epsilon"), ("user_key", "user-key"),
                        ("canaries", "canaries")):
         if getattr(args, name):
             raise ConfigurationError(flag, "applies to --train only")
+    for name in ("seed", "confidence"):
+        if getattr(args, name) is not None:
+            raise ConfigurationError(name, "applies to --train only (with --canaries)")
     if args.unit != "record":
         raise ConfigurationError("unit", "applies to --train only")
-    result = check_opacus_setup(args.setup, delta=args.delta, repetitions=args.repetitions,
-                                false_alarm=args.false_alarm)
+    stage(args, f"building the set-up {args.setup}, reading its loader and measuring its noise")
+    result = check_opacus_setup(args.setup, delta=args.delta,
+                                repetitions=REPETITIONS if args.repetitions is None else args.repetitions,
+                                false_alarm=SETUP_FALSE_ALARM if args.false_alarm is None else args.false_alarm)
     print("\n".join(summary_lines(result)))
     if args.out:
         from attacks.files import atomic_write_text, dumps_json
@@ -154,6 +184,13 @@ def run_train(args) -> int:
 
     if args.user_key is not None and args.unit != "user":
         raise ConfigurationError("user-key", "names each record's user: give --unit user too")
+    if args.repetitions is not None:
+        raise ConfigurationError("repetitions", "applies to --setup only (the train form measures the noise of "
+                                 "the steps the training takes)")
+    for name in ("seed", "confidence"):
+        if getattr(args, name) is not None and not args.canaries:
+            raise ConfigurationError(name, "applies to the canaries only; add --canaries K")
+    confidence = CONFIDENCE if args.confidence is None else args.confidence
     try:
         argv = shlex.split(args.train_argv)
     except ValueError as exc:
@@ -164,10 +201,14 @@ def run_train(args) -> int:
         from attacks.probes.one_run import check_canary_count
         from dpfed.dpsgd.loop_canaries import LoopCanaries
 
-        check_canary_count(int(args.canaries), delta, 0.95)
-        canaries = LoopCanaries(int(args.canaries), int(args.seed))
+        check_canary_count(int(args.canaries), delta, confidence)
+        canaries = LoopCanaries(int(args.canaries), int(SEED if args.seed is None else args.seed))
+    stage(args, f"running the training {args.train} (its own output follows)")
     training = run_user_training(args.train, argv, canaries=canaries)
-    checked = check_training(training, delta, args.claimed_epsilon, args.unit, args.user_key)
+    stage(args, "checking what the training ran against what its accountant was told")
+    checked = check_training(training, delta, args.claim_epsilon, args.unit, args.user_key,
+                             alpha=TRAIN_FALSE_ALARM if args.false_alarm is None else args.false_alarm,
+                             confidence=confidence)
     findings = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                 for f in checked["findings"]]
     verdict = "VIOLATION" if any(f["severity"] == "critical" for f in findings) else "PASS"

@@ -45,14 +45,33 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run, _parser=parser)
 
 
-def attack_plan(probe_name: str, trials, workers: int) -> dict:
-    """The run plan of an attack (``attacks.run_plan``) as a dict; ConfigurationError if it cannot run."""
+def attack_plan(probe_name: str, trials, workers: int | None, delta: float = 1e-5, confidence: float = 0.95) -> dict:
+    """The run plan of an attack (``attacks.run_plan``) as a dict; ConfigurationError if it cannot run (a probe
+    another command runs is refused as ``attack`` refuses it). A one-run probe runs once with ``trials`` canaries:
+    its plan is that run and the most the one-run estimators can certify with it."""
     import dataclasses
 
     from attacks.probes import get_probe
     from attacks.run_plan import check_trial_count, plan_run
+    from reports.commands.attack import refuse_run_elsewhere
 
-    plan = plan_run(get_probe(probe_name), check_trial_count(trials), workers=workers)
+    refuse_run_elsewhere(probe_name)
+    probe = get_probe(probe_name)
+    if probe.one_run:
+        from accounting.errors import ConfigurationError
+        from attacks.estimators.one_run import one_run_ceiling
+
+        if workers is not None:
+            raise ConfigurationError("workers", f"{probe_name} is a one-run probe: it runs once in this process")
+        from reports.commands.attack_one_run import check_one_run_memory
+
+        canaries = check_trial_count(trials)
+        check_one_run_memory(probe, canaries)  # as attack refuses it
+        ceiling = one_run_ceiling(canaries, delta, confidence)
+        return {"one_run": True, "canaries": canaries, "one_run_ceiling": ceiling,
+                "summary": f"a one-run probe: one run in this process with {canaries} canaries (--trials counts "
+                           f"them); the one-run estimators certify at most epsilon = {ceiling:.4f} with them"}
+    plan = plan_run(probe, check_trial_count(trials), workers=workers or 1)
     return {**dataclasses.asdict(plan), "summary": plan.describe()}
 
 
@@ -83,7 +102,7 @@ def run(args) -> int:
     if args.probe is not None:
         if args.trials is None:
             args._parser.error("--probe needs --trials")
-        result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers or 1)
+        result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers, args.delta, args.confidence)
         if args.claim_epsilon is not None:
             result["power"] = budget_power(args.probe, args.trials, args.claim_epsilon, args.delta, args.confidence)
     if args.target_epsilon is not None:

@@ -47,9 +47,12 @@ DP_FLAGS = {
     "rate": "Poisson sampling rate of agents (default 1)",
     "agent_clip": "public (c_y kappa T_j, default) | sqrt (clip_scale c_y kappa sqrt(T_j))",
     "reward_clip": "rewards are clipped to [-c_y, c_y] (default 4)",
-    "dp_delta": "delta at which epsilon is reported (default 1e-5)",
+    "dp_delta": "privacy delta at which epsilon is reported (default 1e-5; the config key dp_delta: a config's "
+                "delta is the bandit's confidence level)",
 }
 RUN_OPTIONS = {"runs": 1, "seed": 0, "threshold": 10.0}
+# a DuetsConfig field whose flag is spelled as in the other commands: --delta (dp-fed-pne, dp-fedzero, dp-fkm)
+FLAG_NAMES = {"dp_delta": "delta"}
 # DuetsConfig fields only dp-duets uses (``DuetsConfig``: "Privacy fields are used by dp-duets only")
 DP_FIELDS = ("unit", "rate", "noise_multiplier", "reward_clip", "agent_clip", "clip_scale", "neighbouring",
              "noise_correction", "noise_delta", "dp_delta")
@@ -61,7 +64,7 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--config", default=None, help="TOML file with DuetsConfig keys, runs, seed, threshold")
         flags = {**FLAGS, **(DP_FLAGS if name == "dp-duets" else {})}
         for key, text in flags.items():
-            p.add_argument("--" + key.replace("_", "-"), dest=key, default=None, help=text)
+            p.add_argument("--" + FLAG_NAMES.get(key, key).replace("_", "-"), dest=key, default=None, help=text)
         if name == "dp-duets":
             add_accountants_argument(p)
         if name == "diskernelucb":
@@ -125,7 +128,12 @@ def resolve(algorithm: str, args):
     unknown = sorted(set(data) - FIELD_NAMES)
     if unknown:
         raise ConfigurationError(unknown[0], "unknown configuration key")
-    config = DuetsConfig.from_dict(data)
+    try:
+        config = DuetsConfig.from_dict(data)
+    except ConfigurationError as exc:  # --delta sets the field dp_delta: the error names the flag as typed
+        if exc.field != "dp_delta" or getattr(args, "dp_delta", None) is None:
+            raise
+        raise ConfigurationError("delta", str(exc).split(": ", 1)[-1]) from None
     options["runs"] = int(require_number("runs", options["runs"], low=1, integer=True))
     options["seed"] = int(require_number("seed", options["seed"], low=0, integer=True))
     threshold = options["threshold"]

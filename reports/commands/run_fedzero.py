@@ -35,7 +35,8 @@ def add_algorithms(subparsers) -> None:
         p = subparsers.add_parser(name, help=help_text)
         p.add_argument("--geometry", default="l2", help="l2 (ball, Euclidean; default) | l1 (simplex, entropy)")
         p.add_argument("--dim", type=number_arg("dim", low=3, integer=True), default=10, help="d (default 10)")
-        p.add_argument("--workers", type=number_arg("workers", **STEPS), default=4, help="m (default 4)")
+        p.add_argument("--workers", type=number_arg("workers", **STEPS), default=4,
+                       help="federated workers m, the algorithm's clients (not processes; default 4)")
         p.add_argument("--rounds", type=number_arg("rounds", **STEPS), default=10_000, help="n (default 1e4)")
         p.add_argument("--estimator", default="two-point", help="two-point (default) | one-point")
         p.add_argument("--randomisation", default="l1", help="l1 (sign of an l1-sphere direction; default) | l2")

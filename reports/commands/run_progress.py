@@ -13,8 +13,10 @@ ANNOUNCE_BYTES = 1 << 20  # results from 1 MB on are announced before they are w
 ANNOUNCE_POINTS = 100_000  # results with as many curve points (rounds x runs) are announced before encoding
 
 
-def add_progress_argument(parser) -> None:
-    parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
+def add_progress_argument(parser, help: str = NO_PROGRESS_HELP) -> None:
+    """``--no-progress``, one spelling for every command that shows progress (run, attack, audit, flower,
+    opacus-check, account, calibrate): nothing but results, warnings and errors on stderr."""
+    parser.add_argument("--no-progress", action="store_true", help=help)
 
 
 def progress_on(args) -> bool:
