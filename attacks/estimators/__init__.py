@@ -18,8 +18,12 @@ from attacks.estimators.types import EpsilonBound
 
 DEFAULT_METHODS = ("clopper-pearson", "bayesian-jeffreys", "gdp")
 METHODS = ("clopper-pearson", "clopper-pearson-split", "bayesian-jeffreys", "gdp")
-ONE_RUN_METHODS = ("one-run", "fdp-one-run", "one-run-split-median", "fdp-one-run-split-median")
+ONE_RUN_METHODS = ("one-run", "fdp-one-run", "one-run-split-median", "fdp-one-run-split-median", "one-run-weighted",
+                   "one-run-gauss")
 DEFAULT_ONE_RUN_METHODS = ("one-run", "fdp-one-run")
+# gradient canaries scored by their log-likelihood ratio (``dpfed.dpsgd.loop_canaries``, the dp-sgd one-run probe):
+# the continuous-signal bounds beside the guess-counting ones
+CANARY_ONE_RUN_METHODS = ("one-run", "one-run-weighted", "fdp-one-run", "one-run-gauss")
 
 
 def check_methods(methods) -> tuple[str, ...]:
@@ -64,13 +68,18 @@ def estimate_all(scores_out, scores_in, delta: float, confidence: float = 0.95, 
 
 
 def estimate_one_run(scores, included, delta: float, confidence: float = 0.95,
-                     guess_counts=None, methods=None, seed: int = 0) -> list[EpsilonBound]:
+                     guess_counts=None, methods=None, seed: int = 0, claim: float | None = None) -> list[EpsilonBound]:
     """One-run estimators on per-canary scores (``DEFAULT_ONE_RUN_METHODS`` unless ``methods`` names some of
     ``ONE_RUN_METHODS``): Steinke et al. (rigorous) and Gaussian f-DP (Mahloujifar et al., model-based), each
     the best of the same guess rules, Bonferroni over them; the ``*-split-median`` variants choose the rule
-    on held-out canaries (``one_run_split``, splits drawn from ``seed``; ``guess_counts`` does not apply)."""
+    on held-out canaries (``one_run_split``, splits drawn from ``seed``; ``guess_counts`` does not apply);
+    ``one-run-weighted`` (rigorous: weighted guesses from the continuous scores, ``one_run_weighted``; ``claim``:
+    its details also hold the claim's p-value) and ``one-run-gauss`` (model-based: the Gaussian view,
+    ``one_run_gauss``)."""
     from accounting.errors import ConfigurationError
+    from attacks.estimators.one_run_gauss import one_run_gauss_from_scores
     from attacks.estimators.one_run_split import split_median_from_scores
+    from attacks.estimators.one_run_weighted import one_run_weighted_from_scores
 
     methods = DEFAULT_ONE_RUN_METHODS if methods is None else tuple(methods)
     unknown = [m for m in methods if m not in ONE_RUN_METHODS]
@@ -83,12 +92,15 @@ def estimate_one_run(scores, included, delta: float, confidence: float = 0.95,
         "one-run-split-median": lambda: split_median_from_scores(scores, included, delta, confidence, seed=seed),
         "fdp-one-run-split-median": lambda: split_median_from_scores(scores, included, delta, confidence,
                                                                      fdp=True, seed=seed),
+        "one-run-weighted": lambda: one_run_weighted_from_scores(scores, included, delta, confidence, claim),
+        "one-run-gauss": lambda: one_run_gauss_from_scores(scores, included, delta, confidence),
     }
     return [run[m]() for m in methods]
 
 
 __all__ = [
-    "DEFAULT_METHODS", "DEFAULT_ONE_RUN_METHODS", "METHODS", "ONE_RUN_METHODS", "EpsilonBound", "bayesian_lower_bound",
+    "CANARY_ONE_RUN_METHODS", "DEFAULT_METHODS", "DEFAULT_ONE_RUN_METHODS", "METHODS", "ONE_RUN_METHODS",
+    "EpsilonBound", "bayesian_lower_bound",
     "clopper_pearson_lower_bound",
     "cp_lower", "cp_upper", "estimate_all", "estimate_one_run", "fdp_one_run_from_scores",
     "fdp_one_run_lower_bound", "gdp_lower_bound", "one_run_from_scores", "one_run_lower_bound",

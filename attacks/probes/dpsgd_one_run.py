@@ -1,6 +1,8 @@
 """One-run DP-SGD audit: many gradient canaries in one opacus training, each on its own coordinate and
 included with probability 1/2; per-canary scores as the all-iterates (or last-iterate) probe's; bounds
-from Steinke et al.'s one-run estimator and its Gaussian f-DP refinement (Mahloujifar et al.).
+(``attacks.estimators.CANARY_ONE_RUN_METHODS``) from Steinke et al.'s one-run estimator and the weighted guesses of
+the continuous scores (both rigorous), and the Gaussian f-DP refinement (Mahloujifar et al.) and the Gaussian view of
+the scores (both model-based).
 
 Valid as those estimators require: inclusions are independent fair coins drawn before training, and a
 canary's score depends only on the released iterates.
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accounting.errors import ConfigurationError, require_number
-from attacks.estimators import estimate_one_run
+from attacks.estimators import CANARY_ONE_RUN_METHODS, estimate_one_run
 from attacks.probes.dpsgd import DpsgdAllIteratesProbe, DpsgdLastIterateProbe
 from attacks.probes.one_run import OneRunOutcome, bound_dict, one_run_decision
 
@@ -36,12 +38,14 @@ class OneRunResult:
 
 
 def one_run_gradient_canaries(probe: DpsgdAllIteratesProbe, canaries: int, seed: int, delta: float,
-                              confidence: float = 0.95, inserted: bool = True, setup=None) -> OneRunResult:
+                              confidence: float = 0.95, inserted: bool = True, setup=None,
+                              claim: float | None = None) -> OneRunResult:
     """Train once with ``canaries`` gradient canaries, each included with probability 1/2 (drawn from
     ``seed`` before training); score each with ``probe``'s score (its view: all iterates, or the last iterate
     for a ``DpsgdLastIterateProbe``). ``inserted=False`` draws the coins but inserts no canary (a null run).
     ``probe``'s set-up is a ``DpsgdSetup`` or opacus-check's dict (``DpsgdAllIteratesProbe.canary_run``);
-    ``setup``: that set-up already built by ``probe.checked_setup()`` (default: built here)."""
+    ``setup``: that set-up already built by ``probe.checked_setup()`` (default: built here); ``claim``: the epsilon
+    the weighted bound also tests (its p-value, for ``one_run_decision``)."""
     from dpfed.dpsgd.planted import scaled_noise
     from dpfed.dpsgd.train import one_thread
 
@@ -52,7 +56,8 @@ def one_run_gradient_canaries(probe: DpsgdAllIteratesProbe, canaries: int, seed:
     with scaled_noise(probe.noise_factor()), one_thread():
         updates, record = probe.canary_run(setup, included & inserted, int(rng.integers(0, 2**62)))
     scores = probe.score_updates(updates)
-    return OneRunResult(scores, included, estimate_one_run(scores, included, delta, confidence), record)
+    bounds = estimate_one_run(scores, included, delta, confidence, methods=CANARY_ONE_RUN_METHODS, claim=claim)
+    return OneRunResult(scores, included, bounds, record)
 
 
 @dataclass
@@ -66,8 +71,8 @@ class DpsgdOneRunProbe(DpsgdAllIteratesProbe):
     threat_model = VIEWS["all-iterates"]
     description = ("DP-SGD on opacus, trained once with many Dirac gradient canaries (one coordinate each), each "
                    "included by an independent fair coin drawn before training; each scored as the all-iterates "
-                   "(or last-iterate) probe scores it; Steinke et al.'s one-run bound (rigorous) and the Gaussian "
-                   "f-DP one (model-based)")
+                   "(or last-iterate) probe scores it; Steinke et al.'s one-run bound and the weighted guesses of "
+                   "the scores (rigorous), the Gaussian f-DP one and the Gaussian view of the scores (model-based)")
 
     def __post_init__(self):
         if self.view not in VIEWS:
@@ -102,7 +107,7 @@ class DpsgdOneRunProbe(DpsgdAllIteratesProbe):
         """Train once with ``canaries`` canaries and test the claim ``(epsilon, delta)`` with the rigorous bound."""
         setup = self.checked_setup()  # the user's set-up, built once for the check, the run and its steps
         canaries = self.check_canaries(canaries, setup)
-        run = one_run_gradient_canaries(self, canaries, int(seed), delta, confidence, setup=setup)
+        run = one_run_gradient_canaries(self, canaries, int(seed), delta, confidence, setup=setup, claim=epsilon)
         bounds = [bound_dict(b, self.view.replace("-", "_"), f"Scored in the {self.view} view.") for b in run.bounds]
         status, p_value, ceiling = one_run_decision(bounds, canaries, epsilon, delta, confidence)
         record = run.opacus

@@ -34,19 +34,34 @@ def bound_dict(bound, threat_model: str, assumptions: str = "") -> dict:
             "details": {k: v for k, v in bound.details.items() if isinstance(v, (int, float))}}
 
 
+def _claim_p_value(bound: dict, epsilon: float, delta: float) -> float:
+    """One rigorous bound's p-value of "(epsilon, delta)-DP": the one it computed for the claim (``one-run-weighted``,
+    whose test needs its weights), else Steinke et al.'s from its counts."""
+    from attacks.estimators.one_run import one_run_p_value
+
+    d = bound["details"]
+    if "claim_p_value" in d:
+        if d.get("claim_epsilon") != epsilon:
+            raise ValueError(f"{bound['method']} tested the claim {d.get('claim_epsilon')}, not {epsilon}")
+        return float(d["claim_p_value"])
+    p = one_run_p_value(epsilon, delta, d["canaries"], d["guesses"], d["correct"])
+    return min(1.0, p * d.get("corrected_for", 1))
+
+
 def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: float, confidence: float):
     """(status, p-value, ceiling) of the rigorous bounds against the claim ``(epsilon, delta)``: VIOLATION when
-    the Bonferroni-combined p-value of "(epsilon, delta)-DP" is at most ``1 - confidence``."""
-    from attacks.estimators.one_run import one_run_ceiling, one_run_p_value
+    the Bonferroni-combined p-value of "(epsilon, delta)-DP" is at most ``1 - confidence``; the ceiling is the
+    most any of them can certify at its share of ``1 - confidence``."""
+    from attacks.estimators.one_run import one_run_ceiling
+    from attacks.estimators.one_run_weighted import one_run_weighted_ceiling
 
     rigorous = [b for b in bounds if b["rigorous"]]
-    p_values = []
-    for b in rigorous:
-        d = b["details"]
-        p = one_run_p_value(epsilon, delta, d["canaries"], d["guesses"], d["correct"])
-        p_values.append(min(1.0, p * d.get("corrected_for", 1)))
+    p_values = [_claim_p_value(b, epsilon, delta) for b in rigorous]
     p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
-    ceiling = one_run_ceiling(canaries, delta, 1 - (1 - confidence) / max(1, len(rigorous)))
+    share = 1 - (1 - confidence) / max(1, len(rigorous))
+    ceiling = one_run_ceiling(canaries, delta, share)
+    if any(b["method"] == "one-run-weighted" for b in rigorous):
+        ceiling = max(ceiling, one_run_weighted_ceiling(canaries, delta, share))
     if p_value is not None and p_value <= 1.0 - confidence:
         return "VIOLATION", p_value, ceiling
     return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling

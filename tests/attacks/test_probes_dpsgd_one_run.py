@@ -34,9 +34,11 @@ def test_correct_setup_is_no_violation_and_small_noise_against_a_small_claim_is(
     claim = correct.true_epsilon(1e-5)
     outcome = correct.run_once(500, 7, claim, 1e-5, 0.95)
     assert outcome.status != "VIOLATION" and outcome.ceiling > claim
-    (rigorous,) = [b for b in outcome.bounds if b["rigorous"]]
-    assert rigorous["method"] == "one-run" and {"canaries", "guesses", "correct"} <= set(rigorous["details"])
-    assert rigorous["threat_model"] == "all_iterates" and rigorous["epsilon"] < claim
+    both = {b["method"]: b for b in outcome.bounds if b["rigorous"]}  # counted and weighted guesses
+    rigorous = both["one-run"]
+    assert set(both) == {"one-run", "one-run-weighted"}
+    assert {"canaries", "guesses", "correct"} <= set(rigorous["details"])
+    assert all(b["threat_model"] == "all_iterates" and b["epsilon"] < claim for b in both.values())
     assert [f["code"] for f in outcome.findings] == ["opacus-reported"]
     assert outcome.findings[0]["values"]["steps"] == 1
     # The planted half noise (opacus's noise halved behind its accountant) on the same seed and coins: the canaries
