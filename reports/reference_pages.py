@@ -47,7 +47,8 @@ def _help_width():
             os.environ["COLUMNS"] = previous
 
 
-def command_parsers(parser: argparse.ArgumentParser, prog: str = "dpaudit") -> list[tuple[str, argparse.ArgumentParser]]:
+def command_parsers(parser: argparse.ArgumentParser,
+                    prog: str = "dpaudit") -> list[tuple[str, argparse.ArgumentParser]]:
     """``(command line, parser)`` for ``parser`` and every sub-command below it, depth first, in help order."""
     found = [(prog, parser)]
     for action in parser._actions:

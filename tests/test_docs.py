@@ -21,7 +21,8 @@ README_MAX_LINES = 150
 
 
 def test_the_docs_build_in_strict_mode(tmp_path):
-    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                            str(tmp_path / "site")],
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-3000:]
     assert "WARNING" not in build.stderr, build.stderr[-3000:]
@@ -30,7 +31,7 @@ def test_the_docs_build_in_strict_mode(tmp_path):
 
 
 def test_the_build_takes_the_generated_pages_from_the_code():
-    """The MkDocs hook adds exactly ``generated_pages()`` (so a changed help text changes its page at the next build)."""
+    """The MkDocs hook adds exactly ``generated_pages()`` (a changed help text changes its page at the next build)."""
     from mkdocs.config import load_config
     from mkdocs.structure.files import Files
 
@@ -121,7 +122,7 @@ def test_the_report_schema_page_has_every_definition():
 
 def test_the_readme_is_short():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
-    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}: the rest goes to docs/)"
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}: the rest is in docs/)"
 
 
 def test_the_pages_hold_no_hand_written_reference():

@@ -46,7 +46,8 @@ def check_digits_dp_figures(passed: dict, halved: dict) -> None:
     assert halved["verdict"] == "VIOLATION" and "noise-below-accounted" in _critical(halved)
     assert _critical(halved) <= {"noise-below-accounted", "noise-part-below-accounted"}
     figures = find(r"`CRITICAL noise-below-accounted` in both rounds \(noise std ([\d.]+) against the accounted "
-                   r"z C / m = ([\d.]+), p below ([\de.-]+);", section("docs/tutorials/flower-app.md", "## 2. Audit an app"))
+                   r"z C / m = ([\d.]+), p below ([\de.-]+);",
+                   section("docs/tutorials/flower-app.md", "## 2. Audit an app"))
     found = [f["values"] for f in halved["findings"] if f["severity"] == "critical"
              and f["code"] == "noise-below-accounted"]
     assert sorted(v["round"] for v in found) == [1, 2]

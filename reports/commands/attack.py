@@ -12,6 +12,7 @@ import tomllib
 
 from accounting.errors import ConfigurationError
 from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
+from reports.commands.common import probe_title
 from reports.commands.run_progress import add_progress_argument
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
@@ -256,16 +257,6 @@ def _fmt(value, digits=4):
     if value is None:
         return "-"
     return "inf" if value == float("inf") else f"{value:.{digits}g}"
-
-
-def probe_title(info: dict) -> str:
-    """The probe as asked for, naming a planted bug: "bug-weak-noise (gaussian with the planted bug
-    'weak-noise')"; a correct probe is its name."""
-    asked = info.get("registry_name", info["name"])
-    bug = info.get("planted_bug")
-    if bug:
-        return f"{asked} ({info['name']} with the planted bug {bug!r})"
-    return asked if asked == info["name"] else f"{asked} ({info['name']})"
 
 
 def _verdict_lines(result, out) -> None:

@@ -118,7 +118,7 @@ def _fmt(value, digits=4) -> str:
 
 
 def print_one_run(result: dict, out=None) -> None:
-    from reports.commands.attack import probe_title
+    from reports.commands.common import probe_title
 
     out = sys.stdout if out is None else out
     p, details = result["probe"], result["details"]

@@ -234,20 +234,7 @@ def add_parser(subparsers) -> None:
         help="trials per world for every mechanism-level probe, for example 1e5 (end-to-end "
         "probes keep their configured budget)",
     )
-    parser.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="auto",
-        help="where probe batches run (default auto: worker processes for probes estimated over "
-        "10 s, in this process otherwise; every executor gives the same numbers)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=number_arg("workers", **STEPS),
-        default=None,
-        help="worker processes (default: the CPUs this process may use)",
-    )
-    parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
+    add_executor_arguments(parser)
     parser.add_argument(
         "--seed", type=number_arg("seed", low=0, integer=True), default=None, help="seed (default: the configuration's)"
     )
@@ -262,6 +249,25 @@ def add_parser(subparsers) -> None:
     # the earlier spelling (BENCHMARKS.md's commands), kept working but not shown
     parser.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
+
+
+def add_executor_arguments(parser) -> None:
+    from reports.commands.common import STEPS, number_arg
+
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="auto",
+        help="where probe batches run (default auto: worker processes for probes estimated over "
+        "10 s, in this process otherwise; every executor gives the same numbers)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=number_arg("workers", **STEPS),
+        default=None,
+        help="worker processes (default: the CPUs this process may use)",
+    )
+    parser.add_argument("--scheduler", default=None, help="Dask scheduler address (with --executor dask)")
 
 
 def add_budget_argument(parser) -> None:

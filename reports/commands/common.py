@@ -177,3 +177,13 @@ def write_curve_png(path, x, mean, se, title: str, xlabel: str, ylabel: str):
     fig.savefig(buffer, format="png", dpi=100)
     plt.close(fig)
     return atomic_write_bytes(path, buffer.getvalue())
+
+
+def probe_title(info: dict) -> str:
+    """The probe as asked for, naming a planted bug: "bug-weak-noise (gaussian with the planted bug
+    'weak-noise')"; a correct probe is its name."""
+    asked = info.get("registry_name", info["name"])
+    bug = info.get("planted_bug")
+    if bug:
+        return f"{asked} ({info['name']} with the planted bug {bug!r})"
+    return asked if asked == info["name"] else f"{asked} ({info['name']})"

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def section(document: str, heading: str) -> str:
-    """The text of ``document`` (a page of docs/, README.md or BENCHMARKS.md) from the line ``heading`` to the next heading of the
+    """The text of ``document`` (a page of docs/, README.md or BENCHMARKS.md) from the line ``heading`` to the next
+    heading of the
     same or a higher level."""
     text = "\n" + (ROOT / document).read_text(encoding="utf-8")
     level = len(heading) - len(heading.lstrip("#"))

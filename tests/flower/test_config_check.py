@@ -54,7 +54,8 @@ def test_claim_rows_match_dp_accounting(issue_rows):
 
 
 def test_documented_configuration_figures_reproduce(issue_rows):
-    """BENCHMARKS.md's configuration table (Flower section) and docs/explanation/flower.md's "at least 31.3, and at most 83.9":
+    """BENCHMARKS.md's configuration table (Flower section) and docs/explanation/flower.md's
+    "at least 31.3, and at most 83.9":
     each documented epsilon is the fresh row's, to its printed decimals (half a unit of the last digit)."""
     from tests.flower.documented import find, printed, section, table_rows
 

@@ -1,7 +1,8 @@
 """The HTML report in a real headless Chromium: the page loads without errors, its plots are present,
 and a screenshot is saved under test-artifacts/. The audit report's first screen is also the documentation's
-picture of a report (docs/assets/report.png, shown by docs/explanation/report.md): this test takes it. Skipped (with the reason and how to enable it) only if
-Chromium is absent; with DPAUDIT_REQUIRE_CHROMIUM=1 (CI) its absence fails instead."""
+picture of a report (docs/assets/report.png, shown by docs/explanation/report.md): this test takes it. Skipped
+(with the reason and how to enable it) only if Chromium is absent; with DPAUDIT_REQUIRE_CHROMIUM=1 (CI) its
+absence fails instead."""
 
 from __future__ import annotations
 
