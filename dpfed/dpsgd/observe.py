@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 _lock = threading.RLock()
 ENGINE_ID = "_dpaudit_engine_id"
 OPTIMIZER_RATE = "_dpaudit_sample_rate"
+PENDING_NOISE = "_dpaudit_pending_noise"  # (sum of squares, count) of the last add_noise, until pre_step returns
 
 
 @dataclass
@@ -193,6 +194,7 @@ class _Observer:
                    _float(optimizer.max_grad_norm), rate)
             with _lock:
                 self.log.steps[key] = self.log.steps.get(key, 0) + 1
+        self._commit_noise(optimizer)  # against the multiplier opacus's accountant reads at the end of pre_step
         return stepped
 
     def add_noise(self, optimizer) -> None:
@@ -207,9 +209,11 @@ class _Observer:
         self.originals["add_noise"](optimizer)
         if owner:
             canaries.after_noise(held, clean, expected, clip, rate)
-        self._measure_noise(optimizer, expected)
+        self._commit_noise(optimizer)  # an earlier add_noise that no pre_step followed (called directly)
+        optimizer.__dict__[PENDING_NOISE] = self._measure_noise(optimizer)
 
-    def _measure_noise(self, optimizer, expected: float) -> None:
+    @staticmethod
+    def _measure_noise(optimizer) -> tuple[float, int]:
         """The noise just added: grad minus the clipped sum (before any scaling), summed over every parameter."""
         import torch
 
@@ -220,10 +224,20 @@ class _Observer:
             difference = (p.grad.detach().reshape(-1).double() - p.summed_grad.detach().reshape(-1).double())
             total += float(torch.sum(difference ** 2))
             count += difference.numel()
+        return total, count
+
+    def _commit_noise(self, optimizer) -> None:
+        """Log the noise measured by the last ``add_noise`` against z C as they stand now. Committed when pre_step
+        returns, so z is the one opacus's accountant reads at that step (its step hook runs last in pre_step), not
+        one the user's code lowered only while the noise was drawn."""
+        pending = optimizer.__dict__.pop(PENDING_NOISE, None)
+        if pending is None:
+            return
+        expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
         key = (getattr(optimizer, ENGINE_ID, "unknown"), expected)
         with _lock:
             before = self.log.noise.get(key, [0.0, 0])
-            self.log.noise[key] = [before[0] + total, before[1] + count]
+            self.log.noise[key] = [before[0] + pending[0], before[1] + pending[1]]
 
     def stepped(self, optimizer, args, kwargs) -> None:
         """torch's global optimizer step hook: the parameters each optimizer updated."""

@@ -3,8 +3,9 @@ loader and optimizers), outside this repository's style: an MLP on scikit-learn'
 torch and opacus (nothing of dpfed-audit inside). Each function trains and prints the epsilon its engine reports.
 
 ``train`` is correct: ``make_private_with_epsilon`` for epsilon 3 over 2 epochs, and 2 epochs trained. The others
-plant one bug each: ``train_half_noise`` (opacus's noise halved behind its accountant), ``train_more_epochs`` (4
-epochs trained against the 2 the epsilon was computed for), ``train_head_outside`` (the output layer kept outside
+plant one bug each: ``train_half_noise`` (opacus's noise halved behind its accountant),
+``train_half_noise_toggled`` (the optimizer's noise multiplier halved only while the noise is drawn),
+``train_more_epochs`` (4 epochs trained against the 2 the epsilon was computed for), ``train_head_outside`` (the output layer kept outside
 ``make_private`` and trained by a plain optimizer in the same loop), ``train_shuffled`` (``poisson_sampling=False``),
 ``train_duplicated`` (every record twice: one person, two records; correct per record, not per person).
 ``train_reapplied`` is correct too: a second optimizer applies the private (noisy) gradient once more after each
@@ -27,7 +28,8 @@ def _data(copies: int = 1):
     return TensorDataset(x, torch.tensor(y, dtype=torch.long).repeat(copies))
 
 
-def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_outside=False, reapply=False):
+def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_outside=False, reapply=False,
+           plant=None):
     torch.manual_seed(0)
     body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
     head = nn.Linear(32, 10)
@@ -37,6 +39,8 @@ def _train(epochs=EPOCHS, accounted_epochs=EPOCHS, poisson=True, copies=1, head_
         module=model, optimizer=torch.optim.SGD(model.parameters(), lr=LR),
         data_loader=DataLoader(_data(copies), batch_size=BATCH, shuffle=True), target_epsilon=TARGET_EPSILON,
         target_delta=DELTA, epochs=accounted_epochs, max_grad_norm=CLIP, poisson_sampling=poisson)
+    if plant is not None:
+        plant(optimizer)
     head_optimizer = torch.optim.SGD(head.parameters(), lr=LR) if head_outside else None
     again = torch.optim.SGD(model.parameters(), lr=LR / 2) if reapply else None
     for _ in range(epochs):
@@ -65,6 +69,25 @@ def train_half_noise():
         _train()
     finally:
         opacus_optimizer._generate_noise = generate
+
+
+def _halve_while_adding_noise(optimizer):
+    """The noise multiplier halved only while opacus draws the noise, restored before its accountant reads it."""
+    add_noise = optimizer.add_noise
+
+    def halved():
+        z = optimizer.noise_multiplier
+        optimizer.noise_multiplier = z / 2
+        try:
+            add_noise()
+        finally:
+            optimizer.noise_multiplier = z
+
+    optimizer.add_noise = halved
+
+
+def train_half_noise_toggled():
+    _train(plant=_halve_while_adding_noise)
 
 
 def train_more_epochs():

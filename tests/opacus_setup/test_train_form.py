@@ -47,6 +47,7 @@ def test_correct_training_passes_and_its_steps_are_composed_as_dp_accounting_doe
 
 @pytest.mark.parametrize("function, argv, code", [
     ("train_half_noise", [], "noise-below-accounted"),
+    ("train_half_noise_toggled", [], "noise-below-accounted"),  # z halved only inside add_noise (a user's plant)
     ("train_more_epochs", ["--claimed-epsilon", "3"], "claim-below-steps"),
     ("train_head_outside", [], "parameter-outside-private-optimizer"),
     ("train_shuffled", [], "not-poisson"),
