@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 
-def audit_power_text(probes: list[dict], rule: str | None = None) -> str:
+def measured_noise_power_text(findings) -> str | None:
+    """The power of a target's own noise measurement (a finding's ``noise_power``: the DP-SGD train form), or None."""
+    for finding in findings or ():
+        power = (finding.get("values") or {}).get("noise_power")
+        if power:
+            ratio = power["refuted_ratio"]
+            verdict = "detects" if ratio >= 0.5 else "does not detect"
+            return (f"Power: the noise measured at every step of the run ({power['coordinates']} coordinates at the "
+                    f"weakest level) would refute noise below {ratio:.3f} of the accounted with probability "
+                    f"{power['probability']:g} (false alarm {power['false_alarm']:g}); it {verdict} half the noise.")
+    return None
+
+
+def audit_power_text(probes: list[dict], rule: str | None = None, findings=None) -> str:
     """One sentence: the most powerful probe's refuted noise fraction (probability 0.9) and what half the
-    noise needs, or why no power is stated (``rule``: the verdict's rule)."""
+    noise needs, or the target's own noise measurement's (``findings``), or why no power is stated (``rule``: the
+    verdict's rule)."""
     if rule == "untested-implementation":
         return ("Power: none: the configuration lists no probe (probes = []), so the implementation was not tested; "
                 "without that line the target runs its default probes with planned power.")
     stated = [p for p in probes if p.get("outcome") == "ran" and p.get("power")]
+    measured = measured_noise_power_text(findings)
+    if not stated and measured:
+        return measured
     if not stated:
         from reports.render_text import is_one_run
 

@@ -175,7 +175,7 @@ def _target(i: int, t: dict) -> list[str]:
         "",
     ]
     out += _accounting(t["accounting"], t["claim"]) + _calibration(t["calibration"])
-    power = audit_power_text(t["probes"], t["verdict"].get("rule"))
+    power = audit_power_text(t["probes"], t["verdict"].get("rule"), t.get("findings"))
     out += ["### Planner", "", esc(words.planner_text(t["planner"])), "", esc(power), ""]
     out += ["### Probes", ""]
     out += ["No probes configured.", ""] if not t["probes"] else []

@@ -62,7 +62,15 @@ def verdict_reason(target: dict) -> str:
         "untested-implementation": f"{proved}, but the configuration lists no probe (probes = []) and nothing "
         "measured the run: the implementation was not tested",
     }
-    return reasons.get(v["rule"], v["rule"])
+    reason = reasons.get(v["rule"], v["rule"])
+    if v["empirical"]["probes_run"] == 0 and _measured_noise(target):
+        reason = reason.replace("no probe ran", "no probe ran; the target's own checks measured the noise of the run "
+                                "at every step and found none below what is accounted")
+    return reason
+
+
+def _measured_noise(target: dict) -> bool:
+    return any((f.get("values") or {}).get("noise_power") for f in target.get("findings", ()))
 
 
 def report_tally(report: dict) -> dict:

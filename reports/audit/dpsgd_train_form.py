@@ -57,8 +57,9 @@ def train_findings(observed: dict) -> list:
         out.append(Finding("dpsgd-check", "info", {
             "code": "observed-training", "steps": rows["steps"], "steps_epsilon": rows["epsilon"],
             "opacus_rdp_epsilon": rows["opacus_rdp"], "reported_epsilon": rows["reported_epsilon"],
+            "noise_power": rows.get("noise_power"),
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
                        f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; "
                        f"opacus's RDP "
-                       f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']}"}))
+                       f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']:.4g}"}))
     return out

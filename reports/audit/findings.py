@@ -206,5 +206,8 @@ def all_findings(target, accounting, calibration, verdict: TargetVerdict, probes
         out += other_relation(accounting, claim.neighbouring, claim.epsilon)
         out += accountants_disagree(accounting)
     out += classic_calibration(calibration) + probe_declined(verdict, reasons)
-    out += list(target.findings(verdict, probes))
+    own = list(target.findings(verdict, probes))
+    if any(f.severity == "critical" for f in own):  # the target's own check refutes: "not confirmed" would contradict
+        out = [f for f in out if f.id != "claim-not-confirmed"]
+    out += own
     return tuple(sorted(out, key=lambda f: SEVERITY_ORDER.index(f.severity)))
