@@ -22,6 +22,7 @@ from accounting.errors import ConfigurationError
 from reports.commands.estimate_input import SELECTION
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
+SCORE_WEIGHTED_METHODS = ("one-run-weighted", "one-run-gauss")  # from the canaries' continuous scores (rigorous; model-based)
 
 
 def add_parser(subparsers) -> None:
@@ -62,7 +63,7 @@ def compute_bounds(data, delta: float, confidence: float, seed: int, split: bool
     from attacks.estimators import DEFAULT_ONE_RUN_METHODS, METHODS, estimate_all, estimate_one_run
 
     if data.kind == "one-run":
-        methods = DEFAULT_ONE_RUN_METHODS + (SPLIT_MEDIAN_METHODS if split else ())
+        methods = DEFAULT_ONE_RUN_METHODS + SCORE_WEIGHTED_METHODS + (SPLIT_MEDIAN_METHODS if split else ())
         return estimate_one_run(data.scores, data.labels, delta, confidence, methods=methods, seed=int(seed))
     out_scores, in_scores = data.worlds()
     return estimate_all(out_scores, in_scores, delta, confidence, methods=METHODS, rng=int(seed))

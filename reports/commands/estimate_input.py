@@ -45,6 +45,8 @@ SELECTION = {
     "gdp": "Bonferroni over order-statistic thresholds (both directions)",
     "one-run": "Bonferroni over the guess counts tried; cuts only between distinct scores (ties never split)",
     "fdp-one-run": "Bonferroni over the guess counts tried; cuts only between distinct scores (ties never split)",
+    "one-run-weighted": "Bonferroni over the weight rules tried (score ranks; ties share their mean rank)",
+    "one-run-gauss": "none: the standardised difference of the included and excluded scores",
     "one-run-split-median": "chosen on held-out canaries, median of 11 splits at half the level",
     "fdp-one-run-split-median": "chosen on held-out canaries, median of 11 splits at half the level",
 }

@@ -48,7 +48,8 @@ def test_report_set(tmp_path):
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert report["status"] == "VIOLATION" and report["exit_code"] == 1
     probe = report["targets"][0]["probes"][0]
-    assert probe["kind"] == "scores" and {b["method"] for b in probe["bounds"]} == {"one-run", "fdp-one-run"}
+    assert probe["kind"] == "scores" and {b["method"] for b in probe["bounds"]} == {"one-run", "fdp-one-run",
+                                                                                 "one-run-weighted", "one-run-gauss"}
     assert probe["roc"]["x"][0] == 0.0 and probe["roc"]["x"][-1] == 1.0
     markdown = (tmp_path / "rep" / "report.md").read_text()
     assert "Threshold choice: Bonferroni over the guess counts tried" in markdown
@@ -117,7 +118,7 @@ def test_multi_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
 def test_one_run_null_scores_positive_at_most_at_nominal_rate(tmp_path):
     # Canaries never inserted: the scores are independent of the inclusion bits.
     rng = np.random.default_rng(2026)
-    positive = {"one-run": 0, "fdp-one-run": 0}
+    positive = {"one-run": 0, "fdp-one-run": 0, "one-run-weighted": 0, "one-run-gauss": 0}
     for _ in range(REPS):
         included = rng.random(400) < 0.5
         path = write(tmp_path / "null.csv", "score,included", rng.normal(size=400), included)
