@@ -22,7 +22,8 @@ from accounting.errors import ConfigurationError
 from reports.commands.estimate_input import SELECTION
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
-SCORE_WEIGHTED_METHODS = ("one-run-weighted", "one-run-gauss")  # from the canaries' continuous scores (rigorous; model-based)
+# from the canaries' continuous scores: rigorous; model-based
+SCORE_WEIGHTED_METHODS = ("one-run-weighted", "one-run-gauss")
 
 
 def add_parser(subparsers) -> None:

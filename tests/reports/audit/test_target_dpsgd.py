@@ -148,8 +148,8 @@ name = "gaussian"
 def test_a_dpsgd_setup_is_audited_by_all_three_threat_models():
     """A function returning a ``DpsgdSetup`` (tests/dpfed/user_dpsgd_setup.py: digits 0/1, rate 1/4, one
     epoch): our loop trains it; the all-iterates and final-model probes run (last-iterate is declined beside
-    all-iterates: tests/reports/audit/test_last_iterate_dominated.py). A VIOLATION here would be a false alarm of a correct
-    set-up: probability at most 0.05 (Bonferroni over the probes); seeds fixed."""
+    all-iterates: tests/reports/audit/test_last_iterate_dominated.py). A VIOLATION here would be a false alarm of a
+    correct set-up: probability at most 0.05 (Bonferroni over the probes); seeds fixed."""
     text = CONFIG.format(setup="../dpfed/user_dpsgd_setup.py:digits_mlp_setup", trials="trials = 200",
                          extra="").replace("epsilon = 2.85", "epsilon = 3.0")
     text += '[[target.probes]]\nname = "dpsgd-last-iterate"\ntrials = 200\n'
