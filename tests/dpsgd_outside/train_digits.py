@@ -6,7 +6,8 @@ torch and opacus (nothing of dpfed-audit inside). Each function trains and print
 plant one bug each: ``train_half_noise`` (opacus's noise halved behind its accountant),
 ``train_half_noise_toggled`` (the optimizer's noise multiplier halved only while the noise is drawn),
 ``train_more_epochs`` (4 epochs trained against the 2 the epsilon was computed for), ``train_head_outside`` (the
-output layer kept outside ``make_private`` and trained by a plain optimizer in the same loop), ``train_shuffled`` (``poisson_sampling=False``),
+output layer kept outside ``make_private`` and trained by a plain optimizer in the same loop), ``train_shuffled``
+(``poisson_sampling=False``),
 ``train_duplicated`` (every record twice: one person, two records; correct per record, not per person).
 ``train_reapplied`` is correct too: a second optimizer applies the private (noisy) gradient once more after each
 private step, which is post-processing.
