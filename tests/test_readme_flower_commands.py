@@ -65,7 +65,7 @@ def check_audit_flower_figures(report: dict) -> None:
                       r"\(ceiling ([\d.]+)\), bounds ([\d.]+) \(Steinke\) and ([\d.]+) \(f-DP\) for both threat "
                       r"models, measured-shift bound ([\d.]+), estimates ([\d.]+) / ([\d.]+) \(final model / all "
                       r"iterates, mu ([\d.]+) / ([\d.]+)\) against the accounted ([\d.]+) \(dpa-rdp\); findings: "
-                      r"MEDIUM weighted-by-examples, INFO accounted rows \(Flower's no-amplification figure "
+                      r"(?:MEDIUM|INFO) weighted-by-examples, INFO accounted rows \(Flower's no-amplification figure "
                       r"([\d.]+)\)", text)
     target = report["targets"][0]
     verdict, probe = target["verdict"], target["probes"][0]
@@ -83,5 +83,7 @@ def check_audit_flower_figures(report: dict) -> None:
               rows["runs_epsilon"], rows["no-amplification_epsilon"]]
     for doc, value in zip(documented.groups(), fresh, strict=True):
         assert printed(doc, value), (doc, value)
-    assert [(f["severity"], f["values"].get("code")) for f in target["findings"]
-            if f["severity"] != "info"] == [("medium", "weighted-by-examples")]
+    # weighted-by-examples is INFO where the transcript shows equal weights (every node every round here; BENCHMARKS.md,
+    # written before, still prints it as MEDIUM): no finding above INFO
+    assert [(f["severity"], f["values"].get("code")) for f in target["findings"] if f["severity"] != "info"] == []
+    assert {f["values"].get("code"): f["severity"] for f in target["findings"]}["weighted-by-examples"] == "info"

@@ -20,10 +20,15 @@ from attacks.flower_checks.check import check_config
 from attacks.flower_checks.client_dp import client_dp_findings
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.flower_checks.local_dp import local_dp_findings
-from attacks.flower_checks.transcript_check import assumptions_from_config, check_transcript
+from attacks.flower_checks.transcript_check import (
+    RELATIVE,
+    assumptions_from_config,
+    check_transcript,
+    transcript_summary,
+)
 from dpfed.flower.config import accounted_rows
 from dpfed.flower.observe import APIS
-from dpfed.flower.read import config_from_strategy, wrapper_kind, wrapper_of
+from dpfed.flower.read import WRAPPER_KINDS, config_from_strategy, flower_sample_size, wrapper_kind, wrapper_of
 from dpfed.flower.records import releases
 
 SECURE_RULED_OUT = ("each reply's norm against the clip", "each reply's weight", "which node sent what")
@@ -44,30 +49,84 @@ class RunCheck:
     config: object = None
     configured_m: int | None = None
     accounted: float | None = None
+    transcript: dict | None = None  # what the main strategy's transcript check looked at (``transcript_summary``)
 
 
 def describe_start(started) -> dict:
+    """One strategy the app started: how, its rounds, its DP wrapper's class and the Flower wrapper it is or
+    subclasses (``flower_wrapper``)."""
     entry = started.observed
     wrapper = wrapper_of(entry.strategy) if started.recorder is not None else None
+    flower = None if wrapper is None else next(c.__name__ for c in type(wrapper).__mro__ if c.__name__ in WRAPPER_KINDS)
     return {"api": entry.api, "entry": APIS[entry.api], "strategy": type(entry.strategy).__name__,
             "rounds": entry.rounds, "workflow": entry.workflow, "secure_aggregation": entry.secure,
-            "dp_wrapper": None if wrapper is None else type(wrapper).__name__,
+            "dp_wrapper": None if wrapper is None else type(wrapper).__name__, "flower_wrapper": flower,
             "recorded_rounds": started.round_numbers()}
 
 
 def run_config_of(started):
-    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the population, the sample size and
-    the clip of its first recorded round (an adaptive wrapper has moved its clip by the end; None when no round
-    was recorded)."""
+    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the population and the sample size of
+    its first round with every node that connected (a round that started while nodes were still connecting sampled
+    from fewer: the transcript check names it) and the clip of its first recorded round (an adaptive wrapper has
+    moved its clip by the end); None when no round was recorded."""
     records = releases(started.transcript)
     if not records:
         return None, None
-    first = records[0][1]
-    nodes = max(int(first["population"]), 1)
+    top = max(int(p["population"]) for _, p in records)
+    full = next(p for _, p in records if int(p["population"]) == top)
+    nodes = max(top, 1)
     config, configured_m = config_from_strategy(started.observed.strategy, nodes=nodes,
                                                 rounds=started.observed.rounds)
-    sampled = min(max(len(first["sampled"]), 1), nodes)
-    return dataclasses.replace(config, sampled=sampled, clip=float(first["clip"])), configured_m
+    sampled = min(max(len(full["sampled"]), 1), nodes)
+    return dataclasses.replace(config, sampled=sampled, clip=float(records[0][1]["clip"])), configured_m
+
+
+def sampling_words(inner) -> str:
+    """The attributes that size Flower's sample, as the strategy holds them (Message API or legacy)."""
+    names = (("fraction_train", "min_train_nodes", "min_available_nodes") if hasattr(inner, "fraction_train")
+             else ("fraction_fit", "min_fit_clients", "min_available_clients"))
+    held = [(name, getattr(inner, name, None)) for name in names]
+    return ", ".join(f"{name}={value:g}" for name, value in held if value is not None)
+
+
+def canary_change(started, nodes: int, canaries: int) -> str | None:
+    """Why ``canaries`` canary SuperNodes beside ``nodes`` real ones change the system audited (None: they do not),
+    compared with the same strategy on the real nodes alone: Flower's sample size there (``flower_sample_size``,
+    max(int(N fraction), min), at most N) against the one with the canaries. Each client's privacy rests on its
+    sampling rate and on the noise over the sample's sum (z C m_r / m): the canaries must keep the rate, and the
+    wrapper's ``num_sampled_clients`` must be the canary run's sample so that each client's noise multiplier is z
+    (the deployment's, when its own ``num_sampled_clients`` is its sample; a run without canaries checks that)."""
+    wrapper = wrapper_of(started.observed.strategy)
+    inner, total = wrapper.strategy, nodes + canaries
+    audited, deployed = flower_sample_size(inner, total), flower_sample_size(inner, nodes)
+    configured, name = int(wrapper.num_sampled_clients), type(inner).__name__
+    head = f"Flower ran the app, but the {canaries} canary SuperNodes change the system audited: {name}"
+    if audited * nodes != deployed * total:
+        return (f"{head} ({sampling_words(inner)}) trains {audited} of the {total} nodes with them but {deployed} of "
+                f"the {nodes} real nodes without them (rate {audited / total:.3g} instead of {deployed / nodes:.3g}), "
+                "so no verdict would be about the deployment; canaries keep the rate where every node is sampled "
+                f"every round (e.g. min_train_nodes = {total}, with num_sampled_clients = {total} for the canary run: "
+                f"the deployment's {nodes} of {nodes}), or audit this deployment without --canaries")
+    if configured != audited:
+        return (f"{head} trains {audited} of the {total} nodes with them ({deployed} of the {nodes} real nodes "
+                f"without them, the same rate), but the DP wrapper scales its noise for num_sampled_clients="
+                f"{configured}: noise z C/{configured} on the mean of {audited}, {audited / configured:.3g} times the "
+                f"noise per client of a run whose wrapper is told its sample, so no verdict would be about the "
+                f"deployment; set num_sampled_clients = {audited} for the canary run (the deployment's {deployed} of "
+                f"{nodes} at the same rate), or audit this deployment without --canaries")
+    return None
+
+
+def deployment_config(started, config, nodes: int, canaries: int):
+    """The deployment ``config`` stands for: with canaries (refused where they change the system,
+    ``canary_change``), the same sampling rate on the ``nodes`` real SuperNodes, accounted there."""
+    if not canaries:
+        return config
+    refusal = canary_change(started, nodes, canaries)
+    if refusal is not None:
+        raise ConfigurationError("canaries", refusal)
+    return dataclasses.replace(config, nodes=nodes, sampled=flower_sample_size(wrapper_of(started.observed.strategy)
+                                                                               .strategy, nodes))
 
 
 def sample_size_findings(records, config, configured_m: int, delta: float) -> list:
@@ -105,19 +164,44 @@ def secure_aggregation_finding(started) -> FlowerFinding:
                          {"workflow": started.observed.workflow, "ruled_out": list(SECURE_RULED_OUT)})
 
 
-def strategy_findings(started, delta, claimed_epsilon, claims, alpha) -> tuple[list, object, int, dict]:
+def equal_weights(records) -> bool:
+    """Whether every reply of every round weighed the same (1 / replies), to float rounding."""
+    import numpy as np
+
+    return all(np.allclose(p["weights"], 1.0 / len(p["weights"]), rtol=RELATIVE, atol=0.0)
+               for _, p in records if p["weights"])
+
+
+def weighting_seen(findings: list, records) -> list:
+    """``weighted-by-examples`` (a configuration finding: FedAvg weighs by reported counts) as INFO where the
+    transcript shows every reply of every round weighed the same: the accounting's equal weights held."""
+    if not equal_weights(records):
+        return findings
+    return [FlowerFinding(f.code, "info", "FedAvg weights by reported example counts, and every reply of every "
+                          "round weighed the same (the transcript's weights): the equal weights 1/m the noise is "
+                          "calibrated for held in this run", {**f.values, "equal_in_run": True})
+            if f.code == "weighted-by-examples" else f for f in findings]
+
+
+def strategy_findings(started, delta, claimed_epsilon, claims, alpha, run=None) -> tuple[list, object, int, dict]:
+    """The findings of one recorded strategy, the deployment's configuration (``deployment_config``), its
+    ``num_sampled_clients`` and accounted rows; ``run`` (an ``AppRun``) gives the real nodes and the canaries."""
     config, configured_m = run_config_of(started)
     if config is None:
         return [FlowerFinding("no-releases", "critical", f"the app's {type(started.observed.strategy).__name__} "
                               "(a DP strategy) released no aggregate: no round was recorded", {})], None, None, {}
-    checked = check_config(config, delta, None, claimed_epsilon, claims)
+    deployed = deployment_config(started, config, getattr(run, "nodes", 0), getattr(run, "canaries", 0))
+    checked = check_config(deployed, delta, None, claimed_epsilon, claims)
     records = releases(started.transcript)
-    findings = checked["findings"] + sample_size_findings(records, config, configured_m, delta)
+    findings = weighting_seen(checked["findings"], records) + sample_size_findings(records, config, configured_m,
+                                                                                   delta)
     assumed = assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
-    findings += check_transcript(started.transcript, assumed, alpha)
+    transcript = check_transcript(started.transcript, assumed, alpha)
+    started.summary = transcript_summary(started.transcript, assumed, transcript, alpha)
+    findings += transcript
     if started.observed.secure:
         findings.append(secure_aggregation_finding(started))
-    return findings, config, configured_m, checked["rows"]
+    return findings, deployed, configured_m, checked["rows"]
 
 
 def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=(), alpha: float = 1e-3) -> RunCheck:
@@ -130,9 +214,10 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
     if not recorded and not out.clients and not out.local:
         raise ConfigurationError("app", no_dp_message(run))
     for index, started in enumerate(recorded):
-        findings, config, configured_m, rows = strategy_findings(started, delta, claimed_epsilon, claims, alpha)
+        findings, config, configured_m, rows = strategy_findings(started, delta, claimed_epsilon, claims, alpha, run)
         if index == 0:
             out.main, out.config, out.configured_m, out.rows = started, config, configured_m, rows
+            out.transcript = started.summary
             out.accounted = rows["runs"]["epsilon"] if rows else None
         out.findings += findings
     if len(recorded) > 1:

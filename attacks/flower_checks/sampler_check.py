@@ -26,19 +26,32 @@ from attacks.flower_checks.assumptions import Assumptions
 from attacks.flower_checks.findings import FlowerFinding
 
 
+def connecting_cause(records) -> str:
+    """Where the rounds sampled from different numbers of connected nodes: the likely cause, in words ("" else)."""
+    populations = [int(p["population"]) for _, p in records]
+    if len(set(populations)) == 1:
+        return ""
+    short = [r for r, p in records if int(p["population"]) < max(populations)]
+    return (f"; rounds {short} sampled from fewer connected nodes ({populations} by round): nodes were still "
+            "connecting when they started, and Flower samples a fraction of the nodes connected at that moment "
+            "(wait for every node: the strategy's min_available_nodes, or the main's own wait)")
+
+
 def check_scheme(records, a: Assumptions, alpha: float) -> list:
-    """The population, the fixed sample size, or the Poisson total (binomial test at ``alpha``)."""
+    """The population, the fixed sample size, or the Poisson total (binomial test at ``alpha``); where the number
+    of connected nodes changed between rounds the findings name it as the cause."""
     sizes = np.array([len(p["sampled"]) for _, p in records])
-    findings = []
+    findings, cause = [], connecting_cause(records)
     if any(p["population"] != a.population for _, p in records):
         findings.append(FlowerFinding("population", "high", "the population sampled from differs from the accounted "
-                                      f"{a.population}",
+                                      f"{a.population}{cause}",
                                       {"seen": sorted({p["population"] for _, p in records}), "false_alarm": 0.0}))
     if a.sampling == "fixed-size" and np.any(sizes != a.sampled):
         seen = sorted(set(sizes.tolist()))
         findings.append(FlowerFinding("sampling-scheme", "critical", f"sample sizes {seen} are not the fixed "
-                                      f"{a.sampled} the accountant assumes",
-                                      {"sizes": sizes.tolist(), "false_alarm": 0.0}))
+                                      f"{a.sampled} the accountant assumes{cause}",
+                                      {"sizes": sizes.tolist(), "populations": [p["population"] for _, p in records],
+                                       "false_alarm": 0.0}))
     if a.sampling == "poisson":
         q, trials = a.sampled / a.population, len(records) * a.population
         p_value = stats.binomtest(int(sizes.sum()), trials, q).pvalue

@@ -105,4 +105,39 @@ def check_transcript(transcript, assumptions: Assumptions, alpha: float = 1e-3) 
             + check_noise_parts(records, a, alpha) + check_adaptive_order(records, a))
 
 
-__all__ = ["Assumptions", "assumptions_from_config", "check_transcript"]
+POWER_PROBABILITY = 0.9
+
+
+def checks_made(records, a: Assumptions) -> list[str]:
+    """The check kinds ``check_transcript`` could make on ``records`` (the others need what these lack)."""
+    made = ["release count", "sample sizes", "sampler", "weights"] + ([] if a.adaptive else ["clip"])
+    if any(p.get("clipping") == "client" and "norms" in p for _, p in records):
+        made.append("reply norms")
+    made += ["noise per round", "noise per tensor and block"]
+    made += ["noise across rounds"] if len(records) > 1 else []
+    return made + (["adaptive clip order"] if a.adaptive else [])
+
+
+def noise_power(records, alpha: float, probability: float = POWER_PROBABILITY) -> dict | None:
+    """What each round's noise test can refute (as ``opacus-check``'s power line): with the fewest coordinates a
+    round released, the largest ratio r of the accounted std such that noise r z C / m is refuted with
+    ``probability`` (closed form: the statistic is r^2 chi2(d), refuted below chi2(d)'s ``alpha / rounds``
+    quantile). Noise above r of the accounted is likely to pass unseen."""
+    sizes = [len(p["noise"]) for _, p in records if len(p["noise"])]
+    if not sizes:
+        return None
+    d = min(sizes)
+    threshold = stats.chi2.ppf(alpha / len(records), df=d)
+    return {"coordinates": d, "rounds": len(records), "probability": probability, "false_alarm": alpha,
+            "refuted_ratio": float(np.sqrt(threshold / stats.chi2.ppf(probability, df=d)))}
+
+
+def transcript_summary(transcript, assumptions: Assumptions, findings: list, alpha: float = 1e-3) -> dict:
+    """What the transcript check looked at: the rounds, the check kinds made, how many findings it raised, and
+    the power of its per-round noise test (``noise_power``)."""
+    records = releases(transcript)
+    return {"rounds": len(records), "checks": checks_made(records, assumptions), "findings": len(findings),
+            "alpha": alpha, "power": noise_power(records, alpha) if records else None}
+
+
+__all__ = ["Assumptions", "assumptions_from_config", "check_transcript", "transcript_summary"]

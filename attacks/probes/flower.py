@@ -95,9 +95,10 @@ class FlowerAppProbe(Probe):
     def run_once(self, canaries: int, seed: int, epsilon: float | None, delta: float,
                  confidence: float) -> OneRunOutcome:
         """Run the app once with ``canaries`` canaries, check what ran and score the canaries against
-        ``(epsilon, delta)`` (``epsilon`` None: the accounted epsilon of what ran)."""
+        ``(epsilon, delta)`` (``epsilon`` None: the accounted epsilon of what ran). Canaries that change what is
+        sampled, or how the noise relates to the sample, are refused after the run (``run_checks.canary_change``)."""
         from attacks.flower_checks.run_checks import check_run
-        from attacks.probes.flower_bounds import canary_bounds, canary_scores, check_canary_count
+        from attacks.probes.flower_bounds import check_canary_count
 
         check_canary_count(canaries, delta, confidence)
         seed = self.run_seed(seed)
@@ -105,16 +106,19 @@ class FlowerAppProbe(Probe):
         checked = check_run(run, delta, self.claimed_epsilon, tuple(self.claims), self.transcript_alpha)
         out = [{"code": f.code, "severity": f.severity, "message": f.message, "values": dict(f.values)}
                for f in checked.findings]
-        details = {"starts": checked.starts, "rows": checked.rows, "clients": checked.clients, "local": checked.local,
-                   "config": None if checked.config is None else dict(checked.config.__dict__),
-                   "configured_num_sampled_clients": checked.configured_m, "accounted_epsilon": checked.accounted,
-                   "population": None if checked.config is None else checked.config.nodes,
-                   "releases": len(checked.main.round_numbers()) if checked.main else 0,
-                   "transcript": checked.main.transcript.to_dict() if checked.main else None}
+        details = run_details(checked, run)
         if checked.rows:
             out.append(accounted_rows_finding(checked.rows))
-        if not canaries:
+        if not canaries or checked.config is None:  # no release recorded: nothing to score (a critical finding)
             return OneRunOutcome([], None, None, None, out, details)
+        return self.scored(run, checked, canaries, seed, epsilon, delta, confidence, out, details)
+
+    def scored(self, run, checked, canaries, seed, epsilon, delta, confidence, out, details) -> OneRunOutcome:
+        """The canaries of ``run`` scored and bounded, their decision on the claim tested and, where the claim is
+        above what this many canaries can show, how many could (``canaries_to_test``)."""
+        from attacks.probes.flower_bounds import canary_bounds, canary_scores
+        from attacks.probes.one_run import canaries_to_test
+
         tested = epsilon if epsilon is not None else checked.accounted
         recorder = checked.main.recorder
         numbers = checked.main.round_numbers()
@@ -124,8 +128,45 @@ class FlowerAppProbe(Probe):
         bounds = canary_bounds(scored, delta, confidence)
         status, p_value, ceiling = one_run_decision(bounds, canaries, tested, delta, confidence)
         out.append(canary_estimate_finding(scored, checked.rows))
-        return OneRunOutcome(bounds, status, p_value, ceiling, out, {**details, "canaries": scored,
-                                                                      "tested_epsilon": tested})
+        details = {**details, "canaries": scored, "tested_epsilon": tested}
+        if status == "UNTESTABLE":
+            reach = canaries_to_test(tested, delta, confidence, threat_models=2)
+            details["canaries_to_test"] = reach
+            out.append(untestable_finding(canaries, tested, ceiling, reach, delta))
+        return OneRunOutcome(bounds, status, p_value, ceiling, out, details)
+
+
+def run_details(checked, run) -> dict:
+    """What one checked run showed, for the report: the starts, the accounted rows (of the deployment: the real
+    SuperNodes), the clients, the transcript and what its check looked at, and the canaries' nodes beside it."""
+    config = checked.config
+    audited = None
+    if config is not None and getattr(run, "canaries", 0):
+        records = checked.main.transcript.filter(name="dp_release")
+        audited = {"supernodes": run.nodes + run.canaries, "canaries": run.canaries,
+                   "sampled": sorted({len(m.payload["sampled"]) for m in records})}
+    return {"starts": checked.starts, "rows": checked.rows, "clients": checked.clients, "local": checked.local,
+            "config": None if config is None else dict(config.__dict__),
+            "configured_num_sampled_clients": checked.configured_m, "accounted_epsilon": checked.accounted,
+            "population": None if config is None else config.nodes, "canary_run": audited,
+            "transcript_check": checked.transcript,
+            "releases": len(checked.main.round_numbers()) if checked.main else 0,
+            "transcript": checked.main.transcript.to_dict() if checked.main else None}
+
+
+def untestable_finding(canaries: int, tested: float, ceiling: float, reach: dict, delta: float) -> dict:
+    """The claim tested lies above what ``canaries`` canaries can show at all: their verdict cannot refute it."""
+    if reach["least"] is not None:
+        more = f"at least {reach['least']} canaries could (their ceiling exceeds {tested:.4g})"
+    else:
+        more = (f"no number of canaries can: the rigorous one-run bound's ceiling peaks at {reach['peak']:.3g} (near "
+                f"{reach['at']} canaries) at delta {delta:g}")
+    return {"code": "canaries-untestable", "severity": "info",
+            "values": {"canaries": canaries, "tested_epsilon": tested, "ceiling": ceiling,
+                       "least_canaries": reach["least"], "peak_ceiling": reach["peak"]},
+            "message": f"UNTESTABLE against epsilon {tested:.4g}: {canaries} canaries can show at most epsilon "
+                       f"{ceiling:.3g} (every sign guessed right), so their bounds cannot refute it; {more}. The "
+                       "canaries give a lower bound on what the run spends, not a test of this claim"}
 
 
 def accounted_rows_finding(rows: dict) -> dict:
@@ -140,18 +181,27 @@ def accounted_rows_finding(rows: dict) -> dict:
 
 
 def canary_estimate_finding(canaries: dict, rows: dict) -> dict:
+    """The canaries' estimates (not bounds), each with its standard error; one above the proven upper bound is
+    said to be the estimate's error, not a leak (only the rigorous bounds can refute a claim)."""
     accounted, realised = rows["runs"]["epsilon"], rows["worst-pair"]["epsilon"]
     values, parts = {"accounted_epsilon": accounted, "realised_epsilon": realised}, []
     for model in ("final_model", "all_iterates"):
         e = canaries[model]["estimate"]
         values[f"{model}_epsilon"], values[f"{model}_mu"] = e["epsilon"], e["mu"]
-        parts.append(f"{model.replace('_', ' ')} mean-shift epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g})")
+        se = "" if e.get("mu_stderr") is None else f" +- {e['mu_stderr']:.2g}"
+        parts.append(f"{model.replace('_', ' ')} mean-shift epsilon {e['epsilon']:.4g} (mu {e['mu']:.3g}{se})")
     measured = canaries["measured_shift"]
     if measured["participations"]:
         values["measured_shift_epsilon"], values["measured_shift"] = measured["estimate"]["epsilon"], measured["shift"]
-        parts.append(f"measured-shift epsilon {measured['estimate']['epsilon']:.4g} (shift {measured['shift']:.3g} "
+        se = "" if measured.get("stderr") is None else f" +- {measured['stderr']:.2g}"
+        parts.append(f"measured-shift epsilon {measured['estimate']['epsilon']:.4g} (shift {measured['shift']:.3g}{se} "
                      f"per round against 1/z = {measured['configured_shift']:.3g}, {measured['participations']} "
                      "canary-rounds)")
+    above = max(v for k, v in values.items() if k.endswith("_epsilon") and k not in ("accounted_epsilon",
+                                                                                     "realised_epsilon")) > accounted
+    note = (f"; an estimate above the proven upper bound {accounted:.4g} is the estimate's error (see its standard "
+            "error), not a leak: only the rigorous bounds refute a claim") if above else ""
     return {"code": "canary-estimate", "severity": "info", "values": values,
-            "message": f"canary estimates (not bounds): {'; '.join(parts)}; what Flower runs spends at least "
-                       f"{realised:.4g} (the replace-one pair its sampler realises) and at most {accounted:.4g}"}
+            "message": f"canary estimates (not bounds; +- one standard error): {'; '.join(parts)}; what Flower runs "
+                       f"spends at least {realised:.4g} (the replace-one pair its sampler realises) and at most "
+                       f"{accounted:.4g}{note}"}

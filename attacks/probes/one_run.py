@@ -93,4 +93,32 @@ def check_canary_count(canaries: int, delta: float, confidence: float, threat_mo
                                  f"{delta:g}; use at least {least} (or 0 for no canaries)")
 
 
-__all__ = ["OneRunOutcome", "bound_dict", "check_canary_count", "minimum_canaries", "one_run_decision"]
+def canaries_to_test(epsilon: float, delta: float, confidence: float, threat_models: int = 1,
+                     largest: int = 100_000) -> dict:
+    """How many canaries the rigorous one-run bound (Steinke et al.'s, at ``confidence`` split over
+    ``threat_models``) needs before its ceiling, the most it can certify with every sign guessed right, exceeds
+    ``epsilon``: ``{"least": count or None, "peak": the largest ceiling seen, "at": its count}``. The ceiling does
+    not grow without end (at delta 1e-5 and 97.5% it peaks near 5, at about 1850 canaries), so a large claim may be
+    out of any count's reach (``least`` None). Counts up to ``largest``, on a geometric grid refined by bisection."""
+    from attacks.estimators.one_run import one_run_ceiling
+
+    share = 1.0 - (1.0 - confidence) / threat_models
+    grid, count = [], 8
+    while count <= largest:
+        grid.append(count)
+        count = int(count * 1.5) + 1
+    ceilings = {k: one_run_ceiling(k, delta, share) for k in grid}
+    peak_at = max(ceilings, key=ceilings.get)
+    above = [k for k in grid if ceilings[k] > epsilon]
+    if not above:
+        return {"least": None, "peak": ceilings[peak_at], "at": peak_at}
+    high = above[0]
+    low = max([k for k in grid if k < high] or [1])
+    while high - low > 1:  # the ceiling rises up to its peak: bisect between the last count below and the first above
+        middle = (low + high) // 2
+        low, high = (low, middle) if one_run_ceiling(middle, delta, share) > epsilon else (middle, high)
+    return {"least": high, "peak": ceilings[peak_at], "at": peak_at}
+
+
+__all__ = ["OneRunOutcome", "bound_dict", "canaries_to_test", "check_canary_count", "minimum_canaries",
+           "one_run_decision"]

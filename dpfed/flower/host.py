@@ -1,6 +1,7 @@
 """The canary host: the strategy the audit runs around a Message-API app's recorded strategy.
 
-``CanaryHost`` is the strategy the audit runs: outermost around the recorder and the project's strategy, it puts
+``CanaryHost`` (named after the project's strategy in Flower's log: "Starting MyDP (dpaudit canary host) strategy")
+is the strategy the audit runs with canaries: outermost around the recorder and the project's strategy, it puts
 each round's clip in the training requests (for the canary mod, ``dpfed.flower.canary_mod``), completes the
 canaries' replies to the keys and the weight of the round's real replies (the mean of their weights: equal when
 theirs are equal), notes which node is which canary, and drops canary replies to evaluation requests.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from dpfed.flower.canary_keys import CLIP_KEY, MARKER
 from dpfed.flower.read import wrapper_of
-from dpfed.flower.recorder import weighted_by_key
+from dpfed.flower.recorder import audit_named, weighted_by_key
 
 
 def _completed_metrics(real, key: str) -> tuple[str, dict, frozenset, str]:
@@ -101,6 +102,7 @@ def canary_host(inner):
         def summary(self):
             self.strategy.summary()
 
+    audit_named(CanaryHost, getattr(inner, "strategy", inner), "dpaudit canary host")
     return CanaryHost()
 
 

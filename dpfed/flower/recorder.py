@@ -155,4 +155,11 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
         def summary(self):
             self.strategy.summary()
 
+    audit_named(RecordingStrategy, strategy, "dpaudit recorder")
     return RecordingStrategy(strategy, transcript)
+
+
+def audit_named(cls, strategy, role: str) -> None:
+    """Name ``cls`` (a wrapper the audit runs around ``strategy``) after it, for Flower's "Starting ... strategy"
+    log: e.g. ``MyDP (dpaudit recorder)``; never a DP wrapper's own name (``wrapper_kind`` reads class names)."""
+    cls.__name__ = cls.__qualname__ = f"{type(strategy).__name__} ({role})"

@@ -6,10 +6,11 @@ with the project's ServerApp and ClientApp, its directory and the fused run conf
 several strategies. The audit observes (``dpfed.flower.observe``) every strategy where it starts (the Message API's
 ``Strategy.start``, a legacy strategy in ``DefaultWorkflow`` with or without SecAgg+, the legacy ``Server.fit``)
 and wraps each one that is or wraps a Flower DP wrapper in a recorder (``dpfed.flower.recorder`` or
-``legacy_recorder``); a Message-API one also in the canary host (a legacy one's recorder hosts the canaries, which
-run the project's own ClientApp and mods, ``dpfed.flower.legacy_canary``). Every real client's call runs inside
-``dpfed.flower.client_observer`` (what opacus ran in it), and ``canaries`` extra SuperNodes are answered by
-``dpfed.flower.canary_mod``.
+``legacy_recorder``); with canaries, a Message-API one also in the canary host (a legacy one's recorder hosts the
+canaries, which run the project's own ClientApp and mods, ``dpfed.flower.legacy_canary``). Every real client's call
+runs inside ``dpfed.flower.client_observer`` (what opacus ran in it), and ``canaries`` extra SuperNodes are answered
+by ``dpfed.flower.canary_mod``. The ServerApp runs once every SuperNode has connected (``dpfed.flower.nodes``: Flower's
+simulation starts it before it registers them).
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ class RunSettings:
 @dataclass
 class StartedRun:
     """One strategy the app started and what the audit put around it: ``recorder`` (None: no central DP wrapper,
-    run as built) and ``host`` (the canary host, Message API with a DP wrapper only)."""
+    run as built) and ``host`` (the canary host, Message API with a DP wrapper and canaries only)."""
 
     observed: ObservedStrategy
     recorder: object = None
     host: object = None
+    summary: dict | None = None  # what its transcript check looked at (``attacks.flower_checks``), once checked
 
     @property
     def transcript(self) -> Transcript | None:
@@ -82,6 +84,8 @@ class AppRun:
     clients: list = field(default_factory=list)
     canary_nodes: dict = field(default_factory=dict)
     local_dp_mods: list = field(default_factory=list)  # the ClientApp's LocalDpMod objects (read, not run by us)
+    nodes: int = 0  # the real SuperNodes (the deployment's population)
+    canaries: int = 0  # the canary SuperNodes the audit added
 
     def recorded(self) -> list[StartedRun]:
         return [s for s in self.starts if s.recorder is not None]
@@ -110,8 +114,8 @@ def _recorded(entry: ObservedStrategy, settings: RunSettings, result: AppRun):
         return entry.strategy
     if entry.api == "message":
         started.recorder = recording_strategy(entry.strategy, Transcript())
-        started.host = canary_host(started.recorder)
-        return started.host
+        started.host = canary_host(started.recorder) if settings.canaries else None
+        return started.host or started.recorder
     started.recorder = legacy_recording_strategy(entry.strategy, Transcript(), secure=entry.secure,
                                                  canaries=bool(settings.canaries))
     return started.recorder
@@ -124,13 +128,15 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     from dpfed.flower.canary_mod import CanaryMod, with_canaries
     from dpfed.flower.client_observer import ClientObserver, read_records
     from dpfed.flower.legacy_canary import is_legacy
+    from dpfed.flower.nodes import with_all_nodes
     from dpfed.flower.observe import observing_strategies
     from dpfed.flower.quiet import flower_log_level, is_quiet
 
     quiet = is_quiet()  # ``--no-progress``: no INFO log from Flower, here or in the ClientApp processes
     server_app, client_app = load_apps(project)
-    result = AppRun(local_dp_mods=[m for m in getattr(client_app, "_mods", []) or []
-                                   if type(m).__name__ == "LocalDpMod"])
+    mods = [m for m in getattr(client_app, "_mods", []) or [] if type(m).__name__ == "LocalDpMod"]
+    result = AppRun(local_dp_mods=mods, nodes=settings.nodes, canaries=settings.canaries)
+    server_app = with_all_nodes(server_app, settings.nodes + settings.canaries)
     take = functools.partial(_recorded, settings=settings, result=result)
     mod = CanaryMod(settings.nodes, settings.canaries, settings.seed, settings.insert)
     if settings.canaries and is_legacy(client_app):  # canaries run the project's own ClientApp and mods

@@ -103,7 +103,7 @@ def planner_section(planned: PlannedTarget, delta: float, epsilon: float, confid
     """What the largest probe budget of the target can certify with the estimator the probes use."""
     from attacks.planner import estimator_ceiling, max_certifiable_epsilon, trials_needed
 
-    trials = max([p.trials for p in planned.probes if p.probe is not None] or [1])
+    trials = max([p.trials for p in planned.probes if p.probe is not None and p.trials > 0] or [1])  # 0: no canaries
     try:
         needed = trials_needed(epsilon, delta, confidence)
     except ConfigurationError:

@@ -52,9 +52,17 @@ class FlowerAppTarget(BaseTarget):
     binders = {PROBE: "_bind"}
     runs_implementation = True
 
+    def default_probes(self) -> tuple:
+        """With no probe listed: the ``flower-app`` probe without canaries, i.e. the checks of the one run (the
+        configuration, every round's sample, the transcript with each release's noise measured, the clients' DP)."""
+        from reports.audit.model import ProbeSpec
+
+        return (ProbeSpec(PROBE, "end-to-end", 0),)
+
     def implementation_test(self) -> str | None:
-        """The run's transcript (each release's noise measured) or its clients' private steps (their noise)."""
-        return "the noise of every release (or of every client's private step) measured in the observed run"
+        """None: the run's checks (transcript, noise measured) are the ``flower-app`` probe's findings, so with
+        ``probes = []`` nothing of what ran is tested and the verdict cannot be a plain PASS."""
+        return None
 
     @classmethod
     def parameter_schema(cls) -> dict:
@@ -78,7 +86,7 @@ class FlowerAppTarget(BaseTarget):
         self.alpha = float(p.get("transcript_alpha", 1e-3))
         if not 0 < self.alpha < 1:
             raise ConfigurationError("parameters.transcript_alpha", "must lie in (0, 1)")
-        runs = [probe for probe in spec.probes if probe.name == PROBE]
+        runs = [probe for probe in (spec.probes or self.default_probes()) if probe.name == PROBE]
         if len(runs) > 1:
             raise ConfigurationError("probes", f"one {PROBE} probe per target (each is a whole Flower run)")
         self.canaries = runs[0].trials if runs else 0
@@ -128,7 +136,7 @@ class FlowerAppTarget(BaseTarget):
                 "canary_seed": self.canary_seed}
 
     def default_units(self):
-        return self.nodes + self.canaries, "clients"
+        return self.nodes, "clients"  # the deployment's (the canary SuperNodes are the audit's)
 
     def report_parameters(self) -> dict:
         return {"app": self.app, "run_config": dict(self.run_config), "num_supernodes": self.nodes,

@@ -70,34 +70,86 @@ def parse_claim_list(text: str) -> tuple[str, ...]:
     return parse_claims(items)
 
 
-def summary_lines(audit: dict) -> list[str]:
-    lines = [f"Flower app audit of {audit['app']}: verdict {audit['verdict']}"]
-    for start in audit["starts"]:
-        wrapper = start["dp_wrapper"] or "no central-DP wrapper"
-        secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
-        lines.append(f"  ran {start['strategy']} via {start['entry']}: {start['rounds']} rounds, {wrapper}{secure}")
-    for name, row in audit["rows"].items():
-        lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
+def verdict_line(audit: dict) -> str:
+    """The verdict, saying so where no claim was tested (the checks then test the run against its own configuration:
+    a PASS says the run does what is accounted, not that any epsilon someone states holds)."""
+    line = f"Flower app audit of {audit['app']}: verdict {audit['verdict']}"
+    if audit["claim_tested"]:
+        return line
+    accounted = audit["details"].get("accounted_epsilon")
+    spent = "" if accounted is None else f" (epsilon {accounted:.4g} at delta {audit['delta']:g}, what Flower runs)"
+    return (f"{line}, no claim tested: the run was checked against what its configuration accounts{spent}; "
+            "--claim-epsilon E tests your figure")
+
+
+def start_line(start: dict) -> str:
+    """One strategy the app started, its DP wrapper named once (the app's own subclass beside Flower's class)."""
+    wrapper, flower, strategy = start["dp_wrapper"], start.get("flower_wrapper"), start["strategy"]
+    subclass = "" if wrapper == flower else f" (a {flower})"
+    name, tail = strategy + (subclass if wrapper == strategy else ""), ""
+    if wrapper is None:
+        tail = ", no central-DP wrapper"
+    elif wrapper != strategy:
+        tail = f", in {wrapper}{subclass}"
+    secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
+    return f"  ran {name} via {start['entry']}: {start['rounds']} rounds{tail}{secure}"
+
+
+def transcript_lines(details: dict) -> list[str]:
+    """What the transcript check looked at, the canary run beside the deployment, and the noise test's power."""
+    lines, summary, canary_run = [], details.get("transcript_check"), details.get("canary_run")
+    if canary_run:
+        config = details["config"]
+        lines.append(f"  canary run: {canary_run['canaries']} canary SuperNodes beside the {config['nodes']} real "
+                     f"ones, {'/'.join(map(str, canary_run['sampled']))} of {canary_run['supernodes']} sampled a "
+                     "round; "
+                     f"accounted as the deployment: {config['sampled']} of {config['nodes']} a round (the same rate)")
+    if summary:
+        lines.append(f"  transcript check: {summary['rounds']} rounds, {len(summary['checks'])} kinds of check "
+                     f"({', '.join(summary['checks'])}), each at false alarm {summary['alpha']:g}: "
+                     f"{summary['findings'] or 'no'} finding{'' if summary['findings'] == 1 else 's'}")
+    power = (summary or {}).get("power")
+    if power:
+        lines.append(f"  power: each round's noise ({power['coordinates']} coordinates) would be refuted below "
+                     f"{power['refuted_ratio']:.3f} of the accounted with probability {power['probability']:g}; less "
+                     "noise than that may pass unseen")
+    return lines
+
+
+def client_lines(audit: dict) -> list[str]:
+    lines = []
     for node, row in audit["clients"].items():
         reported = "none" if row["reported_epsilon"] is None else f"{row['reported_epsilon']:.4g}"
         lines.append(f"  client {node} (partition {row['partition']}): {row['steps']} opacus steps over "
                      f"{len(row['rounds'])} round(s), z {row['noise_multipliers']}: epsilon "
-                     f"{row['composed_epsilon']:.4g} "
-                     f"composed [pld], reported {reported}"
+                     f"{row['composed_epsilon']:.4g} composed [pld], reported {reported}"
                      + (f", canary bound {row['canary_bound']:.3g}" if "canary_bound" in row else ""))
     for node, row in audit["local_dp"].items():
         lines.append(f"  client {node}: {row['rounds']} LocalDpMod release(s) of epsilon "
                      f"{row['per_release_epsilon']:.4g} each: epsilon {row['composed_epsilon']:.4g} composed [exact] "
                      f"at delta {row['delta']:g}")
+    return lines
+
+
+SHOWN_INFO = ("canary-estimate", "canaries-untestable")
+
+
+def summary_lines(audit: dict) -> list[str]:
+    lines = [verdict_line(audit), *(start_line(start) for start in audit["starts"])]
+    for name, row in audit["rows"].items():
+        lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
+    lines += client_lines(audit) + transcript_lines(audit["details"])
     for f in audit["findings"]:
-        if f["severity"] != "info" or f["code"] == "canary-estimate":
+        if f["severity"] != "info" or f["code"] in SHOWN_INFO:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
     for b in audit["bounds"]:
         lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
                      f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")
     if audit["canary_status"] is not None:
-        lines.append(f"  canaries against epsilon {audit['tested_epsilon']:.4g}: {audit['canary_status']} "
-                     f"(p = {audit['p_value']:.3g}, ceiling {audit['ceiling']:.3g})")
+        status, ceiling = audit["canary_status"], f"ceiling {audit['ceiling']:.3g}"
+        ceiling = f"the claim is above their {ceiling}" if status == "UNTESTABLE" else ceiling
+        lines.append(f"  canaries against epsilon {audit['tested_epsilon']:.4g}: {status} ({ceiling}; p = "
+                     f"{audit['p_value']:.3g})")
     lines.append(f"  time: {audit['seconds']:.1f} s")
     return lines
 
@@ -163,6 +215,8 @@ def run(args) -> int:
              "findings": outcome.findings, "bounds": outcome.bounds,
              "canary_status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
              "tested_epsilon": outcome.details.get("tested_epsilon"), "details": outcome.details,
+             "claim_tested": bool(args.claim_epsilon is not None or claims or outcome.details["clients"]
+                                  or outcome.details["local"]),
              "seconds": time.perf_counter() - started}
     print("\n".join(summary_lines(audit)))
     if args.out is not None:

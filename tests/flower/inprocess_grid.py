@@ -68,6 +68,21 @@ class InProcessGrid(Grid):
         return replies
 
 
+class ConnectingGrid(InProcessGrid):
+    """An ``InProcessGrid`` whose nodes connect one by one, as Flower's simulation engine registers them while the
+    ServerApp already runs: ``first`` nodes are connected at the first ``get_node_ids`` call and one more at each
+    later call (all of them, in the end)."""
+
+    def __init__(self, client_app, nodes: int, run_config: dict | None = None, seed: int = 0, first: int = 1):
+        super().__init__(client_app, nodes, run_config, seed)
+        self._connected = first
+
+    def get_node_ids(self):
+        seen = self._ids[:self._connected]
+        self._connected = min(len(self._ids), self._connected + 1)
+        return list(seen)
+
+
 def _copied(content: RecordDict) -> RecordDict:
     """A deep copy of a message's content through Flower's own serialisation (what crosses the network)."""
     from flwr.common.serde import recorddict_from_proto, recorddict_to_proto
@@ -95,24 +110,30 @@ def run_in_process(cfg: dict) -> dict:
             "partitions": {node: i for i, node in enumerate(grid.get_node_ids())}}
 
 
-def in_process_simulation(*, num_supernodes, client_app, server_app, server_app_context, node_seed: int = 0, **_):
+def in_process_simulation(*, num_supernodes, client_app, server_app, server_app_context, node_seed: int = 0,
+                          connecting: int | None = None, **_):
     """Stands in for flwr 1.42's ``_run_simulation`` (what ``dpfed.flower.run.run_app`` calls, so ``dpaudit flower``
     and the ``flower-app`` probe run unchanged): the ServerApp's main runs here on an ``InProcessGrid`` of
     ``num_supernodes`` nodes (canaries included: the audit's ClientApp carries the canary mod), each node's context
     holding the fused run config as Flower's simulation gives it. Node ids come from ``node_seed`` (Flower's
-    simulation draws new ones every run). Torch runs single-threaded, as in ``run_in_process``."""
+    simulation draws new ones every run). Torch runs single-threaded, as in ``run_in_process``. ``connecting``: the
+    nodes connected when the ServerApp starts, one more at each look (``ConnectingGrid``; None: all of them)."""
     import torch
 
     torch.set_num_threads(1)  # tiny models: threads only contend on a shared machine
-    grid = InProcessGrid(client_app, num_supernodes, run_config=dict(server_app_context.run_config), seed=node_seed)
+    config = dict(server_app_context.run_config)
+    grid = (InProcessGrid(client_app, num_supernodes, run_config=config, seed=node_seed) if connecting is None
+            else ConnectingGrid(client_app, num_supernodes, run_config=config, seed=node_seed, first=connecting))
     server_app(grid, server_app_context)
 
 
-def flower_runtime_in_process(monkeypatch) -> None:
+def flower_runtime_in_process(monkeypatch, connecting: int | None = None) -> None:
     """Make ``dpfed.flower.run.run_app`` run apps on the in-process grid for the rest of a test (pytest's
-    ``monkeypatch``): it imports ``_run_simulation`` from flwr's module at each call."""
+    ``monkeypatch``): it imports ``_run_simulation`` from flwr's module at each call. ``connecting``: see
+    ``in_process_simulation``."""
+    import functools
     import importlib
 
     # (``import flwr.simulation.run_simulation as m`` would give the function that flwr.simulation exports)
     simulation = importlib.import_module("flwr.simulation.run_simulation")
-    monkeypatch.setattr(simulation, "_run_simulation", in_process_simulation)
+    monkeypatch.setattr(simulation, "_run_simulation", functools.partial(in_process_simulation, connecting=connecting))

@@ -32,6 +32,7 @@ num_supernodes = 6
 {extra}
 [target.parameters.run_config]
 num-server-rounds = 2
+clients-per-round = 10  # every node, canaries included: the canaries keep the deployment's rate (6 of 6)
 [target.claim]
 epsilon = 20.0
 delta = 1e-5
@@ -53,8 +54,8 @@ def test_target_reads_the_app_relative_to_the_configuration():
     target = build_target(_spec())
     assert target.app == str(ROOT / "tests" / "flower_apps" / "digits_dp")
     assert (target.config.kind, target.config.nodes, target.config.sampled, target.releases) == (
-        "server-fixed", 6 + 4, 4, 2)  # the probe's 4 canaries are SuperNodes too
-    assert target.mechanism.population == 10
+        "server-fixed", 6, 6, 2)  # accounted as the deployment: the probe's 4 canary SuperNodes are the audit's
+    assert target.mechanism.population == 6 and target.mechanism.rate == 1.0
 
 
 def test_target_needs_allow_code_and_strict_keys():
@@ -82,8 +83,64 @@ def test_client_side_clipping_with_canaries_passes_on_the_outside_app(tmp_path, 
     flower_runtime_in_process(monkeypatch)  # the same command on the in-process grid (no Ray start and stop)
     out = tmp_path / "audit.json"
     assert main(["flower", str(DIGITS), "--num-supernodes", "6", "--run-config",
-                 'num-server-rounds=2 clipping="client-fixed"', "--canaries", "8", "--out", str(out)]) == 0
+                 'num-server-rounds=2 clients-per-round=14 clipping="client-fixed"', "--canaries", "8",
+                 "--out", str(out)]) == 0
     audit = json.loads(out.read_text())
     assert audit["verdict"] == "PASS" and not [f for f in audit["findings"] if f["severity"] == "critical"]
-    assert audit["details"]["config"]["kind"] == "client-fixed" and audit["details"]["population"] == 14
+    assert audit["details"]["config"]["kind"] == "client-fixed" and audit["details"]["population"] == 6
+    assert audit["details"]["canary_run"] == {"supernodes": 14, "canaries": 8, "sampled": [14]}
     assert len(audit["details"]["canaries"]["signs"]) == 8
+
+
+FRACTION_TARGET = """
+[[target]]
+algorithm = "flower-app"
+accountants = ["dpa-rdp"]
+{probes}
+[target.parameters]
+app = "flower_apps/fraction_dp"
+num_supernodes = 10
+[target.parameters.run_config]
+num-server-rounds = 2
+noise-scale = {scale}
+[target.claim]
+epsilon = 20.0
+delta = 1e-5
+neighbouring = "replace-one"
+unit = "one client"
+"""
+
+
+def _audit_report(tmp_path, monkeypatch, probes: str, scale: float) -> tuple[int, dict]:
+    """``dpaudit audit`` of ``tests/flower_apps/fraction_dp`` (FedAvg training half of 10 nodes) on the in-process
+    grid, the target's ``[[target.probes]]`` replaced by ``probes``."""
+    import attacks.probes.flower as probe
+    from tests.flower.inprocess_grid import flower_runtime_in_process
+
+    monkeypatch.setattr(probe, "_RUNS", {})
+    flower_runtime_in_process(monkeypatch)
+    config = ROOT / "tests" / f"flower-target-{len(list(tmp_path.iterdir()))}.toml"
+    config.write_text(FRACTION_TARGET.format(probes=probes, scale=scale), encoding="utf-8")
+    try:
+        code = main(["audit", str(config), "--allow-code", "--no-progress", "--out", str(tmp_path / config.stem)])
+    finally:
+        config.unlink()
+    return code, json.loads((tmp_path / config.stem / "report.json").read_text())["targets"][0]
+
+
+def test_without_probes_the_target_runs_the_checks_of_its_run(tmp_path, monkeypatch):
+    """No ``[[target.probes]]``: the target runs its default probe, ``flower-app`` without canaries, so the
+    configuration and transcript checks decide the verdict (half the noise: VIOLATION, where it was once "PASS, no
+    findings ... no probe ran"); ``probes = []`` opts out of them, leaving the implementation untested:
+    INCONCLUSIVE (exit 3), not a plain PASS."""
+    code, correct = _audit_report(tmp_path, monkeypatch, "", 1.0)
+    assert code == 0 and correct["verdict"]["status"] == "PASS"
+    assert [(p["name"], p["outcome"], p["trials"]) for p in correct["probes"]] == [("flower-app", "ran", 0)]
+    assert {f["values"].get("code") for f in correct["findings"]} >= {"weighted-by-examples", "accounted-rows"}
+    code, halved = _audit_report(tmp_path, monkeypatch, "", 0.5)
+    assert code == 1 and halved["verdict"]["status"] == "VIOLATION"
+    critical = {f["values"].get("code") for f in halved["findings"] if f["severity"] == "critical"}
+    assert "noise-below-accounted" in critical
+    code, opted_out = _audit_report(tmp_path, monkeypatch, "probes = []", 0.5)
+    assert code == 3 and opted_out["verdict"]["status"] == "INCONCLUSIVE"
+    assert opted_out["verdict"]["rule"] == "untested-implementation" and not opted_out["probes"]

@@ -4,8 +4,9 @@ the project's ServerApp, Flower's strategy and the ClientApps, without Ray's 20-
 app on Flower's simulation engine is the README's ``dpaudit audit configs/audit_flower.toml`` command, run by
 ``tests/test_readme_flower_commands.py``).
 
-Run: the example app (dpfed/flower/example_app), 40 SuperNodes and 40 canary SuperNodes, 8 trained a round,
-z = 1, C = 1, 3 rounds. The transcript check tests at
+Run: the example app (dpfed/flower/example_app), 8 SuperNodes and 40 canary SuperNodes, all 48 trained a round (a
+fixed count keeps the deployment's rate with canaries only where every node is sampled: 8 of 8), z = 1, C = 1, 3
+rounds. The transcript check tests at
 alpha = 1e-3 per check kind (a false failure with probability below ~4e-3). Flower's DP wrapper draws its noise
 from NumPy's global generator, which the example's ServerApp seeds, so every round's noise is the seed's draw
 (``test_released_noise_is_the_seeds_draw``).
@@ -22,9 +23,10 @@ from dpfed.flower.records import releases  # noqa: E402
 from dpfed.transcript import Transcript  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "dpfed" / "flower" / "example_app"
-RUN_CONFIG = {"num-server-rounds": 3, "clients-per-round": 8, "seed": 0}
-NODES, CANARIES = 40, 40
-# a Flower run of 80 nodes (in process): slow, so tests/conftest.py starts this module early
+NODES, CANARIES = 8, 40
+SAMPLED = NODES + CANARIES
+RUN_CONFIG = {"num-server-rounds": 3, "clients-per-round": SAMPLED, "seed": 0}
+# a Flower run of 48 nodes (in process): slow, so tests/conftest.py starts this module early
 pytestmark = pytest.mark.slow
 
 
@@ -85,10 +87,12 @@ def test_correct_app_passes_and_records_every_round(correct):
     records = releases(Transcript.from_dict(outcome.details["transcript"]))
     assert [r for r, _ in records] == [1, 2, 3]
     for _, payload in records:
-        assert len(payload["sampled"]) == 8 and len(set(payload["sampled"])) == 8
+        assert len(payload["sampled"]) == SAMPLED and len(set(payload["sampled"])) == SAMPLED
         assert payload["population"] == NODES + CANARIES  # the canary SuperNodes are connected like the others
-        assert payload["weights"] == pytest.approx([1 / 8] * 8)
-        assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / 8, rel=0.15)  # 650 coordinates: ~3% sd
+        assert payload["weights"] == pytest.approx([1 / SAMPLED] * SAMPLED)
+        assert payload["noise_std"] == pytest.approx(1.0 * 1.0 / SAMPLED, rel=0.15)  # 650 coordinates: ~3% sd
+    details = outcome.details
+    assert (details["population"], details["config"]["sampled"]) == (NODES, NODES)  # accounted as the deployment
 
 
 def test_released_noise_is_the_seeds_draw(correct):
@@ -98,7 +102,7 @@ def test_released_noise_is_the_seeds_draw(correct):
 
     draws = np.random.RandomState(RUN_CONFIG["seed"])
     for _, payload in releases(Transcript.from_dict(correct[1].details["transcript"])):
-        expected = np.concatenate([draws.normal(0, 1.0 * 1.0 / 8, shape).astype(np.float32).ravel()
+        expected = np.concatenate([draws.normal(0, 1.0 * 1.0 / SAMPLED, shape).astype(np.float32).ravel()
                                    for shape in ((10, 64), (10,))])
         assert np.asarray(payload["noise"]) == pytest.approx(expected, abs=1e-5)
 
@@ -116,12 +120,12 @@ def test_canary_scores_of_both_threat_models_are_recorded(correct):
 
 
 def test_measured_shift_counts_the_rounds_each_canary_replied_in(correct):
-    """40 canaries of 80 nodes, 8 trained a round: the canary-rounds are the canary replies in the transcript
-    (the nodes the host saw answer as canaries), at most 8 a round; the sampling rate is 8/80."""
+    """40 canaries of 48 nodes, all trained every round: the canary-rounds are the canary replies in the transcript
+    (the nodes the host saw answer as canaries), each canary in each of the 3 rounds; the sampling rate is 1."""
     measured = correct[1].details["canaries"]["measured_shift"]
-    assert measured["releases"] == 3 and measured["rate"] == pytest.approx(8 / 80)
+    assert measured["releases"] == 3 and measured["rate"] == pytest.approx(1.0)
     assert measured["configured_shift"] == pytest.approx(1.0)
-    assert 0 < measured["participations"] <= 3 * 8
+    assert measured["participations"] == 3 * CANARIES
     assert measured["estimate"]["epsilon"] >= 0
 
 
@@ -145,11 +149,11 @@ def test_claims_on_the_example_strategy_carry_the_corrected_epsilon(correct):
     from attacks.probes.flower import assumptions_for
 
     strategy = correct[0].observe(CANARIES, 5).starts[0].observed.strategy
-    config, configured = config_from_strategy(strategy, nodes=40, rounds=3)
+    config, configured = config_from_strategy(strategy, nodes=SAMPLED, rounds=3)
     out = check_config(config, 1e-5, configured, claims=("no-amplification", "z-unchanged"))
     by_code = {f.code: f for f in out["findings"]}
     assert by_code["understated-z-unchanged"].values["corrected_epsilon"] == out["rows"]["runs"]["epsilon"]
-    assert assumptions_for(config).noise_std == pytest.approx(1 / 8)
+    assert assumptions_for(config).noise_std == pytest.approx(1 / SAMPLED)
 
 
 @pytest.mark.parametrize("method, relation, row", [("without-replacement", "replace-one", "z-unchanged"),

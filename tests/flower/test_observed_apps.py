@@ -119,8 +119,10 @@ def test_canaries_take_part_in_legacy_apps_and_under_secure_aggregation(tmp_path
     a real partition's data, so they report a real client's example count: the weights stay equal (no
     unequal-weights finding of our own making), the server's recorder tells them apart by their marker, and the
     correct app still passes."""
-    code, result = audit(tmp_path, monkeypatch, APPS / app, "--num-supernodes", "6", "--canaries", "20")
+    code, result = audit(tmp_path, monkeypatch, APPS / app, "--num-supernodes", "6", "--canaries", "20",
+                         "--run-config", "clients-per-round=26")  # every node: the canaries keep the rate (6 of 6)
     assert code == 0 and not critical(result), result["findings"]
+    assert result["details"]["population"] == 6 and result["details"]["canary_run"]["sampled"] == [26]
     canaries = result["details"]["canaries"]
     assert canaries["measured_shift"]["participations"] > 0 and len(canaries["signs"]) == 20
     for message in result["details"]["transcript"]["messages"]:

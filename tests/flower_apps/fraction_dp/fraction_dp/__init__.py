@@ -1,0 +1,1 @@
+"""fraction-dp: a Flower app written without dpfed-audit (linear regression in NumPy, FedAvg over a fraction)."""
