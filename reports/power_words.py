@@ -10,8 +10,8 @@ def measured_noise_power_text(findings) -> str | None:
         if power:
             ratio = power["refuted_ratio"]
             verdict = "detects" if ratio >= 0.5 else "does not detect"
-            return (f"Power: the noise measured at every step of the run ({power['coordinates']} coordinates at the "
-                    f"weakest level) would refute noise below {ratio:.3f} of the accounted with probability "
+            return (f"Power: the noise measured in the run ({power['coordinates']} coordinates at the weakest level or "
+                    f"round) would refute noise below {ratio:.3f} of the accounted with probability "
                     f"{power['probability']:g} (false alarm {power['false_alarm']:g}); it {verdict} half the noise.")
     return None
 

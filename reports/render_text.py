@@ -58,7 +58,8 @@ def verdict_reason(target: dict) -> str:
         "consistent": f"no accountant proves or refutes the claim; {_empirical_clause(claim, v)}",
         "untestable": f"no accountant proves or refutes the claim, and {_empirical_clause(claim, v)}",
         "probe-failed": f"probe {', '.join(v['empirical']['failed'])} failed, so the target cannot pass on it",
-        "critical-finding": "a critical finding of the target's own checks (see the findings)",
+        "critical-finding": f"a critical finding of the target's own checks: {_critical_codes(target)} (see the "
+        "findings)",
         "untested-implementation": f"{proved}, but the configuration lists no probe (probes = []) and nothing "
         "measured the run: the implementation was not tested",
     }
@@ -67,6 +68,12 @@ def verdict_reason(target: dict) -> str:
         reason = reason.replace("no probe ran", "no probe ran; the target's own checks measured the noise of the run "
                                 "at every step and found none below what is accounted")
     return reason
+
+
+def _critical_codes(target: dict) -> str:
+    codes = [(f.get("values") or {}).get("code") or f.get("id", "") for f in target.get("findings", ())
+             if f.get("severity") == "critical"]
+    return ", ".join(dict.fromkeys(codes)) or "none listed"
 
 
 def _measured_noise(target: dict) -> bool:

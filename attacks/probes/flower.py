@@ -109,6 +109,12 @@ class FlowerAppProbe(Probe):
         details = run_details(checked, run)
         if checked.rows:
             out.append(accounted_rows_finding(checked.rows))
+        power = (checked.transcript or {}).get("power")
+        if power:  # the report's Power line states it (reports.power_words)
+            out.append({"code": "noise-power", "severity": "info", "values": {"noise_power": power},
+                        "message": f"each round's noise test ({power['coordinates']} coordinates) would refute noise "
+                                   f"below {power['refuted_ratio']:.3f} of the accounted with probability "
+                                   f"{power['probability']:g}"})
         if not canaries or checked.config is None:  # no release recorded: nothing to score (a critical finding)
             return OneRunOutcome([], None, None, None, out, details)
         return self.scored(run, checked, canaries, seed, epsilon, delta, confidence, out, details)

@@ -165,7 +165,7 @@ def train_lines(result: dict) -> list[str]:
                   f"  epsilon {rows['epsilon']:.4g} [pld] of the steps that ran (opacus's RDP "
                   f"{rows['opacus_rdp']:.4g}); "
                   f"the engine's accountant counts {rows['counted_steps']} steps and reported "
-                  f"{rows['reported_epsilon']}; claim tested {claim} at delta {result['delta']:g}"]
+                  f"{_figure(rows['reported_epsilon'])}; claim tested {claim} at delta {result['delta']:g}"]
     power = rows.get("noise_power") if rows else None
     if power:
         lines.append(f"  power: the noise measured over {power['coordinates']} coordinates would refute noise below "
@@ -223,3 +223,8 @@ def run_train(args) -> int:
 
         atomic_write_text(args.out, dumps_json(result, indent=1))
     return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)
+
+
+def _figure(value) -> str:
+    """An epsilon as printed (4 significant digits), or what the engine gave when it is not a number (None)."""
+    return f"{value:.4g}" if isinstance(value, (int, float)) else str(value)
