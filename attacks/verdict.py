@@ -51,6 +51,8 @@ def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float)
     if not bound.rigorous:
         return None
     details = bound.details or {}
+    if "claim_p_value" in details and details.get("claim_epsilon") == claim_epsilon and bound.delta == claim_delta:
+        return float(details["claim_p_value"])  # computed by the estimator for this claim (one-run-weighted)
     if "tests" in details:
         return tests_p_value(details["tests"], claim_epsilon, claim_delta)
     if bound.method == "one-run" and {"canaries", "guesses", "correct"} <= set(details):

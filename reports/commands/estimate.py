@@ -58,14 +58,16 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def compute_bounds(data, delta: float, confidence: float, seed: int, split: bool = False) -> list:
+def compute_bounds(data, delta: float, confidence: float, seed: int, split: bool = False,
+                   claim: float | None = None) -> list:
     """Every estimator valid for ``data`` (``estimate_input.Scores``); ``split`` adds the one-run split-median
-    estimators."""
+    estimators; ``claim``: the epsilon the verdict tests (``one-run-weighted`` computes its exact p-value)."""
     from attacks.estimators import DEFAULT_ONE_RUN_METHODS, METHODS, estimate_all, estimate_one_run
 
     if data.kind == "one-run":
         methods = DEFAULT_ONE_RUN_METHODS + SCORE_WEIGHTED_METHODS + (SPLIT_MEDIAN_METHODS if split else ())
-        return estimate_one_run(data.scores, data.labels, delta, confidence, methods=methods, seed=int(seed))
+        return estimate_one_run(data.scores, data.labels, delta, confidence, methods=methods, seed=int(seed),
+                                claim=claim)
     out_scores, in_scores = data.worlds()
     return estimate_all(out_scores, in_scores, delta, confidence, methods=METHODS, rng=int(seed))
 
@@ -189,7 +191,8 @@ def run(args) -> int:
     data = read_scores(args.scores, args.kind)
     if args.one_run_split and data.kind != "one-run":
         raise ConfigurationError("one_run_split", "applies to one-run scores only; this file is multi-run")
-    bounds = compute_bounds(data, args.delta, args.confidence, args.seed, split=args.one_run_split)
+    bounds = compute_bounds(data, args.delta, args.confidence, args.seed, split=args.one_run_split,
+                            claim=args.claim_epsilon)
     fpr, tpr, auc = empirical_roc(*data.worlds())
     metrics = compute_metrics(data, args.confidence, args.fpr, args.seed, args.resamples)
     verdict = None

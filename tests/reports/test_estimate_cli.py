@@ -146,3 +146,14 @@ def test_one_run_inclusion_far_from_half_is_warned(tmp_path):
     path = write(tmp_path / "skew.csv", "score,included", np.random.default_rng(1).normal(size=200), included)
     assert "150 of 200 canaries included" in json.loads(run(path, "--format", "json")[1])["warning"]
     assert json.loads(run(ONE, "--format", "json")[1])["warning"] is None   # 494 of 1000
+
+
+def test_a_claim_only_the_weighted_bound_refutes_is_a_violation():
+    """The one-run example's rigorous bounds: Steinke 3.08, one-run-weighted 3.49. A claim of 3 lies between them:
+    the verdict reads the weighted bound's exact p-value for the claim (``attacks.verdict.bound_p_value``), so it is
+    a VIOLATION rather than "no evidence against the claim" beside a rigorous bound above it. Deterministic."""
+    code, text = run(ONE, "--claim-epsilon", "3", "--format", "json", "--resamples", "0")
+    result = json.loads(text)
+    weighted = next(b for b in result["bounds"] if b["method"] == "one-run-weighted")
+    assert weighted["epsilon"] > 3 and weighted["details"]["claim_p_value"] < 0.025
+    assert code == 1 and result["verdict"]["status"] == "VIOLATION"
