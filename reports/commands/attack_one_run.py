@@ -62,18 +62,6 @@ def check_one_run_memory(probe, canaries: int) -> None:
                                  f"{available / 2**30:.3g} GiB available; at most about {largest} fit")
 
 
-def _reason(status: str, best: dict | None, p_value, ceiling: float, canaries: int, claim: float, delta: float,
-            confidence: float) -> str:
-    if status == "VIOLATION":
-        return (f"{best['method']} certifies epsilon >= {best['epsilon']:.4g} at delta = {delta:g} with "
-                f"{confidence:.0%} confidence, above the claimed {claim:g}; p = {p_value:.3g}.")
-    if status == "UNTESTABLE":
-        return (f"with {canaries} canaries no one-run audit can certify more than epsilon = {ceiling:.4g}, so the "
-                f"claim {claim:g} cannot be refuted; use more canaries (--trials).")
-    shown = "no rigorous bound" if best is None else f"best rigorous bound {best['epsilon']:.4g} ({best['method']})"
-    return f"no evidence against the claim epsilon = {claim:g}: {shown}; ceiling {ceiling:.4g}."
-
-
 def one_run_result(probe, settings: dict) -> dict:
     """Run ``probe`` once as ``settings`` say; the result as a plain dict (``--format json`` prints it)."""
     from attacks.attack import AttackOptions, _levels
@@ -98,10 +86,13 @@ def one_run_result(probe, settings: dict) -> dict:
     outcome = probe.run_once(canaries, seed, claim_epsilon if tested else math.inf, delta, confidence)
     verdict = None
     if tested:
+        from reports.commands.common import one_run_reason
+
         best = max((b for b in outcome.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)
+        best = None if best is None else (best["method"], best["epsilon"])
         verdict = {"status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
-                   "reason": _reason(outcome.status, best, outcome.p_value, outcome.ceiling, canaries,
-                                     claim_epsilon, delta, confidence)}
+                   "reason": one_run_reason(outcome.status, best, outcome.p_value, outcome.ceiling, canaries,
+                                            claim_epsilon, delta, confidence, more="more canaries (--trials)")}
     return {"probe": metadata, "one_run": True, "canaries": canaries, "seed": str(seed), "delta": delta,
             "confidence": confidence,
             "claim": {"epsilon": claim_epsilon, "delta": delta, "source": source} if claim_epsilon is not None

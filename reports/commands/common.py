@@ -187,3 +187,18 @@ def probe_title(info: dict) -> str:
     if bug:
         return f"{asked} ({info['name']} with the planted bug {bug!r})"
     return asked if asked == info["name"] else f"{asked} ({info['name']})"
+
+
+def one_run_reason(status: str, best: tuple[str, float] | None, p_value, ceiling: float, canaries: int, claim: float,
+                   delta: float, confidence: float, more: str = "more canaries") -> str:
+    """Why a one-run verdict (``estimate`` on one-run scores, ``attack`` on a one-run probe) is what it is; ``best``:
+    the best rigorous bound as (method, epsilon); ``more``: what to add to test a claim above the ceiling."""
+    if status == "VIOLATION":
+        return (f"{best[0]} certifies epsilon >= {best[1]:.4g} at delta = {delta:g} with {confidence:.0%} confidence, "
+                f"above the claimed {claim:g}; p = {p_value:.3g}.")
+    if status == "UNTESTABLE":
+        return (f"with {canaries} canaries no one-run audit can certify more than epsilon = {ceiling:.4g}, so the "
+                f"claim {claim:g} cannot be refuted; use {more}.")
+    shown = "no rigorous bound" if best is None else f"best rigorous bound {best[1]:.4g} ({best[0]})"
+    return f"no evidence against the claim epsilon = {claim:g}: {shown}; ceiling {ceiling:.4g}."
+

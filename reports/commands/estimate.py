@@ -86,6 +86,7 @@ def ceiling(data, delta: float, confidence: float) -> float:
 def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
     """The verdict (``attacks.verdict.Verdict``) of the rigorous bounds against the claim."""
     from attacks import verdict as v
+    from reports.commands.common import one_run_reason
 
     top = ceiling(data, delta, confidence)
     if data.kind == "multi-run":
@@ -95,17 +96,11 @@ def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
     best = max(rigorous, key=lambda b: b.epsilon, default=None)
     p_values = [p for p in (v.bound_p_value(b, claim_epsilon, delta) for b in rigorous) if p is not None]
     p = min(1.0, len(p_values) * min(p_values)) if p_values else None
-    if p is not None and p <= 1.0 - confidence:
-        return v.Verdict(v.VIOLATION, p, best, top, f"{best.method} certifies epsilon >= {best.epsilon:.4g} "
-                         f"at delta = {delta:g} with {confidence:.0%} confidence, above the claimed "
-                         f"{claim_epsilon:g}; p = {p:.3g}.")
-    if top <= claim_epsilon:
-        return v.Verdict(v.UNTESTABLE, p, best, top, f"with {data.scores.size} canaries no one-run audit can "
-                         f"certify more than epsilon = {top:.4g}, so the claim {claim_epsilon:g} cannot be "
-                         "refuted; use more canaries.")
-    shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return v.Verdict(v.CONSISTENT, p, best, top, f"no evidence against the claim epsilon = {claim_epsilon:g}: "
-                     f"{shown}, ceiling {top:.4g}.")
+    status = (v.VIOLATION if p is not None and p <= 1.0 - confidence
+              else v.UNTESTABLE if top <= claim_epsilon else v.CONSISTENT)
+    reason = one_run_reason(status, None if best is None else (best.method, best.epsilon), p, top,
+                            data.scores.size, claim_epsilon, delta, confidence)
+    return v.Verdict(status, p, best, top, reason)
 
 
 def inclusion_note(data) -> str | None:
