@@ -145,19 +145,42 @@ def _schema_type(prop: dict) -> str:
     return " or ".join(kind) if isinstance(kind, list) else kind
 
 
+def _nested_objects(prop: dict) -> list[tuple[str, dict]]:
+    """The object forms below a property that define properties of their own, with the path joiner each takes:
+    the property itself, its array items, or one of its ``anyOf`` / ``oneOf`` alternatives."""
+    found = [(".", prop)] if prop.get("properties") else []
+    items = prop.get("items")
+    if isinstance(items, dict) and items.get("properties"):
+        found.append(("[].", items))
+    found += [(".", alt) for alt in prop.get("anyOf", prop.get("oneOf", ())) if isinstance(alt, dict)
+              and alt.get("properties")]
+    return found
+
+
+def _property_rows(node: dict, prefix: str = "") -> list[str]:
+    """One table row per property of ``node``, then the properties nested below it (``bounds[].method``)."""
+    required = set(node.get("required", ()))
+    rows = []
+    for key, prop in node["properties"].items():
+        words = " ".join(prop.get("description", "").split()).replace("|", "\\|")
+        rows.append(f"| `{prefix}{key}` | {_schema_type(prop)} | {'yes' if key in required else ''} | {words} |")
+        for joiner, nested in _nested_objects(prop):
+            rows += _property_rows(nested, f"{prefix}{key}{joiner}")
+    return rows
+
+
 def _schema_section(name: str, node: dict) -> str:
     text = f"### `{name}`\n\n" if name else ""
     if node.get("description"):
         text += " ".join(node["description"].split()) + "\n\n"
-    props = node.get("properties")
-    if not props:
+    forms = _nested_objects(node)
+    if not forms:
         return text + f"Value: {_schema_type(node)}\n\n"
-    required = set(node.get("required", ()))
-    rows = ["| property | type | required | description |", "|---|---|---|---|"]
-    for key, prop in props.items():
-        words = " ".join(prop.get("description", "").split()).replace("|", "\\|")
-        rows.append(f"| `{key}` | {_schema_type(prop)} | {'yes' if key in required else ''} | {words} |")
-    return text + "\n".join(rows) + "\n\n"
+    if not node.get("properties"):  # a choice between an object with properties and other values
+        others = [_schema_type(alt) for alt in node.get("oneOf", node.get("anyOf", ())) if not alt.get("properties")]
+        text += f"Either {' or '.join(others)}, or an object with these properties:\n\n"
+    header = ["| property | type | required | description |", "|---|---|---|---|"]
+    return text + "\n".join(header + [row for _, form in forms for row in _property_rows(form)]) + "\n\n"
 
 
 def report_schema_page(path: Path | None = None) -> str:
