@@ -141,14 +141,13 @@ class Laplace(_AdditiveNoise):
 class SubsampledGaussian:
     """Sample participants, clip each vector to L2 norm ``clip``, (weighted) sum, add Gaussian noise.
 
-    Parameters
-    ----------
-    rate : sampling probability q in (0, 1] (Poisson) or batch fraction (fixed size).
-    noise_multiplier : noise standard deviation in units of ``clip`` (per unit of weight).
-    clip : L2 norm bound of one participant's vector.
-    sampling : Poisson or fixed-size without replacement (needs ``population``).
-    neighbouring : add/remove one or replace one participant.
-    population : declared number of participants; required for fixed-size sampling.
+    Attributes:
+        rate: sampling probability q in (0, 1] (Poisson) or batch fraction (fixed size).
+        noise_multiplier: noise standard deviation in units of ``clip`` (per unit of weight).
+        clip: L2 norm bound of one participant's vector.
+        sampling: Poisson or fixed-size without replacement (needs ``population``).
+        neighbouring: add/remove one or replace one participant.
+        population: declared number of participants; required for fixed-size sampling.
     """
 
     rate: float

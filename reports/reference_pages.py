@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 from pathlib import Path
@@ -228,6 +229,40 @@ def probes_page() -> str:
             + estimators + "\n")
 
 
+#: the Python API reference: page -> (title, what it covers, modules rendered from their docstrings by mkdocstrings)
+API_PAGES = {
+    "reference/api/accountants.md": (
+        "Accountants",
+        "Mechanisms, compositions and the accountants that bound their epsilon: `account_all` runs several side by "
+        "side; each accountant class answers alone. Calibration finds the noise for a target epsilon.",
+        ["accounting.mechanisms", "accounting.registry", "accounting.base", "accounting.pld", "accounting.rdp",
+         "accounting.prv", "accounting.exact", "accounting.calibration"]),
+    "reference/api/estimators.md": (
+        "Estimators",
+        "Scores in, a lower bound on epsilon out: the multi-run estimators compare scores from the two worlds "
+        "(without and with the canary), the one-run estimators score canaries of a single run.",
+        ["attacks.estimators", "attacks.estimators.types", "attacks.estimators.clopper_pearson",
+         "attacks.estimators.bayesian", "attacks.estimators.gdp", "attacks.estimators.one_run",
+         "attacks.estimators.fdp_one_run", "attacks.estimators.one_run_weighted", "attacks.estimators.one_run_gauss"]),
+    "reference/api/observers.md": (
+        "Observers of opacus and Flower",
+        "Context managers that watch what opacus or a Flower ServerApp runs in your own code, without changing it.",
+        ["dpfed.dpsgd.observe", "dpfed.flower.observe"]),
+    "reference/api/audit-model.md": (
+        "The audit model",
+        "The typed result of an audit (what `report.json` holds, before it is written), and reading a saved report.",
+        ["reports.audit.model", "reports.model"]),
+}
+
+
+def api_page(path: str) -> str:
+    """One page of the Python API reference: a ``:::`` block per module, which mkdocstrings fills from the
+    module's docstrings (``mkdocs.yml``: ``plugins``)."""
+    title, intro, modules = API_PAGES[path]
+    blocks = "".join(f"::: {module}\n\n" for module in modules)
+    return f"# {title}\n\n{GENERATED_NOTE}{intro}\n\n{blocks}"
+
+
 #: each generated page under ``docs/`` and the function that writes it
 PAGES = {
     "reference/cli.md": cli_page,
@@ -235,6 +270,7 @@ PAGES = {
     "reference/exit-codes.md": exit_codes_page,
     "reference/report-schema.md": report_schema_page,
     "reference/probes-and-estimators.md": probes_page,
+    **{path: functools.partial(api_page, path) for path in API_PAGES},
 }
 
 
