@@ -23,6 +23,7 @@ then says VIOLATION. A system that claims nothing is audited against the claim i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import typing
 from typing import ClassVar, Protocol
@@ -267,8 +268,11 @@ def schema_of_dataclass(cls, extra: dict | None = None) -> dict:
     from accounting import strict
 
     kinds = {int: strict.INTEGER, float: strict.NUMBER, str: strict.STRING, bool: strict.BOOLEAN}
+    fields = {f.name for f in dataclasses.fields(cls)}  # not a ClassVar such as StrictConfig.toml_table
     schema = {}
     for name, hint in typing.get_type_hints(cls).items():
+        if name not in fields:
+            continue
         options = [h for h in typing.get_args(hint) if h is not type(None)] or [hint]
         kind = kinds.get(options[0], strict.ANY_TABLE)
         schema[name] = strict.NUMBER if kind is strict.INTEGER and float in options else kind

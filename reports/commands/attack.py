@@ -91,9 +91,11 @@ def _add_probe_arguments(parser) -> None:
     """What to probe: the probe or a user mechanism, its parameters and inputs."""
     parser.add_argument("probe", nargs="?", help="probe name (see --list); 'user' with --mechanism")
     parser.add_argument("--list", action="store_true", help="list the probes and exit (a one-run probe says so; one "
-                        "that another command runs names it)")
+                        "that another command runs names it); with a PROBE, list its --param keys: name, value, "
+                        "default, meaning (all probes' are on the docs' Probes and estimators page)")
     parser.add_argument("--config", help="TOML file with any of: " + ", ".join(CONFIG_KEYS))
-    parser.add_argument("--param", action="append", metavar="KEY=VALUE", help="probe parameter (repeatable)")
+    parser.add_argument("--param", action="append", metavar="KEY=VALUE",
+                        help="probe parameter (repeatable; the keys of a probe: PROBE --list)")
     parser.add_argument("--mechanism", help="user mechanism 'module:function' called as f(dataset, rng)")
     parser.add_argument(
         "--allow-code",
@@ -327,6 +329,17 @@ def list_rows() -> list[list[str]]:
     return rows
 
 
+def param_rows(name: str) -> list[list[str]]:
+    """One row per ``--param`` key the probe ``name`` takes (``timeout`` is ``--timeout``): name, value kind,
+    default (the registered name's preset applied) and meaning (``reports.parameter_meanings``)."""
+    from attacks.probes import PROBES, probe_class
+    from reports.parameter_meanings import probe_parameters
+
+    cls = probe_class(name)  # an unknown name: ConfigurationError naming the known ones
+    rows = probe_parameters(cls, PROBES[name][1])
+    return [[key, kind, default, meaning or ""] for key, kind, default, meaning in rows]
+
+
 def run(args) -> int:
     from attacks.attack import AttackOptions, run_attack
     from attacks.executors import BatchFailed
@@ -335,6 +348,9 @@ def run(args) -> int:
     if args.list:
         from reports.commands.common import print_table as print_columns
 
+        if args.probe:
+            print_columns(["parameter", "value", "default", "meaning"], param_rows(args.probe))
+            return 0
         print_columns(["probe", "threat model", "what it does"], list_rows())
         return 0
     settings = _settings(args)
