@@ -159,8 +159,8 @@ TARGETS = {
         "unit": "Unit of privacy (dp-fkm): `event` (default; one loss) or `dataset` (one record of `records`).",
         "epsilon": "Epsilon the noise is calibrated to when `noise_multiplier` is not given; > 0 (default: the "
                    "claim's epsilon).",
-        "noise_multiplier": "Noise standard deviation in units of the sensitivity; > 0 (default: calibrated to "
-                            "`epsilon`).",
+        "noise_multiplier": "Noise standard deviation in units of the sensitivity; > 0; none: calibrated to "
+                            "`epsilon`.",
         "rate": "Dataset level: sampling rate of records per round; in (0, 1] (default 0.1).",
         "records": "Dataset level: number of records N; a whole number >= 1 (default 200).",
     },
@@ -337,8 +337,10 @@ PROBES = {
         "canary_norm": "Norm of the canary's vector (clipped to `clip`; none: exactly the clip).",
         "others": "Further participants, sending known zero vectors; a whole number >= 0.",
         "delta": "Delta of the bounds; in (0, 1).",
-        "canary": "The canary's vector; none: `canary_norm` times the first unit vector.",
-        "dim": "Dimension of each participant's vector; a whole number >= 1.",
+        "canary": "The canary's vector (a list of numbers, not all zero); none: `canary_norm` times the first unit "
+                  "vector. Not with `canary_norm`.",
+        "dim": "Dimension of each participant's vector; a whole number >= 1; none: the canary's length (1 without "
+               "a `canary`).",
         "canary_index": "With `weights`: the canary's column.",
         "weights": "Public weights (k rows of `others + 1`): the weighted release of the DP-FTS-DE server.",
         "batch_axes": "1 or 2: how trials and rounds are passed to the release (one batch axis or two).",
@@ -358,8 +360,9 @@ PROBES = {
     },
     "FtsEndToEndProbe": {
         "preset": "The FTS preset the run starts from (see the configuration reference).",
-        "rate": "Poisson sampling rate of agents per round; in (0, 1].",
-        "refine_steps": "Refinement steps of the acquisition.",
+        "rate": "Poisson sampling rate of agents per round; in (0, 1]; none: the preset's.",
+        "noise_multiplier": "Noise standard deviation in units of the clip; > 0; none: the preset's.",
+        "refine_steps": "Refinement steps of the acquisition; a whole number >= 0.",
         "num_features": "Random Fourier features of the uploads.",
         "objective_basis": "Basis functions of the `synthetic` objective; a whole number >= 1.",
         "canary_norm": "Norm of the canary agent's upload.",
@@ -453,18 +456,23 @@ PROBES = {
         "run_config": "Overrides of the app's run config.",
         "num_supernodes": "Number of SuperNodes the simulation runs.",
         "claims": "Accounting assumptions to check (see `dpaudit flower --help`).",
-        "claimed_epsilon": "The epsilon claimed for the run.",
+        "claimed_epsilon": "The user's claimed epsilon (replace-one neighbours), checked against the run; none: "
+                           "no claim.",
+        "canary_seed": "Seed of the canaries' directions and signs; none: the run's seed.",
         "transcript_alpha": "False-alarm level of each noise test on the transcript; in (0, 1).",
-        "insert_canaries": "Whether canary SuperNodes are inserted; true or false.",
-        "client_canaries": "Canaries inserted in each client (DP-SGD inside the clients).",
+        "insert_canaries": "Whether canary SuperNodes are inserted; true or false (false: a null run).",
+        "client_canaries": "Gradient canaries through each client's own private optimizer (DP-SGD inside the "
+                           "clients); a whole number >= 0.",
     },
     "DpsgdAllIteratesProbe": {
-        "noise_multiplier": "Noise multiplier of the training (default: the set-up's).",
-        "sample_rate": "Poisson sampling rate of records per step; in (0, 1] (default: the set-up's).",
-        "epochs": "Epochs the training runs (default: the set-up's).",
-        "clip": "Per-example gradient clip (default: the set-up's).",
-        "learning_rate": "Learning rate of the training (default: the set-up's).",
-        "setup": "`FILE.py:FUNCTION` building the DP-SGD set-up (default: the built-in example).",
+        "noise_multiplier": "Noise multiplier of the training; > 0; none: the set-up's. Not with your own opacus "
+                            "objects (they fix it).",
+        "sample_rate": "Poisson sampling rate of records per step; in (0, 1]; none: the set-up's.",
+        "epochs": "Epochs the training runs; a whole number >= 1; none: the set-up's.",
+        "clip": "Per-example gradient clip; > 0; none: the set-up's.",
+        "learning_rate": "Learning rate of the training; > 0; none: the set-up's.",
+        "setup": "`FILE.py:FUNCTION` returning a `DpsgdSetup` or opacus-check's dict (needs `--allow-code`); empty: "
+                 "the bundled example (logistic regression on breast-cancer data).",
         "planted_bug": _from("attacks.probes.dpsgd", "PLANTED_BUGS", "A planted bug, only for audits: ",
                              " (`half-noise`: opacus adds half the noise)."),
         "delta": "Delta of the bounds; in (0, 1).",
@@ -554,6 +562,8 @@ def probe_parameters(cls, preset: dict | None = None, exclude=("timeout",)) -> l
 def _default_words(value) -> str:
     if value is None:
         return "none"
+    if value == "":
+        return '""'
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)) and len(repr(value)) > 40:
