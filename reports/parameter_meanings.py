@@ -120,7 +120,8 @@ TARGETS = {
         "canary_seed": "`train` only: seed of the canaries; in [0, 2^32) (default 0).",
         "canaries_per_run": "`setup` only: gradient canaries per training run; a whole number >= 1 (default 2000, "
                             "capped by the set-up).",
-        "noise_repetitions": "`setup` only (opacus dict): steps repeated to measure the noise the optimizer adds; "
+        "noise_repetitions": "`setup` only (opacus dict): optimizer steps run with zero gradients to measure the noise "
+                             "it adds; "
                              "a whole number >= 1 (default 16).",
         "noise_false_alarm": "`setup` only (opacus dict): false-alarm level of the noise test; in (0, 1) "
                              "(default 1e-6).",

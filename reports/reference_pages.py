@@ -1,8 +1,10 @@
 """The documentation's reference pages, generated from the code so that they cannot drift from it.
 
 Each function returns one Markdown page: every command's ``--help`` (from the parser ``dpaudit`` runs), the
-audit configuration's keys (from the schemas the strict reader checks), the exit codes, the report's JSON schema,
-and the probes and estimators. ``docs/hooks/reference.py`` adds them to the MkDocs build; nothing under
+audit configuration's keys (from the schemas the strict reader checks, with the meanings of
+``reports.parameter_meanings``), the exit codes, the report's JSON schema (with each property's description), the
+probes with their parameters and the estimators, and the Python API reference (``:::`` blocks that mkdocstrings
+fills from the docstrings). ``on_files`` below, a MkDocs hook, adds them to the build; nothing under
 ``docs/reference/`` is written by hand except its index.
 """
 
