@@ -41,11 +41,20 @@ class AccountingResult:
 
 
 class Accountant(Protocol):
+    """What every accountant class offers (``accounting.registry.ACCOUNTANTS`` names them): ``epsilon`` at a delta
+    and ``delta`` at an epsilon of a composition, each an upper bound for the composition's neighbouring relation;
+    ``Unsupported`` where the accountant cannot analyse it. ``run_accountant`` wraps either in an
+    ``AccountingResult``."""
+
     name: str
 
-    def epsilon(self, composition: Composition, delta: float) -> float: ...
+    def epsilon(self, composition: Composition, delta: float) -> float:
+        """The smallest epsilon the accountant proves for ``composition`` at ``delta``."""
+        ...
 
-    def delta(self, composition: Composition, epsilon: float) -> float: ...
+    def delta(self, composition: Composition, epsilon: float) -> float:
+        """The smallest delta the accountant proves for ``composition`` at ``epsilon``."""
+        ...
 
 
 class Unsupported(Exception):

@@ -315,6 +315,7 @@ class Composition:
 
     @classmethod
     def of(cls, mechanism: Mechanism, count: int = 1) -> Composition:
+        """``mechanism`` released ``count`` times (adaptively composed)."""
         return cls(((mechanism, count),))
 
     def __add__(self, other: Composition) -> Composition:
@@ -322,8 +323,10 @@ class Composition:
 
     @property
     def total_count(self) -> int:
+        """The number of releases, over every part."""
         return sum(c for _, c in self.parts)
 
 
 def as_composition(value: Composition | Mechanism) -> Composition:
+    """``value`` itself if it is a composition, else one release of the mechanism."""
     return value if isinstance(value, Composition) else Composition.of(value, 1)

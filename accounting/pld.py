@@ -133,6 +133,10 @@ def _one_release(noise_multiplier: float, sampling_probability: float, interval:
 
 
 class PldAccountant:
+    """Privacy-loss-distribution accountant (dp-accounting's PLD): a tight numerical upper bound, on a grid of
+    spacing ``value_discretization_interval`` (coarsened when the noise is very small; the spacing used is in
+    ``last_details``)."""
+
     name = "pld"
 
     def __init__(self, value_discretization_interval: float = 1e-4):

@@ -40,6 +40,7 @@ def parse_accountant_names(names) -> list[str]:
 
 
 def get_accountant(name: str):
+    """A new accountant object by its registry name (``ACCOUNTANTS``); ConfigurationError for an unknown one."""
     module_name, class_name = ACCOUNTANTS[parse_accountant_names([name])[0]]
     return getattr(importlib.import_module(module_name), class_name)()
 

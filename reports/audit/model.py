@@ -100,6 +100,9 @@ class Finding:
 
 @dataclass(frozen=True)
 class AccountantRow:
+    """One accountant's epsilon for one neighbouring relation and sampling scheme (``claimed_setting``: the
+    claim's own; only those rows decide the analytic verdict)."""
+
     accountant: str
     neighbouring: str
     sampling: str
@@ -112,6 +115,8 @@ class AccountantRow:
 
 @dataclass(frozen=True)
 class Series:
+    """A curve of the report: ``y`` against ``x`` (None where there is no value), with its legend ``label``."""
+
     label: str
     x: tuple[float, ...]
     y: tuple[float | None, ...]
@@ -127,6 +132,9 @@ class Bound:
 
 @dataclass(frozen=True)
 class AccountingSection:
+    """The accountants' epsilons for the claimed mechanism composed ``releases`` times, at the claim's delta
+    (``rows``) and at ``reference_delta``, with epsilon over the rounds."""
+
     mechanism: str
     releases: int
     rows: tuple[AccountantRow, ...]
@@ -150,6 +158,8 @@ class AccountingSection:
 
 @dataclass(frozen=True)
 class CalibrationSection:
+    """The check of the noise calibration against the claim, and of the classic formula over a grid of epsilons."""
+
     method: str  # the calibration the target uses
     epsilon: float
     delta: float
@@ -160,6 +170,9 @@ class CalibrationSection:
 
 @dataclass(frozen=True)
 class PlannerSection:
+    """What the trial budget can show at best: the largest lower bound (``ceiling``) the probes' estimator can
+    reach, and the trials a perfect attack would need to reach the claim."""
+
     trials: int
     delta: float
     confidence: float  # per probe (the audit's confidence split over its probes)
@@ -203,6 +216,8 @@ class ProbeSection:
 
 @dataclass(frozen=True)
 class UtilitySection:
+    """The utility the private run reaches, round by round, with the epsilon spent by each round."""
+
     metric: str
     system: str  # "dp-fts-de" | "dp-fed-pne" | ... (the renderer explains the curve from it)
     rounds: tuple[int, ...]
@@ -219,6 +234,8 @@ class UtilitySection:
 
 @dataclass(frozen=True)
 class AnalyticResult:
+    """The accountants' verdict on the claim and the epsilon that decided it."""
+
     status: Analytic
     epsilon: float | None  # the deciding accountant's epsilon
     accountant: str | None
@@ -226,6 +243,8 @@ class AnalyticResult:
 
 @dataclass(frozen=True)
 class EmpiricalResult:
+    """The probes' verdict on the claim, with the best rigorous lower bound and what limited it."""
+
     status: Empirical
     lower_bound: Bound | None  # the best rigorous lower bound of any probe
     ceiling: float | None  # the largest ceiling of the estimator used, over the probes that ran
@@ -238,6 +257,9 @@ class EmpiricalResult:
 
 @dataclass(frozen=True)
 class TargetVerdict:
+    """One target's verdict: the row of the verdict table (``rule``) that combined the analytic and empirical
+    verdicts, the bounds they rest on, and the gap between them."""
+
     status: Status
     rule: str  # the row of the verdict table that decided (see reports.audit.verdicts)
     analytic: AnalyticResult
@@ -248,6 +270,8 @@ class TargetVerdict:
 
 @dataclass(frozen=True)
 class TargetResult:
+    """Everything the audit found about one target: what ``report.json`` holds for it."""
+
     name: str
     algorithm: str
     description: str
