@@ -135,3 +135,15 @@ def test_attack_list_with_a_probe_prints_its_parameters(capsys):
     assert sorted(rows) == _accepted_params("bug-no-clip")
     assert "no-clip" in rows["bug"].split()[2]  # the registered name's preset is the default shown
     assert main(["attack", "no-such-probe", "--list"]) == 2
+
+
+def test_a_dataclass_target_lists_its_fields_not_its_class_variables():
+    """``StrictConfig.toml_table`` is a ClassVar: the page listed it as a key the reader then refused."""
+    import dataclasses
+
+    from dpfed.duets.config import DuetsConfig
+    from dpfed.fts import FTSConfig
+
+    targets = _targets()
+    assert set(targets["dp-fts-de"].parameter_schema()) == {f.name for f in dataclasses.fields(FTSConfig)} | {"preset"}
+    assert set(targets["dp-duets"].parameter_schema()) == {f.name for f in dataclasses.fields(DuetsConfig)}
