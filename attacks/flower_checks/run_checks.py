@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from accounting.errors import ConfigurationError
 from attacks.flower_checks.check import check_config
+from attacks.flower_checks.client_clipping import client_clipping_findings
 from attacks.flower_checks.client_dp import client_dp_findings
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.flower_checks.local_dp import local_dp_findings
@@ -220,6 +221,9 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
             out.transcript = started.summary
             out.accounted = rows["runs"]["epsilon"] if rows else None
         out.findings += findings
+    kinds = {wrapper_kind(wrapper_of(s.observed.strategy)) for s in recorded}
+    for kind in sorted(kinds & {"client-fixed", "client-adaptive"}):  # the ClientApp must clip: its mods
+        out.findings += client_clipping_findings(getattr(run, "train_mods", None), kind)
     if len(recorded) > 1:
         out.findings.append(FlowerFinding("several-strategies", "medium",
                                           f"the app started {len(recorded)} DP strategies; each is checked, but their "
