@@ -1,6 +1,7 @@
-"""The adaptive wrappers' clipped count, measured through Flower's own code (flwr 1.42's Message-API
-``DifferentialPrivacyServerSideAdaptiveClipping``): its sensitivity under replace-one and add/remove, against the 1/2
-(centred bits, Andrew et al. 2021) that Flower's split of z assumes, and the effective multiplier that follows.
+"""The adaptive wrappers' clipped count, measured through Flower's own code (flwr 1.42's
+``DifferentialPrivacyServerSideAdaptiveClipping``, Message API and legacy): its sensitivity under replace-one and
+add/remove, against the 1/2 (centred bits, Andrew et al. 2021) that Flower's split of z assumes, and the effective
+multiplier that follows.
 
 The noisy count is read back from the clip Flower sets: C_1 = C_0 exp(-eta (f - q)) with f the noisy count over the
 replies, so f n = n (q - log(C_1 / C_0) / eta). NumPy's generator is seeded alike for the two neighbouring sets of
@@ -48,14 +49,32 @@ def _noisy_count(update_norms, z: float, m: int, count_std: float, seed: int = 7
     return fraction * len(replies)
 
 
-def test_flowers_clipped_count_has_sensitivity_one_under_both_relations_not_the_half_its_split_assumes():
+def _legacy_noisy_count(update_norms, z: float, m: int, count_std: float, seed: int = 7) -> float:
+    """As ``_noisy_count``, through the legacy ``flwr.server.strategy`` wrapper's ``aggregate_fit``."""
+    from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
+    from flwr.server.strategy import DifferentialPrivacyServerSideAdaptiveClipping, FedAvg
+
+    wrapper = DifferentialPrivacyServerSideAdaptiveClipping(
+        FedAvg(), noise_multiplier=z, num_sampled_clients=m, initial_clipping_norm=CLIP,
+        target_clipped_quantile=QUANTILE, clip_norm_lr=LR, clipped_count_stddev=count_std)
+    wrapper.current_round_params = [np.zeros(3, dtype=np.float32)]
+    results = [(None, FitRes(Status(Code.OK, ""), ndarrays_to_parameters([np.array([norm, 0, 0], dtype=np.float32)]),
+                             1, {})) for norm in update_norms]
+    np.random.seed(seed)
+    wrapper.aggregate_fit(1, results, [])
+    fraction = QUANTILE - math.log(wrapper.clipping_norm / CLIP) / LR
+    return fraction * len(results)
+
+
+@pytest.mark.parametrize("noisy_count", [_noisy_count, _legacy_noisy_count], ids=["message-api", "legacy"])
+def test_flowers_clipped_count_has_sensitivity_one_under_both_relations_not_the_half_its_split_assumes(noisy_count):
     z, m, count_std = 1.0, 4, 1.0
     base = [0.5, 0.5, 3.0, 3.0]  # two replies below the clip, two above (clipped: bit 1)
     replaced = [0.5, 3.0, 3.0, 3.0]  # replace-one: one client below the clip replaced by one above it
     added = base + [3.0]  # add/remove: one more client, above the clip
-    count = _noisy_count(base, z, m, count_std)
-    replace_change = _noisy_count(replaced, z, m, count_std) - count
-    add_change = _noisy_count(added, z, m, count_std) - count
+    count = noisy_count(base, z, m, count_std)
+    replace_change = noisy_count(replaced, z, m, count_std) - count
+    add_change = noisy_count(added, z, m, count_std) - count
     assert replace_change == pytest.approx(1.0, abs=1e-6)
     assert add_change == pytest.approx(1.0, abs=1e-6)  # centred bits (b - 1/2) would change by 1/2 here
     # with these sensitivities, the effective multiplier from first principles (GDP mu of the two Gaussians)
