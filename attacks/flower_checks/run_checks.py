@@ -94,9 +94,9 @@ def rounds_finding(started) -> list:
     name = type(started.observed.strategy).__name__
     if ran < configured:
         return [FlowerFinding("release-count", "medium",
-                              f"{name} released {ran} of its {configured} configured rounds (the app stopped early): "
-                              f"accounted at the {ran} that ran", {"recorded": ran, "configured": configured,
-                                                                   "false_alarm": 0.0})]
+                              f"{name} released {ran} of its {configured} configured rounds (the app stopped early, or "
+                              f"a round released nothing): accounted at the {ran} that released",
+                              {"recorded": ran, "configured": configured, "false_alarm": 0.0})]
     return [FlowerFinding("release-count", "critical",
                           f"{name} released {ran} times, more than its {configured} configured rounds: accounted at "
                           f"the {ran} that ran, a figure for {configured} understates",
