@@ -115,3 +115,29 @@ def test_finding_states_both_multipliers_and_is_medium_only_for_an_add_remove_cl
 
     codes = {f.code: f.severity for f in check_config(config, 1e-5, claims=("poisson",))["findings"]}
     assert codes["adaptive-count-noise"] == "medium"
+
+
+@pytest.mark.slow  # one audit (seconds: the accountants of what ran)
+def test_an_adaptive_apps_audit_states_the_effective_multiplier_in_its_summary(tmp_path, monkeypatch, capsys):
+    """``tests/flower_apps/digits_dp`` (written outside this project) with Flower's server-side adaptive wrapper, z = 1
+    and sigma_b = 2 (its run config): the summary's line gives z_u from Flower's own split and the add/remove
+    multiplier (z_u^-2 + sigma_b^-2)^-1/2."""
+    import json
+    from pathlib import Path
+
+    from flwr.supercore.differential_privacy import compute_adaptive_noise_params
+
+    from reports.cli import main
+    from tests.flower.inprocess_grid import flower_runtime_in_process
+
+    flower_runtime_in_process(monkeypatch)
+    out = tmp_path / "audit.json"
+    main(["flower", str(Path(__file__).resolve().parents[1] / "flower_apps" / "digits_dp"), "--num-supernodes", "6",
+          "--run-config", 'clipping="server-adaptive" num-server-rounds=2', "--out", str(out), "--no-progress"])
+    sigma_b, z_u = compute_adaptive_noise_params(1.0, 4, 2.0)
+    expected = (z_u ** -2 + sigma_b ** -2) ** -0.5
+    [finding] = [f for f in json.loads(out.read_text())["findings"] if f["code"] == "adaptive-count-noise"]
+    assert finding["values"]["effective_noise_multiplier_add_remove"] == pytest.approx(expected)
+    assert finding["values"]["update_noise_multiplier"] == pytest.approx(z_u)
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "adaptive-count-noise" in x]
+    assert f"the effective multiplier is {expected:.4g}" in line and f"z_u = {z_u:.4g}" in line
