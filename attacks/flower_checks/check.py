@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from accounting.calibration import check_classic_calibration
 from accounting.errors import require_number
+from attacks.flower_checks.adaptive_count import count_noise_finding
 from attacks.flower_checks.findings import FlowerFinding
 from dpfed.flower.config import CENTRAL_KINDS, CLAIMS, FlowerDpConfig, accounted_rows, parse_claims
 
@@ -81,6 +82,8 @@ def central_findings(config: FlowerDpConfig, delta: float, configured_m: int | N
         findings.append(FlowerFinding("adaptive-clip", "info",
                                       "adaptive clipping: accounted at the configured multiplier; the clip norm "
                                       "changes every round (the transcript records it)", {}))
+        count = count_noise_finding(config, delta, claims)
+        findings += [count] if count is not None else []
     return findings
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from accounting.errors import ConfigurationError
 from attacks.flower_checks.check import check_config
+from attacks.flower_checks.client_clipping import client_clipping_findings
 from attacks.flower_checks.client_dp import client_dp_findings
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.flower_checks.local_dp import local_dp_findings
@@ -61,24 +62,45 @@ def describe_start(started) -> dict:
     return {"api": entry.api, "entry": APIS[entry.api], "strategy": type(entry.strategy).__name__,
             "rounds": entry.rounds, "workflow": entry.workflow, "secure_aggregation": entry.secure,
             "dp_wrapper": None if wrapper is None else type(wrapper).__name__, "flower_wrapper": flower,
-            "recorded_rounds": started.round_numbers()}
+            "recorded_rounds": started.round_numbers(),
+            "rounds_run": None if started.recorder is None else len(releases(started.transcript))}
 
 
 def run_config_of(started):
-    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the population and the sample size of
-    its first round with every node that connected (a round that started while nodes were still connecting sampled
-    from fewer: the transcript check names it) and the clip of its first recorded round (an adaptive wrapper has
-    moved its clip by the end); None when no round was recorded."""
+    """``(FlowerDpConfig, configured m)`` of a recorded strategy as built, with the rounds that released (an app may
+    stop before its configured rounds: ``rounds_finding``), the population and the sample size of its first round
+    with every node that connected (a round that started while nodes were still connecting sampled from fewer: the
+    transcript check names it) and the clip of its first recorded round (an adaptive wrapper has moved its clip by
+    the end); None when no round was recorded."""
     records = releases(started.transcript)
     if not records:
         return None, None
     top = max(int(p["population"]) for _, p in records)
     full = next(p for _, p in records if int(p["population"]) == top)
     nodes = max(top, 1)
-    config, configured_m = config_from_strategy(started.observed.strategy, nodes=nodes,
-                                                rounds=started.observed.rounds)
+    config, configured_m = config_from_strategy(started.observed.strategy, nodes=nodes, rounds=len(records))
     sampled = min(max(len(full["sampled"]), 1), nodes)
     return dataclasses.replace(config, sampled=sampled, clip=float(records[0][1]["clip"])), configured_m
+
+
+def rounds_finding(started) -> list:
+    """``release-count``: the releases recorded against the rounds the strategy was started with. Fewer (the app
+    stopped early: ``should_stop``, an exception its main caught) is medium: the run is accounted at the rounds that
+    ran, and a figure for the configured rounds over-counts; more is critical (a claim for the configured rounds
+    understates)."""
+    ran, configured = len(releases(started.transcript)), int(started.observed.rounds)
+    if ran == configured:
+        return []
+    name = type(started.observed.strategy).__name__
+    if ran < configured:
+        return [FlowerFinding("release-count", "medium",
+                              f"{name} released {ran} of its {configured} configured rounds (the app stopped early, or "
+                              f"a round released nothing): accounted at the {ran} that released",
+                              {"recorded": ran, "configured": configured, "false_alarm": 0.0})]
+    return [FlowerFinding("release-count", "critical",
+                          f"{name} released {ran} times, more than its {configured} configured rounds: accounted at "
+                          f"the {ran} that ran, a figure for {configured} understates",
+                          {"recorded": ran, "configured": configured, "false_alarm": 0.0})]
 
 
 def sampling_words(inner) -> str:
@@ -194,7 +216,7 @@ def strategy_findings(started, delta, claimed_epsilon, claims, alpha, run=None) 
     checked = check_config(deployed, delta, None, claimed_epsilon, claims)
     records = releases(started.transcript)
     findings = weighting_seen(checked["findings"], records) + sample_size_findings(records, config, configured_m,
-                                                                                   delta)
+                                                                                   delta) + rounds_finding(started)
     assumed = assumptions_from_config(config, delta, claimed_epsilon=claimed_epsilon)
     transcript = check_transcript(started.transcript, assumed, alpha)
     started.summary = transcript_summary(started.transcript, assumed, transcript, alpha)
@@ -220,11 +242,16 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
             out.transcript = started.summary
             out.accounted = rows["runs"]["epsilon"] if rows else None
         out.findings += findings
+    kinds = {wrapper_kind(wrapper_of(s.observed.strategy)) for s in recorded}
+    for kind in sorted(kinds & {"client-fixed", "client-adaptive"}):  # the ClientApp must clip: its mods
+        out.findings += client_clipping_findings(getattr(run, "train_mods", None), kind)
     if len(recorded) > 1:
+        ran = [len(releases(s.transcript)) for s in recorded]
         out.findings.append(FlowerFinding("several-strategies", "medium",
-                                          f"the app started {len(recorded)} DP strategies; each is checked, but their "
-                                          "epsilons compose over the same clients (the rows show the first)",
-                                          {"strategies": len(recorded)}))
+                                          f"the app started {len(recorded)} DP strategies ({sum(ran)} releases in all: "
+                                          f"{' + '.join(map(str, ran))} rounds run); each is checked, but their "
+                                          "epsilons compose over the same clients (the rows show the first's "
+                                          f"{ran[0]} rounds)", {"strategies": len(recorded), "rounds_run": ran}))
     out.findings += clients["findings"] + local["findings"]
     if out.accounted is None and (out.clients or out.local):
         out.accounted = max(r["composed_epsilon"] for r in [*out.clients.values(), *out.local.values()])

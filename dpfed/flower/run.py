@@ -84,6 +84,7 @@ class AppRun:
     clients: list = field(default_factory=list)
     canary_nodes: dict = field(default_factory=dict)
     local_dp_mods: list = field(default_factory=list)  # the ClientApp's LocalDpMod objects (read, not run by us)
+    train_mods: dict | None = None  # the ClientApp's training mod chains (``dpfed.flower.mods``; None: unread)
     nodes: int = 0  # the real SuperNodes (the deployment's population)
     canaries: int = 0  # the canary SuperNodes the audit added
 
@@ -128,6 +129,7 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     from dpfed.flower.canary_mod import CanaryMod, with_canaries
     from dpfed.flower.client_observer import ClientObserver, read_records
     from dpfed.flower.legacy_canary import is_legacy
+    from dpfed.flower.mods import train_chains
     from dpfed.flower.nodes import with_all_nodes
     from dpfed.flower.observe import observing_strategies
     from dpfed.flower.quiet import flower_log_level, is_quiet
@@ -135,7 +137,8 @@ def run_app(project: AppProject, run_config: dict, settings: RunSettings) -> App
     quiet = is_quiet()  # ``--no-progress``: no INFO log from Flower, here or in the ClientApp processes
     server_app, client_app = load_apps(project)
     mods = [m for m in getattr(client_app, "_mods", []) or [] if type(m).__name__ == "LocalDpMod"]
-    result = AppRun(local_dp_mods=mods, nodes=settings.nodes, canaries=settings.canaries)
+    result = AppRun(local_dp_mods=mods, nodes=settings.nodes, canaries=settings.canaries,
+                    train_mods=train_chains(client_app))
     server_app = with_all_nodes(server_app, settings.nodes + settings.canaries)
     take = functools.partial(_recorded, settings=settings, result=result)
     mod = CanaryMod(settings.nodes, settings.canaries, settings.seed, settings.insert)

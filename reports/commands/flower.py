@@ -77,7 +77,10 @@ def verdict_line(audit: dict) -> str:
     if audit["claim_tested"]:
         return line
     accounted = audit["details"].get("accounted_epsilon")
-    spent = "" if accounted is None else f" (epsilon {accounted:.4g} at delta {audit['delta']:g}, what Flower runs)"
+    several = sum(1 for start in audit["starts"] if start["dp_wrapper"] is not None) > 1
+    which = ", its first DP strategy's rounds" if several else ""
+    spent = "" if accounted is None else (f" (epsilon {accounted:.4g} at delta {audit['delta']:g}, what Flower runs"
+                                          f"{which})")
     return (f"{line}, no claim tested: the run was checked against what its configuration accounts{spent}; "
             "--claim-epsilon E tests your figure")
 
@@ -92,7 +95,20 @@ def start_line(start: dict) -> str:
     elif wrapper != strategy:
         tail = f", in {wrapper}{subclass}"
     secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
-    return f"  ran {name} via {start['entry']}: {start['rounds']} rounds{tail}{secure}"
+    return f"  ran {name} via {start['entry']}: {rounds_words(start)}{tail}{secure}"
+
+
+def rounds_words(start: dict) -> str:
+    """The rounds a strategy ran (its releases recorded), beside the configured number where they differ; without a
+    recorder (no DP wrapper) the configured number, said so."""
+    ran, configured = start.get("rounds_run"), start["rounds"]
+    if ran is None:
+        return f"{_rounds(configured)} configured"
+    return _rounds(ran) if ran == configured else f"{_rounds(ran)} run (of {configured} configured)"
+
+
+def _rounds(count: int) -> str:
+    return f"{count} round{'' if count == 1 else 's'}"
 
 
 def transcript_lines(details: dict) -> list[str]:
@@ -105,7 +121,9 @@ def transcript_lines(details: dict) -> list[str]:
                      "round; "
                      f"accounted as the deployment: {config['sampled']} of {config['nodes']} a round (the same rate)")
     if summary:
-        lines.append(f"  transcript check: {summary['rounds']} rounds, {len(summary['checks'])} kinds of check "
+        which = " (first DP strategy)" if sum(1 for s in details.get("starts", []) if s["dp_wrapper"]) > 1 else ""
+        lines.append(f"  transcript check{which}: {_rounds(summary['rounds'])}, {len(summary['checks'])} kinds of "
+                     "check "
                      f"({', '.join(summary['checks'])}), each at false alarm {summary['alpha']:g}: "
                      f"{summary['findings'] or 'no'} finding{'' if summary['findings'] == 1 else 's'}")
     power = (summary or {}).get("power")
@@ -131,7 +149,7 @@ def client_lines(audit: dict) -> list[str]:
     return lines
 
 
-SHOWN_INFO = ("canary-estimate", "canaries-untestable")
+SHOWN_INFO = ("canary-estimate", "canaries-untestable", "adaptive-count-noise")
 
 
 def summary_lines(audit: dict) -> list[str]:

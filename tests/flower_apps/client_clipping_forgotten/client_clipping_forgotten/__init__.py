@@ -1,0 +1,1 @@
+"""client-clipping-forgotten: a Flower app written without dpfed-audit (no clipping mod)."""

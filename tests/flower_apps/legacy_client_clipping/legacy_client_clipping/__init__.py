@@ -1,0 +1,1 @@
+"""legacy-client-clipping: a Flower app written without dpfed-audit (client-side clipping, legacy API)."""
