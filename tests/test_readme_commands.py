@@ -257,6 +257,11 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         3,
         "trials; the claim is above 2e3 trials' ceiling (INCONCLUSIVE)",
     ),
+    "dpaudit attack gaussian --trials 1e8 --executor processes --workers 2 --checkpoint runs/gaussian": (
+        "dpaudit attack gaussian --trials 1e4 --executor processes --workers 2 --checkpoint runs/gaussian",
+        0,
+        "trials",
+    ),
     "dpaudit attack gaussian --trials 1e7 --backend torch --device cpu": (
         "dpaudit attack gaussian --trials 1e4 --backend torch --device cpu",
         0,
