@@ -81,7 +81,8 @@ def measure(command: str, line: str, work: Path, timeout: float) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--match", action="append", default=[],
-                        help="run the documented commands containing this text (repeatable), in page order")
+                        help="run the documented command written exactly so, else every one containing this text "
+                             "(repeatable; in page order)")
     parser.add_argument("--list", action="store_true", help="list every documented command and its suite variant")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds before a command is stopped")
     parser.add_argument("--json", help="also write the measurements to this file")
@@ -93,10 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             variant = VARIANTS.get(command, (None,))[0]
             print(command + (f"\n    suite runs: {variant}" if variant else ""))
         return 0
-    chosen = [(c, line) for c, line in documented if any(m in c for m in args.match)]
+    chosen = [(c, line) for c, line in documented if any(m == c or (m in c and m not in commands) for m in args.match)]
     if not chosen:
         parser.error("no documented command matches --match (see --list)")
-    print(f"machine: {machine()}")
+    where = machine()
+    print(f"machine: {where}")
     results = []
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{result['cpu_reaped_s']:8.1f} CPU s reaped {result['cpu_tree_s']:8.1f} CPU s tree "
                   f"{result['wall_s']:8.1f} s wall  exit {result['code']}  {command}", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine(), "results": results}, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"machine": where, "results": results}, indent=1) + "\n")
     return 0
 
 
