@@ -1,8 +1,9 @@
 """Every output block the documentation shows is what its command prints now (``tests/docs_outputs.py``).
 
 The shown commands are seeded (the estimate example's bootstrap and random half, the opacus check's noise
-measurement, the audit's probe), so their figures repeat and are compared as printed; a block whose figures are
-random would state its ``tolerance``. A failure lists the lines that differ; ``python -m tests.docs_outputs
+measurement, the audit's probe), so their figures repeat and are compared as printed (no false failure from
+randomness: two runs here gave the same bytes; another NumPy or torch build could move a last digit, which then
+shows as a difference to look at); a block whose figures are random states its ``tolerance``. A failure lists the lines that differ; ``python -m tests.docs_outputs
 --update`` rewrites the blocks after a deliberate change.
 """
 
