@@ -7,12 +7,15 @@ and sections need no change here; a command written twice (a tutorial's command 
 command either
 
 * runs **as written** and exits with the code its README comment promises (1 where the comment says
-  VIOLATION or ``exit 1``, else 0), within ``AS_WRITTEN_CPU_S`` CPU seconds; or
-* is registered in ``VARIANTS`` with a small-size variant (fewer ``--trials``/``--runs``/``--horizon``,
-  ...), the exit code the variant must give and why it differs.
+  VIOLATION or ``exit 1``, else 0); or
+* is registered in ``VARIANTS``: with a small-size variant (fewer ``--trials``/``--runs``/``--horizon``,
+  ...) where the command as written is too slow for the suite, or as written with an exit code its comment
+  does not state; each with the exit code it must give and why.
 
-A command that is neither fast enough as written nor registered fails the test with the line to add.
-A registered command that left the README fails too, so the table stays the README's.
+No test here measures time (a time limit fails wherever the CPU is slower or shared): a command is registered
+with a smaller variant by judgement, and the full form of every documented command is measured by
+``benchmarks/docs_commands.py`` (CPU-seconds and wall time), whose figures the pages quote. A registered
+command that left the README fails the test, so the table stays the README's.
 
 All commands run, in README order, in ONE child process that imports ``dpaudit`` once (the Flower
 commands, about 70 s, in a second child from ``tests/test_readme_flower_commands.py``, so that the two
@@ -69,9 +72,7 @@ def documented_commands() -> list[tuple[str, str]]:
                 seen.add(command)
                 commands.append((command, line))
     return commands
-AS_WRITTEN_CPU_S = 8.0  # CPU seconds: a command costlier than this as written must register a small variant
-AS_WRITTEN_WALL_S = 60.0  # wall-clock stop for an unregistered command (CPU time is robust to a loaded machine)
-VARIANT_WALL_S = 240.0  # wall-clock stop for a registered command that runs away
+HANG_GUARD_S = 3600  # the child of all commands is stopped after an hour: a guard against a hang, not a limit
 
 SMALL = "a copy of the bundled configuration: every probe at 20 trials, one utility run, accountants rdp and exact"
 # README command (as extracted: tokens joined by one space) -> (variant or None = as written, exit code, why)
@@ -81,13 +82,6 @@ SMALL = "a copy of the bundled configuration: every probe at 20 trials, one util
 FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
 
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
-    "dpaudit report audit-report/report.json --format html --out report.html": (
-        None, 0, "as written (9.0 CPU s in a fresh clone's CI run: the consistency checks of the report plus the "
-                 "plots; over the 8 s of an unregistered command)"),
-    "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_setup": (
-        None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
-    "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_halved_noise_setup": (
-        None, 1, "as written (2.6 CPU s; VIOLATION: the noise is halved behind opacus's back)"),
     # (keys as extracted: shlex tokens joined by one space; the variants keep the run config quoted, one argument)
     "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
     "--out flower-audit.json": (
@@ -110,9 +104,6 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0 if FLOWER_INSTALLED else 2,
         "as written (one small Flower run); without the flower extra the target cannot be built (exit 2)",
     ),
-    "dpaudit audit tests/dpsgd_outside/audit_digits_half_noise_defaults.toml --allow-code --out out/budget "
-    "--budget 2s": (None, 1, "as written (about 12 CPU s: the budget caps the probe, not the training's noise "
-                             "measurement and the utility run); VIOLATION: half the noise"),
     "dpaudit run dp-fts-de": ("dpaudit run dp-fts-de --runs 1 --rounds 4", 0, "60 rounds x default runs"),
     "dpaudit run fts-de --preset synthetic --runs 10 --out results/": (
         "dpaudit run fts-de --preset synthetic --runs 1 --rounds 3 --out results/",
@@ -266,6 +257,11 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         3,
         "trials; the claim is above 2e3 trials' ceiling (INCONCLUSIVE)",
     ),
+    "dpaudit attack gaussian --trials 1e8 --executor processes --workers 2 --checkpoint runs/gaussian": (
+        "dpaudit attack gaussian --trials 1e4 --executor processes --workers 2 --checkpoint runs/gaussian",
+        0,
+        "trials",
+    ),
     "dpaudit attack gaussian --trials 1e7 --backend torch --device cpu": (
         "dpaudit attack gaussian --trials 1e4 --backend torch --device cpu",
         0,
@@ -292,11 +288,6 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         1,
         "as written: the example mechanism leaks (VIOLATION)",
     ),
-    "dpaudit calibrate --epsilon 2 --delta 1e-5 --rate 0.01 --steps 1000 --accountant pld": (
-        None,
-        0,
-        "as written, about 4 s (6 PLD evaluations): the PLD calibration's cost does not fall with the steps",
-    ),
     "dpaudit audit configs/audit_algorithm_bugs.toml --out out/bugs": (
         "dpaudit audit algorithm_bugs_small.toml --out out/bugs",
         3,
@@ -318,8 +309,6 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0,
         "20 opacus steps x 2e4 trials per world; one epoch and 400 trials",
     ),
-    "dpaudit attack bug-dpsgd-half-noise --trials 20000 --seed 5 --param sample_rate=1.0 --param epochs=1 "
-    "--param noise_multiplier=1.316": (None, 1, "2e4 trials per world are what certifies the VIOLATION"),
 }
 
 # what a user's own audit with a `user` probe looks like (README: dpaudit audit my_audit.toml ...)
@@ -402,42 +391,19 @@ def _child(jobs_path: str, results_path: str) -> None:
     """Runs in the child process: every job through ``reports.cli.main``, one after another."""
     import contextlib
     import io
-    import resource
-    import signal
-    import time
 
-    from reports.cli import main
-
-    class TooSlow(BaseException):
-        pass
-
-    def alarm(signum, frame):
-        raise TooSlow
-
-    signal.signal(signal.SIGALRM, alarm)
     from attacks.executors.dask_cluster import DaskExecutor
+    from reports.cli import main
 
     if len(DaskExecutor.__init__.__defaults__ or ()) == 3:  # README's placeholder HOST: 1 s, not 10 s, to refuse
         DaskExecutor.__init__.__defaults__ = DaskExecutor.__init__.__defaults__[:2] + (1.0,)
 
-    def cpu() -> float:  # this process and its finished worker processes
-        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
     results = []
     for job in json.loads(Path(jobs_path).read_text()):
         out = io.StringIO()
-        start, start_cpu = time.perf_counter(), cpu()
-        signal.setitimer(signal.ITIMER_REAL, job["limit"])
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                code = main(shlex.split(job["run"])[1:])
-        except TooSlow:
-            code = "too slow"
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        elapsed, used = time.perf_counter() - start, cpu() - start_cpu
-        results.append({"code": code, "seconds": elapsed, "cpu": used, "tail": out.getvalue()[-600:]})
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(shlex.split(job["run"])[1:])
+        results.append({"code": code, "tail": out.getvalue()[-600:]})
         Path(results_path).write_text(json.dumps(results))
 
 
@@ -446,29 +412,17 @@ def plan_jobs(commands) -> tuple[list[dict], list[str]]:
     jobs, problems = [], []
     for command, line in commands:
         variant, code, why = VARIANTS.get(command, (None, promised_code(line), ""))
-        registered = command in VARIANTS
-        limit = VARIANT_WALL_S if registered else AS_WRITTEN_WALL_S
-        jobs.append(
-            {"readme": command, "run": variant or command, "code": code, "limit": limit, "registered": registered}
-        )
+        jobs.append({"readme": command, "run": variant or command, "code": code, "registered": command in VARIANTS})
     stale = sorted(set(VARIANTS) - {c for c, _ in commands})
     problems += [f"registered in VARIANTS but no longer in README.md or docs/: {c}" for c in stale]
     return jobs, problems
 
 
 def judge(job: dict, result: dict) -> str | None:
-    """Why a job's result fails, or None."""
-    if not job["registered"] and (result["code"] == "too slow" or result["cpu"] > AS_WRITTEN_CPU_S):
-        return (
-            f"`{job['readme']}` takes {result['cpu']:.0f} CPU s as written (limit {AS_WRITTEN_CPU_S:.0f}): "
-            "register a small variant in "
-            f"tests/test_readme_commands.py VARIANTS, e.g. {job['readme']!r}: "
-            f"('<smaller command>', {job['code']}, 'why')"
-        )
+    """Why a job's result fails, or None (only the exit code is judged, never the time taken)."""
     if result["code"] != job["code"]:
         shown = job["run"] if job["run"] == job["readme"] else f"{job['run']} (for `{job['readme']}`)"
-        took = f"{result['seconds']:.1f} s, {result['cpu']:.1f} CPU s"
-        return f"`{shown}` exited {result['code']} ({took}), expected {job['code']}: {result['tail']!r}"
+        return f"`{shown}` exited {result['code']}, expected {job['code']}: {result['tail']!r}"
     return None
 
 
@@ -479,14 +433,28 @@ def test_the_extraction_reads_blocks_continuations_and_comments():
     assert [promised_code(line) for _, line in commands] == [1, 0]
 
 
-def test_an_unregistered_slow_command_fails_with_the_line_to_add():
-    job = plan_jobs([("dpaudit attack gaussian --trials 1e12", "dpaudit attack gaussian --trials 1e12")])[0][0]
-    assert not job["registered"] and job["limit"] == AS_WRITTEN_WALL_S
-    for result in ({"code": "too slow", "cpu": 3.0}, {"code": 0, "cpu": AS_WRITTEN_CPU_S + 1}):
-        message = judge(job, result | {"seconds": AS_WRITTEN_WALL_S, "tail": ""})
-        assert "register a small variant" in message and "VARIANTS" in message
-    assert judge(job, {"code": 0, "seconds": 1.0, "cpu": 1.0, "tail": ""}) is None
-    assert "expected 0" in judge(job, {"code": 2, "seconds": 1.0, "cpu": 1.0, "tail": "error"})
+def test_a_command_runs_as_written_or_as_its_registered_variant_and_is_judged_by_its_exit_code():
+    line = "dpaudit attack gaussian --trials 1e7 --seed 1  # VIOLATION"
+    job = plan_jobs([("dpaudit attack gaussian --trials 1e12", line)])[0][0]
+    assert not job["registered"] and job["run"] == job["readme"] and job["code"] == 1
+    assert judge(job, {"code": 1, "tail": ""}) is None
+    assert "expected 1" in judge(job, {"code": 0, "tail": "error"})
+    registered = "dpaudit attack gaussian --trials 1e7 --seed 1"
+    job = plan_jobs([(registered, registered)])[0][0]
+    assert job["registered"] and job["run"] == VARIANTS[registered][0] and job["code"] == VARIANTS[registered][1]
+    assert "no longer in README.md" in plan_jobs([])[1][0]
+
+
+def test_every_registered_command_says_why_and_changes_something():
+    """A registered command runs a smaller variant or expects another exit code than its page's comment states;
+    an entry that changes neither would only hide the page's own promise (a Flower command's code depends on the
+    flower extra, so it is registered whatever its comment says)."""
+    for command, line in documented_commands():
+        if command in VARIANTS:
+            variant, code, why = VARIANTS[command]
+            assert why.strip(), command
+            changes = variant not in (None, command) or code != promised_code(line)
+            assert changes or "flower" in command, f"redundant entry: {command}"
 
 
 def is_flower_job(job: dict) -> bool:
@@ -516,15 +484,12 @@ def run_readme_jobs(tmp_path: Path, flower: bool) -> Path:
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_GUARD_S,
     )
     results = json.loads((tmp_path / "results.json").read_text()) if (tmp_path / "results.json").exists() else []
     assert len(results) == len(jobs), f"the child stopped after {len(results)} commands: {child.stderr[-2000:]}"
     problems += [p for job, result in zip(jobs, results, strict=True) if (p := judge(job, result))]
-    cpu, wall = sum(r["cpu"] for r in results), sum(r["seconds"] for r in results)
-    print(f"{len(results)} README commands: {cpu:.1f} CPU s, {wall:.1f} s wall")  # shown with pytest -s
-    timing = ", ".join(f"{r['cpu']:.1f}" for r in results)
-    assert not problems, "\n".join(problems) + f"\n(CPU seconds per command: {timing})"
+    assert not problems, "\n".join(problems)
     return work
 
 

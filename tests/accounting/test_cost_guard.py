@@ -2,7 +2,7 @@
 dp-accounting's k-fold PLD (checked against that slow path on small cases and the closed form), a PLD
 predicted to be slow is skipped with its reason unless insisted on, a long accountant says so on
 stderr, opacus's PRV is stopped at its time limit, and `account` with every accountant on the issue's
-fedzero configuration finishes without the minutes-long PLD."""
+fedzero configuration answers with the collapsed PLD (no test here times anything)."""
 
 from __future__ import annotations
 
@@ -61,12 +61,12 @@ def test_subsampled_and_laplace_compositions_keep_the_k_fold_path():
     assert "composition_collapsed" not in fast.last_details
 
 
-def test_the_issue_configuration_is_instant_and_an_upper_bound():
-    # 10^4 un-subsampled releases of noise 1: ~257 s in the k-fold PLD before (BENCHMARKS.md)
+def test_the_issue_configuration_composes_one_release_and_is_an_upper_bound():
+    # 10^4 un-subsampled releases of noise 1: ~257 s in the k-fold PLD before (BENCHMARKS.md); now one release
+    # is composed (what makes it instant, checked by what ran rather than by a clock)
     composition = Composition.of(SubsampledGaussian(1.0, 1.0, 1.0), 10_000)
-    start = time.process_time()
     result = run_accountant(PldAccountant(), composition, delta=1e-5)
-    assert time.process_time() - start < 5.0
+    assert result.details["releases_composed"] == 1 and "composition_collapsed" in result.details
     exact = closed_form_epsilon(100.0, 1e-5)
     assert result.ok and exact <= result.epsilon <= exact * 1.001
 
@@ -113,9 +113,8 @@ def test_prv_stops_at_its_time_limit_and_recovers():
 
 
 def test_account_with_every_accountant_on_the_fedzero_configuration(capsys):
-    start = time.perf_counter()
     code = main(["account", "--rate", "1", "--noise", "1", "--steps", "10000", "--delta", "1e-5"])
     out = capsys.readouterr().out
-    # pld answers at once (one Gaussian); prv has at most its 10 s limit; the rest are closed forms
-    assert code == 0 and time.perf_counter() - start < 60
+    # pld answers at once (one Gaussian, checked above); prv has at most its 10 s limit; the rest are closed forms
+    assert code == 0
     assert "pld" in out and "5426" in out
