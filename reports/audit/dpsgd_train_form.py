@@ -49,6 +49,8 @@ def observe_training(spec, claim, argv, user_key, canaries: int = 0, seed: int =
 
 def train_findings(observed: dict) -> list:
     """The checks' findings and a row of what ran, as ``dpsgd-check`` findings."""
+    from attacks.opacus_checks.observed import steps_analysis
+
     checked = observed["checked"]
     out = [Finding("dpsgd-check", f.severity, {"code": f.code, "message": f.message, **dict(f.values)})
            for f in checked["findings"]]
@@ -59,7 +61,7 @@ def train_findings(observed: dict) -> list:
             "opacus_rdp_epsilon": rows["opacus_rdp"], "reported_epsilon": rows["reported_epsilon"],
             "noise_power": rows.get("noise_power"),
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
-                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; "
-                       f"opacus's RDP "
+                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} "
+                       f"({steps_analysis(rows)}; opacus's RDP "
                        f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']:.4g}"}))
     return out
