@@ -10,8 +10,8 @@ written; else the last epsilon the training asked its engine for):
 - ``accumulated-batches``: a step summed k > 1 Poisson batches (``allow_grad_accumulation``, backward passes at the
   same parameters): a record in j ~ Binomial(k, q) of them adds its gradient j times, a mixture of Gaussians with
   shifts jC (dp-accounting's mixture PLD, composed over the steps), while opacus accounts one Poisson draw at rate
-  kq; critical when the claim is below the mixture's optimistic (lower) epsilon, medium when only the framework's
-  figure is (it is named understated), else info;
+  kq; critical when the claim is below the mixture's epsilon by more than ``TOLERANCE``, medium when only the
+  framework's figure is (it is named understated), else info;
 - ``accountant-missed-steps``: the engine's accountant counts fewer steps than ran (a fresh engine per epoch or
   round, a restored history cut short): critical when the claim is below the composed epsilon, else medium;
 - ``parameter-outside-private-optimizer``: a parameter some other optimizer updated (a head trained outside
@@ -70,7 +70,7 @@ def training_rows(record: dict, delta: float) -> dict:
     reported = final_report(record)
     return {"steps": composed["steps"], "epsilon": composed["pld"], "opacus_rdp": composed["opacus_rdp"],
             "accumulated": composed["accumulated"], "accounted_epsilon": composed.get("accounted_pld"),
-            "epsilon_lower": composed.get("pld_lower"), "any_record_epsilon": composed.get("any_record_pld"),
+            "any_record_epsilon": composed.get("any_record_pld"),
             "moved_between_passes": any(s.get("moved") for s in steps),
             "noise_multipliers": sorted({s["noise_multiplier"] for s in steps}),
             "sample_rates": sorted({s["sample_rate"] for s in steps if s["sample_rate"] is not None}),
@@ -111,14 +111,15 @@ def multiplicity_findings(rows: dict, claim: float | None, source: str) -> list:
     k = rows.get("accumulated", 1)
     if k <= 1:
         return []
-    exact, lower, accounted = rows["epsilon"], rows["epsilon_lower"], rows["accounted_epsilon"]
+    exact, accounted = rows["epsilon"], rows["accounted_epsilon"]
     reported = rows["reported_epsilon"]
     words = (f"{k} Poisson batches summed per optimizer step (allow_grad_accumulation): a record in j of them adds "
              f"its clipped gradient j times to the noised sum, so each step is a mixture of Gaussians with shifts "
              f"0..{k}C (j ~ Binomial({k}, q)); the {rows['steps']} steps that ran spend epsilon {exact:.4g} "
-             f"(dp-accounting mixture PLD; at least {lower:.4g}), not the {accounted:.4g} of one Poisson draw at rate "
+             f"(dp-accounting mixture PLD), not the {accounted:.4g} of one Poisson draw at rate "
              f"{k}q that opacus accounts (its RDP {rows['opacus_rdp']:.4g})")
-    if reported is not None and reported < lower:
+    understated = reported is not None and claim_severity(reported, exact) == "critical"
+    if understated:
         words += f"; the epsilon the training reported, {reported:.4g}, is understated"
     if rows.get("moved_between_passes"):
         words += (f"; parameters changed between the summed passes, so a record's gradients may differ between its "
@@ -126,13 +127,13 @@ def multiplicity_findings(rows: dict, claim: float | None, source: str) -> list:
                   f"their directions ({k}C whenever the record is in a batch)")
     else:
         words += "; the parameters did not change between the summed passes"
-    if claim is not None and claim < lower:
+    if claim is not None and claim_severity(claim, exact) == "critical":
         severity = "critical"
         words += "" if claim == reported else f"; {source} {claim:.4g} is below it"
     else:
-        severity = "medium" if reported is not None and reported < lower else "info"
+        severity = "medium" if understated else "info"
     return [OpacusFinding("accumulated-batches", severity, words,
-                          {"batches": k, "exact_epsilon": exact, "exact_epsilon_lower": lower,
+                          {"batches": k, "exact_epsilon": exact,
                            "accounted_epsilon": accounted, "reported_epsilon": reported, "claimed_epsilon": claim,
                            "moved_between_passes": rows.get("moved_between_passes", False)})]
 

@@ -287,7 +287,8 @@ def _promoter_modules() -> list:
     import importlib
 
     out = []
-    for name in ("opacus.grad_sample.grad_sample_module", "opacus.grad_sample.grad_sample_module_fast_gradient_clipping"):
+    for name in ("grad_sample_module", "grad_sample_module_fast_gradient_clipping"):
+        name = f"opacus.grad_sample.{name}"
         module = importlib.import_module(name)
         if hasattr(module, "promote_current_grad_sample"):
             out.append(module)

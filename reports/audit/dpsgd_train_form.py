@@ -2,7 +2,9 @@
 
 ``train = "file.py:function"`` (``argv``: its command line, for an argparse ``main``) is run when the target is
 built (``attacks.opacus_checks.train_run``); its mechanism is what ran: the private steps' Poisson subsampled
-Gaussian (when steps differ in noise multiplier or rate, the weakest of them over all steps: an upper bound), and
+Gaussian (when steps differ in noise multiplier or rate, the weakest of them over all steps: an upper bound; where
+steps summed several Poisson batches, none: the accounting section is then unavailable and names the finding that
+accounts it), and
 the checks of ``attacks.opacus_checks.observed`` become ``dpsgd-check`` findings, with the claim as written in the
 configuration (epsilon, delta, unit: a unit naming a user reads ``user_key``).
 """
@@ -44,7 +46,13 @@ def observe_training(spec, claim, argv, user_key, canaries: int = 0, seed: int =
     rate = max(rows["sample_rates"]) if rows["sample_rates"] else 1.0
     clip = max(rows["clips"]) if rows["clips"] else 1.0
     mechanism = SubsampledGaussian(min(rate, 1.0), min(rows["noise_multipliers"]), clip)
-    return {"training": training, "checked": checked, "mechanism": mechanism, "releases": int(rows["steps"])}
+    unaccountable = None
+    if rows.get("accumulated", 1) > 1:  # the subsampled Gaussian at rate kq is what opacus accounts, not what ran
+        unaccountable = (f"the steps sum up to {rows['accumulated']} Poisson batches each (allow_grad_accumulation): a "
+                         "mixture of Gaussians no accountant of this section models; its epsilon, "
+                         f"{rows['epsilon']:.4g}, is in the dpsgd-check findings (accumulated-batches)")
+    return {"training": training, "checked": checked, "mechanism": mechanism, "releases": int(rows["steps"]),
+            "unaccountable": unaccountable}
 
 
 def train_findings(observed: dict) -> list:
