@@ -218,6 +218,21 @@ def any_record_epsilon(parts, delta: float) -> float:
     return _ours(composition, "pld", delta)
 
 
+def one_batch_epsilon(parts, delta: float) -> float:
+    """Each step's ``batches`` passes all on the one Poisson batch (rate q) drawn for it: a record in it adds at most
+    ``batches`` C, a Poisson subsampled Gaussian of std z C / batches at rate q (our ``pld``; exact for a record whose
+    clipped gradient is the same in each pass, an upper bound otherwise)."""
+    composition = Composition(tuple(
+        (SubsampledGaussian(q, z / k) if q < 1.0 else Gaussian(z / k), n) for k, q, z, n in parts))
+    return _ours(composition, "pld", delta)
+
+
+def unsampled_epsilon(parts, delta: float) -> float:
+    """Epsilon with no amplification by sampling: each step a Gaussian of sensitivity ``batches`` C (std z C), composed
+    (our ``exact``): an upper bound whatever batches a step's passes used, reused ones included."""
+    return _ours(Composition(tuple((Gaussian(z / k), n) for k, _, z, n in parts)), "exact", delta)
+
+
 def steps_epsilon(steps: list[dict], delta: float) -> dict:
     """``{"pld", "opacus_rdp", "steps"}`` of the private steps that ran (``dpfed.dpsgd.observe`` step entries:
     noise multiplier, sample rate, count, accumulated batches): each a Poisson subsampled Gaussian, add/remove,

@@ -11,6 +11,8 @@ yields an ``OpacusLog`` of what ran inside the block:
   optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads), how many
   backward passes (Poisson batches, with ``allow_grad_accumulation``) it summed, and whether any of its parameters
   changed between those passes (their version when each pass's per-sample gradients were stored);
+- opacus's Poisson batch samplers: how many batches they drew (a step's backward passes outnumbering them means a
+  batch entered more than one pass);
 - ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
   parameter (sum of squares and count per noise std), before any scaling;
 - each accountant's ``get_epsilon`` (``PrivacyEngine.get_epsilon`` or ``engine.accountant.get_epsilon``, opacus's
@@ -53,6 +55,7 @@ class OpacusLog:
     private_grads: dict = field(default_factory=dict)  # id(parameter) -> (id, version) of its last private gradient
     loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
     passes: dict = field(default_factory=dict)  # id(parameter) -> its version at each backward pass since its step
+    batches_drawn: int | None = None  # batches opacus's Poisson samplers yielded (None: none iterated)
 
     def updated_outside(self) -> list[str]:
         """Parameters some optimizer other than a private one updated (named where make_private's module has
@@ -81,7 +84,7 @@ class OpacusLog:
                            "accumulated": k, "moved": moved} for (e, z, c, q, k, moved), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
                           for (e, s), v in self.noise.items()],
-                "epsilons": list(self.epsilons), "accountants": histories}
+                "epsilons": list(self.epsilons), "accountants": histories, "batches_drawn": self.batches_drawn}
 
 
 def engine_id(engine) -> str:
@@ -125,6 +128,7 @@ class _Observer:
                           "add_noise": DPOptimizer.add_noise}
         self.accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
         self.promoters = _promoter_modules()
+        self.samplers = _poisson_samplers()
         self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
         self.hook = None
 
@@ -140,6 +144,8 @@ class _Observer:
         self.optimizer_class.add_noise = lambda optimizer: observer.add_noise(optimizer)
         for module in self.promoters:
             module.promote_current_grad_sample = self.promoted
+        for cls in self.samplers:
+            cls.__iter__ = self._drawing(cls)
 
     def uninstall(self) -> None:
         self.hook.remove()
@@ -150,6 +156,8 @@ class _Observer:
         self.optimizer_class.add_noise = self.originals["add_noise"]
         for module in self.promoters:
             module.promote_current_grad_sample = self.promote
+        for cls, original in self.samplers.items():
+            cls.__iter__ = original
 
     def make_private(self, engine, *args, **kwargs):
         import torch
@@ -190,6 +198,17 @@ class _Observer:
             return value
 
         return get_epsilon
+
+    def _drawing(self, cls):
+        log, original = self.log, self.samplers[cls]
+
+        def __iter__(sampler):
+            log.batches_drawn = log.batches_drawn or 0
+            for batch in original(sampler):
+                log.batches_drawn += 1
+                yield batch
+
+        return __iter__
 
     def promoted(self, p) -> None:
         """opacus stores a backward pass's per-sample gradients of ``p``: its version then (it changes when the
@@ -280,6 +299,14 @@ def _accumulated(optimizer) -> int:
         return max(1, int(optimizer.accumulated_iterations))
     except (ValueError, AttributeError, TypeError, IndexError):
         return 1
+
+
+def _poisson_samplers() -> dict:
+    """opacus's Poisson batch samplers (the batch samplers of its ``DPDataLoader``) and their ``__iter__``."""
+    from opacus.utils import uniform_sampler
+
+    classes = (uniform_sampler.UniformWithReplacementSampler, uniform_sampler.DistributedUniformWithReplacementSampler)
+    return {cls: cls.__iter__ for cls in classes}
 
 
 def _promoter_modules() -> list:

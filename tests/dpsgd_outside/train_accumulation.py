@@ -7,6 +7,9 @@ end from the engine.
 multiplier 1. Each step sums 4 independent Poisson batches at the same parameters, so a record can add its clipped
 gradient up to 4 times to one noised sum; opacus accounts each step as one Poisson draw at rate 4/8.
 ``train_every_batch``: the same loop stepping after every batch (no accumulation), the control.
+``train_two_losses``: one step per batch, but the task loss and a second loss (the same cross-entropy on the
+inputs with a little noise added, a robustness term) backward'd one after the other: two passes on one batch, so a
+record in the batch adds two clipped gradients to the step's noised sum.
 """
 
 import torch
@@ -25,7 +28,7 @@ def _data():
     return TensorDataset(x, y)
 
 
-def _train(accumulate: int):
+def _train(accumulate: int, second_loss: bool = False):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(FEATURES, 8), nn.ReLU(), nn.Linear(8, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
@@ -39,6 +42,8 @@ def _train(accumulate: int):
         for i, (x, y) in enumerate(loader):
             loss = criterion(model(x), y)
             loss.backward()
+            if second_loss:  # a robustness term: the same loss on slightly perturbed inputs
+                criterion(model(x + 0.1 * torch.randn_like(x)), y).backward()
             if (i + 1) % accumulate == 0:  # one step per `accumulate` batches
                 optimizer.step()
                 optimizer.zero_grad()
@@ -52,3 +57,7 @@ def train():
 
 def train_every_batch():
     _train(1)
+
+
+def train_two_losses():
+    _train(1, second_loss=True)

@@ -105,7 +105,7 @@ def test_moved_parameters_add_the_bound_for_any_directions():
     assert composed["any_record_pld"] > composed["pld"]
 
 
-def _observed_steps(passes: int, physical: int | None = None, move: bool = False) -> list[dict]:
+def _observed_steps(passes: int, physical: int | None = None, move: bool = False) -> tuple[list[dict], int]:
     """A tiny opacus training in the test: ``passes`` Poisson batches per step with ``allow_grad_accumulation``
     (``move``: a parameter scaled in place between them), or opacus's BatchMemoryManager splitting each Poisson
     batch into physical batches of ``physical``."""
@@ -138,16 +138,18 @@ def _observed_steps(passes: int, physical: int | None = None, move: bool = False
                 elif move:
                     with torch.no_grad():
                         model._module.weight.mul_(0.5)
-    return log.to_dict()["steps"]
+    record = log.to_dict()
+    return record["steps"], record["batches_drawn"]
 
 
 @pytest.mark.parametrize("passes, physical, move, accumulated, moved", [
     (2, None, False, 2, False), (2, None, True, 2, True), (1, None, False, 1, False), (1, 4, False, 1, False)])
 def test_the_observer_counts_the_batches_each_step_sums(passes, physical, move, accumulated, moved):
-    """opacus counts 4 batches per epoch here (64 records, batch 16); BatchMemoryManager's physical batches are one
-    Poisson batch split, not several."""
-    [entry] = _observed_steps(passes, physical, move)
-    assert entry["accumulated"] == accumulated and entry["moved"] is moved
+    """opacus counts 4 batches per epoch here (64 records, batch 16), and its sampler draws 4; BatchMemoryManager's
+    physical batches are one Poisson batch split, not several."""
+    steps, drawn = _observed_steps(passes, physical, move)
+    [entry] = steps
+    assert entry["accumulated"] == accumulated and entry["moved"] is moved and drawn == 4
     assert entry["count"] == 4 // passes and entry["sample_rate"] == pytest.approx(accumulated / 4)
 
 
@@ -197,3 +199,24 @@ def test_accumulation_as_an_audit_target_is_a_violation(tmp_path, monkeypatch):
     reference = _dp_accounting_mixture(4, 1 / 8, 1.0, 4, 1e-5)
     assert reference <= checks["accumulated-batches"]["values"]["exact_epsilon"] <= reference * 1.01
     assert "claim-holds" not in {f["id"] for f in target["findings"]}  # opacus's rate-kq accounting proves nothing
+
+
+@pytest.mark.slow
+def test_two_passes_on_one_batch_are_named_with_the_bounds_that_hold(tmp_path):
+    """Two losses backward'd on each batch: 32 passes, 16 batches drawn. The bounds are dp-accounting's events: the
+    one batch per step at rate 1/8 with sensitivity 2C, and, whatever the batches, a Gaussian of sensitivity 2C per
+    step."""
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+
+    code, result = _check(tmp_path, "train_two_losses")
+    [finding] = [f for f in result["findings"] if f["code"] == "passes-above-batches"]
+    values = finding["values"]
+    assert finding["severity"] == "medium" and values["passes"] == 32 and values["batches_drawn"] == 16
+    within = pld_privacy_accountant.PLDAccountant()
+    within.compose(dp_event.PoissonSampledDpEvent(1 / 8, dp_event.GaussianDpEvent(0.5)), 16)
+    assert values["within_step_bound"] == pytest.approx(within.get_epsilon(1e-5), rel=1e-2)
+    anywhere = pld_privacy_accountant.PLDAccountant()
+    anywhere.compose(dp_event.GaussianDpEvent(0.5), 16)
+    assert values["unsampled_bound"] == pytest.approx(anywhere.get_epsilon(1e-5), rel=1e-2)
+    assert code == 1  # the reported 7.31 (opacus, rate 2q) is below even the mixture of two fresh batches
