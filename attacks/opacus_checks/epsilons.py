@@ -148,7 +148,8 @@ def group_poisson_epsilon(copies: int, rate: float, noise_multiplier: float, ste
                           delta: float) -> tuple[float, str]:
     """A group of ``copies`` records, each joining a Poisson batch independently at ``rate``, added or removed
     together: per step the sum shifts by jC with j ~ Binomial(copies, rate), a mixture of Gaussians
-    (dp-accounting's pessimistic mixture PLD, both adjacencies, grid 1e-2: tight up to about 1 %)."""
+    (dp-accounting's pessimistic mixture PLD, both adjacencies, grid ``multiplicity_interval``: tight up to about
+    1 %)."""
     if rate >= 1.0:
         return _ours(Composition.of(Gaussian(noise_multiplier / copies), steps), "exact", delta), \
             f"{TIGHT}: {copies} records in every batch, Gaussian of sensitivity {copies}C (exact)"
