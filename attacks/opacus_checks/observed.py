@@ -7,6 +7,15 @@ written; else the last epsilon the training asked its engine for):
 - ``claim-below-steps``: the claim is below the epsilon of the private steps that ran (each a Poisson subsampled
   Gaussian at the noise multiplier and rate opacus's accountant hook read at that step, add/remove, composed by our
   ``pld`` accountant; opacus's RDP beside it), by more than ``TOLERANCE`` (medium within it);
+- ``accumulated-batches``: a step summed k > 1 Poisson batches (``allow_grad_accumulation``, backward passes at the
+  same parameters): a record in j ~ Binomial(k, q) of them adds its gradient j times, a mixture of Gaussians with
+  shifts jC (dp-accounting's mixture PLD, composed over the steps), while opacus accounts one Poisson draw at rate
+  kq; critical when the claim is below the mixture's epsilon by more than ``TOLERANCE``, medium when only the
+  framework's figure is (it is named understated), else info;
+- ``passes-above-batches``: more backward passes were summed into the private steps than opacus's Poisson samplers
+  drew batches (two losses backward'd one after the other on one batch, a batch kept and used again, or passes on
+  other data): a record may add its gradient more than once per batch, which nothing here accounts exactly; medium,
+  the steps' epsilon not established, with the bounds that hold (every pass within its step's own batches; any);
 - ``accountant-missed-steps``: the engine's accountant counts fewer steps than ran (a fresh engine per epoch or
   round, a restored history cut short): critical when the claim is below the composed epsilon, else medium;
 - ``parameter-outside-private-optimizer``: a parameter some other optimizer updated (a head trained outside
@@ -64,6 +73,11 @@ def training_rows(record: dict, delta: float) -> dict:
     counted = sum(int(n) for entry in record["accountants"].values() for _, _, n in entry["history"])
     reported = final_report(record)
     return {"steps": composed["steps"], "epsilon": composed["pld"], "opacus_rdp": composed["opacus_rdp"],
+            "accumulated": composed["accumulated"], "accounted_epsilon": composed.get("accounted_pld"),
+            "any_record_epsilon": composed.get("any_record_pld"),
+            "moved_between_passes": any(s.get("moved") for s in steps),
+            "passes": sum(max(1, int(s.get("accumulated", 1) or 1)) * int(s["count"]) for s in steps),
+            "batches_drawn": record.get("batches_drawn"),
             "noise_multipliers": sorted({s["noise_multiplier"] for s in steps}),
             "sample_rates": sorted({s["sample_rate"] for s in steps if s["sample_rate"] is not None}),
             "clips": sorted({s["clip"] for s in steps if s["clip"] is not None}), "counted_steps": counted,
@@ -78,7 +92,8 @@ def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
     if claim is not None and (severity := claim_severity(claim, rows["epsilon"])):
         out.append(OpacusFinding("claim-below-steps", severity,
                                  f"{source} {claim:.4g} is below the epsilon of the {rows['steps']} private steps that "
-                                 f"ran, {rows['epsilon']:.4g} (pld; opacus's RDP {rows['opacus_rdp']:.4g})",
+                                 f"ran, {rows['epsilon']:.4g} ({steps_analysis(rows)}; opacus's RDP "
+                                 f"{rows['opacus_rdp']:.4g})",
                                  {"claimed_epsilon": claim, "steps_epsilon": rows["epsilon"], "steps": rows["steps"]}))
     if rows["counted_steps"] < rows["steps"]:
         covered = claim is not None and claim >= rows["epsilon"]
@@ -88,6 +103,70 @@ def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
                                  f"({rows['reported_epsilon']}) ignores the rest; all steps: {rows['epsilon']:.4g}",
                                  {"steps": rows["steps"], "counted_steps": rows["counted_steps"]}))
     return out
+
+
+def steps_analysis(rows: dict) -> str:
+    """How the steps' epsilon was composed: ``pld``, or the mixture over the batches accumulated per step."""
+    if rows.get("accumulated", 1) > 1:
+        return f"mixture PLD over up to {rows['accumulated']} Poisson batches summed per step"
+    return "pld"
+
+
+def multiplicity_findings(rows: dict, claim: float | None, source: str) -> list:
+    """``accumulated-batches`` where a step summed more than one Poisson batch (see the module's docstring)."""
+    k = rows.get("accumulated", 1)
+    if k <= 1:
+        return []
+    exact, accounted = rows["epsilon"], rows["accounted_epsilon"]
+    reported = rows["reported_epsilon"]
+    words = (f"{k} Poisson batches summed per optimizer step (allow_grad_accumulation): a record in j of them adds "
+             f"its clipped gradient j times to the noised sum, so each step is a mixture of Gaussians with shifts "
+             f"0..{k}C (j ~ Binomial({k}, q)); the {rows['steps']} steps that ran spend epsilon {exact:.4g} "
+             f"(dp-accounting mixture PLD), not the {accounted:.4g} of one Poisson draw at rate "
+             f"{k}q that opacus accounts (its RDP {rows['opacus_rdp']:.4g})")
+    understated = reported is not None and claim_severity(reported, exact) == "critical"
+    if rows.get("batches_drawn") is not None and rows.get("passes", 0) > rows["batches_drawn"]:
+        words += " (counting each backward pass as a fresh batch: see passes-above-batches)"
+    if understated:
+        words += f"; the epsilon the training reported, {reported:.4g}, is understated"
+    if rows.get("moved_between_passes"):
+        words += (f"; parameters changed between the summed passes, so a record's gradients may differ between its "
+                  f"batches: the mixture takes them aligned, and {rows['any_record_epsilon']:.4g} holds whatever "
+                  f"their directions ({k}C whenever the record is in a batch)")
+    else:
+        words += "; the parameters did not change between the summed passes"
+    if claim is not None and claim_severity(claim, exact) == "critical":
+        severity = "critical"
+        words += "" if claim == reported else f"; {source} {claim:.4g} is below it"
+    else:
+        severity = "medium" if understated else "info"
+    return [OpacusFinding("accumulated-batches", severity, words,
+                          {"batches": k, "exact_epsilon": exact,
+                           "accounted_epsilon": accounted, "reported_epsilon": reported, "claimed_epsilon": claim,
+                           "moved_between_passes": rows.get("moved_between_passes", False)})]
+
+
+def reuse_findings(record: dict, rows: dict, delta: float) -> list:
+    """``passes-above-batches`` where the steps summed more backward passes than opacus's samplers drew batches."""
+    drawn, passes = rows.get("batches_drawn"), rows.get("passes", 0)
+    if drawn is None or passes <= drawn:
+        return []
+    parts = eps.accumulated_parts(record["steps"])
+    anywhere = eps.unsampled_epsilon(parts, delta)
+    if drawn == rows["steps"]:  # one batch drawn per step: its passes on that batch (or on other data)
+        within, how = eps.one_batch_epsilon(parts, delta), "if each step's passes used only the one batch drawn for it"
+    else:
+        within, how = eps.any_record_epsilon(parts, delta), "if each step's passes used only batches drawn for it"
+    return [OpacusFinding("passes-above-batches", "medium",
+                          f"{passes} backward passes were summed into the {rows['steps']} private steps, but opacus's "
+                          f"Poisson samplers drew {drawn} batches: a batch entered more than one pass (two losses "
+                          "backward'd one after the other on one batch, a batch kept and used again) or passes ran on "
+                          "other data, so a record may add its clipped gradient more than once per batch. No accountant"
+                          f" here models that exactly: the epsilon of the steps ({rows['epsilon']:.4g} counts each pass"
+                          f" as a batch of its own) is not established; at most {within:.4g} {how}, at most "
+                          f"{anywhere:.4g} whatever they used (no amplification by sampling)",
+                          {"passes": passes, "batches_drawn": drawn, "within_step_bound": within,
+                           "unsampled_bound": anywhere})]
 
 
 def _outside_findings(record: dict) -> list:
@@ -211,7 +290,9 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
     rows["noise_power"] = noise_power(record, alpha)
     claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
     source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
-    findings = (_steps_findings(rows, claim, source) + _outside_findings(record)
+    findings = (_steps_findings(rows, claim, source) + multiplicity_findings(rows, claim, source)
+                + reuse_findings(record, rows, delta)
+                + _outside_findings(record)
                 + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)

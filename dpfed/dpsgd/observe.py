@@ -8,7 +8,11 @@ yields an ``OpacusLog`` of what ran inside the block:
   multiplier, clip, the sample rate opacus's accountant hook is given (1 / len(data_loader)), Poisson or not,
   the data set's size;
 - ``DPOptimizer.pre_step``: each step that really updated the model (not one skipped or accumulated), with the
-  optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads);
+  optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads), how many
+  backward passes (Poisson batches, with ``allow_grad_accumulation``) it summed, and whether any of its parameters
+  changed between those passes (their version when each pass's per-sample gradients were stored);
+- opacus's Poisson batch samplers: how many batches they drew (a step's backward passes outnumbering them means a
+  batch entered more than one pass);
 - ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
   parameter (sum of squares and count per noise std), before any scaling;
 - each accountant's ``get_epsilon`` (``PrivacyEngine.get_epsilon`` or ``engine.accountant.get_epsilon``, opacus's
@@ -50,6 +54,8 @@ class OpacusLog:
     names: dict = field(default_factory=dict)  # id(parameter) -> its name in a module given to make_private
     private_grads: dict = field(default_factory=dict)  # id(parameter) -> (id, version) of its last private gradient
     loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
+    passes: dict = field(default_factory=dict)  # id(parameter) -> its version at each backward pass since its step
+    batches_drawn: int | None = None  # batches opacus's Poisson samplers yielded (None: none iterated)
 
     def updated_outside(self) -> list[str]:
         """Parameters some optimizer other than a private one updated (named where make_private's module has
@@ -74,11 +80,11 @@ class OpacusLog:
                 "optimizers": [{"private": key in self.private_optimizers, "steps": e["steps"],
                                 "parameters": len(e["params"])} for key, e in self.optimizers.items()],
                 "updated_outside": self.updated_outside(),
-                "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n}
-                          for (e, z, c, q), n in self.steps.items()],
+                "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n,
+                           "accumulated": k, "moved": moved} for (e, z, c, q, k, moved), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
                           for (e, s), v in self.noise.items()],
-                "epsilons": list(self.epsilons), "accountants": histories}
+                "epsilons": list(self.epsilons), "accountants": histories, "batches_drawn": self.batches_drawn}
 
 
 def engine_id(engine) -> str:
@@ -121,6 +127,9 @@ class _Observer:
         self.originals = {"make_private": PrivacyEngine.make_private, "pre_step": DPOptimizer.pre_step,
                           "add_noise": DPOptimizer.add_noise}
         self.accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
+        self.promoters = _promoter_modules()
+        self.samplers = _poisson_samplers()
+        self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
         self.hook = None
 
     def install(self) -> None:
@@ -133,6 +142,10 @@ class _Observer:
             cls.get_epsilon = self._epsilon_of(cls)
         self.optimizer_class.pre_step = lambda optimizer, *a, **k: observer.pre_step(optimizer, *a, **k)
         self.optimizer_class.add_noise = lambda optimizer: observer.add_noise(optimizer)
+        for module in self.promoters:
+            module.promote_current_grad_sample = self.promoted
+        for cls in self.samplers:
+            cls.__iter__ = self._drawing(cls)
 
     def uninstall(self) -> None:
         self.hook.remove()
@@ -141,6 +154,10 @@ class _Observer:
             cls.get_epsilon = original
         self.optimizer_class.pre_step = self.originals["pre_step"]
         self.optimizer_class.add_noise = self.originals["add_noise"]
+        for module in self.promoters:
+            module.promote_current_grad_sample = self.promote
+        for cls, original in self.samplers.items():
+            cls.__iter__ = original
 
     def make_private(self, engine, *args, **kwargs):
         import torch
@@ -182,16 +199,40 @@ class _Observer:
 
         return get_epsilon
 
+    def _drawing(self, cls):
+        log, original = self.log, self.samplers[cls]
+
+        def __iter__(sampler):
+            log.batches_drawn = log.batches_drawn or 0
+            for batch in original(sampler):
+                log.batches_drawn += 1
+                yield batch
+
+        return __iter__
+
+    def promoted(self, p) -> None:
+        """opacus stores a backward pass's per-sample gradients of ``p``: its version then (it changes when the
+        parameter is updated in place)."""
+        if p.requires_grad:
+            self.log.passes.setdefault(id(p), []).append(p._version)
+        self.promote(p)
+
+    def _moved(self, optimizer) -> bool:
+        """Whether a parameter of ``optimizer`` changed between the backward passes its step sums (then cleared)."""
+        versions = [self.log.passes.pop(id(p), []) for p in optimizer.params]
+        return any(len(set(v)) > 1 for v in versions)
+
     def pre_step(self, optimizer, *args, **kwargs):
+        batches = _accumulated(optimizer)  # read before opacus clears anything
         stepped = self.originals["pre_step"](optimizer, *args, **kwargs)
         if stepped:
             for p in optimizer.params:
                 if p.grad is not None:
                     self.log.private_grads[id(p)] = (id(p.grad), p.grad._version)
             rate = getattr(optimizer, OPTIMIZER_RATE, None)
-            rate = None if rate is None else rate * int(getattr(optimizer, "accumulated_iterations", 1) or 1)
+            rate = None if rate is None else rate * batches  # as opacus's accountant hook multiplies it
             key = (getattr(optimizer, ENGINE_ID, "unknown"), float(optimizer.noise_multiplier),
-                   _float(optimizer.max_grad_norm), rate)
+                   _float(optimizer.max_grad_norm), rate, batches, self._moved(optimizer))
             with _lock:
                 self.log.steps[key] = self.log.steps.get(key, 0) + 1
         self._commit_noise(optimizer)  # against the multiplier opacus's accountant reads at the end of pre_step
@@ -250,6 +291,35 @@ class _Observer:
                 # another optimizer applying the private (noisy) gradient again is post-processing, not a leak
                 if p.grad is not None and (private or log.private_grads.get(id(p)) != (id(p.grad), p.grad._version)):
                     entry["params"][id(p)] = p
+
+
+def _accumulated(optimizer) -> int:
+    """opacus's count of the backward passes (Poisson batches) the optimizer's next step sums (1 when unknown)."""
+    try:
+        return max(1, int(optimizer.accumulated_iterations))
+    except (ValueError, AttributeError, TypeError, IndexError):
+        return 1
+
+
+def _poisson_samplers() -> dict:
+    """opacus's Poisson batch samplers (the batch samplers of its ``DPDataLoader``) and their ``__iter__``."""
+    from opacus.utils import uniform_sampler
+
+    classes = (uniform_sampler.UniformWithReplacementSampler, uniform_sampler.DistributedUniformWithReplacementSampler)
+    return {cls: cls.__iter__ for cls in classes}
+
+
+def _promoter_modules() -> list:
+    """opacus's grad-sample modules that call ``promote_current_grad_sample`` by its module-level name."""
+    import importlib
+
+    out = []
+    for name in ("grad_sample_module", "grad_sample_module_fast_gradient_clipping"):
+        name = f"opacus.grad_sample.{name}"
+        module = importlib.import_module(name)
+        if hasattr(module, "promote_current_grad_sample"):
+            out.append(module)
+    return out
 
 
 def _float(value):

@@ -97,6 +97,9 @@ def accounting_section(target, names, rounds_names=("moments", "rdp", "pld"), ro
     """Every accountant's epsilon at the claimed delta for each relation/sampling variant of the target's
     mechanism, the claimed setting at the target's reference delta, notes and epsilon over rounds."""
     claim, mechanism, steps = target.claim, target.mechanism, target.releases
+    unaccountable = getattr(target, "unaccountable", None)  # a target whose mechanism no accountant of ours models
+    if unaccountable:
+        return Unavailable(unaccountable)
     if mechanism is None:
         return no_noise_section(target, names)
     reference_delta = target.spec.reference_delta

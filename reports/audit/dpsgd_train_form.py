@@ -2,7 +2,9 @@
 
 ``train = "file.py:function"`` (``argv``: its command line, for an argparse ``main``) is run when the target is
 built (``attacks.opacus_checks.train_run``); its mechanism is what ran: the private steps' Poisson subsampled
-Gaussian (when steps differ in noise multiplier or rate, the weakest of them over all steps: an upper bound), and
+Gaussian (when steps differ in noise multiplier or rate, the weakest of them over all steps: an upper bound; where
+steps summed several Poisson batches, none: the accounting section is then unavailable and names the finding that
+accounts it), and
 the checks of ``attacks.opacus_checks.observed`` become ``dpsgd-check`` findings, with the claim as written in the
 configuration (epsilon, delta, unit: a unit naming a user reads ``user_key``).
 """
@@ -44,11 +46,19 @@ def observe_training(spec, claim, argv, user_key, canaries: int = 0, seed: int =
     rate = max(rows["sample_rates"]) if rows["sample_rates"] else 1.0
     clip = max(rows["clips"]) if rows["clips"] else 1.0
     mechanism = SubsampledGaussian(min(rate, 1.0), min(rows["noise_multipliers"]), clip)
-    return {"training": training, "checked": checked, "mechanism": mechanism, "releases": int(rows["steps"])}
+    unaccountable = None
+    if rows.get("accumulated", 1) > 1:  # the subsampled Gaussian at rate kq is what opacus accounts, not what ran
+        unaccountable = (f"the steps sum up to {rows['accumulated']} Poisson batches each (allow_grad_accumulation): a "
+                         "mixture of Gaussians no accountant of this section models; its epsilon, "
+                         f"{rows['epsilon']:.4g}, is in the dpsgd-check findings (accumulated-batches)")
+    return {"training": training, "checked": checked, "mechanism": mechanism, "releases": int(rows["steps"]),
+            "unaccountable": unaccountable}
 
 
 def train_findings(observed: dict) -> list:
     """The checks' findings and a row of what ran, as ``dpsgd-check`` findings."""
+    from attacks.opacus_checks.observed import steps_analysis
+
     checked = observed["checked"]
     out = [Finding("dpsgd-check", f.severity, {"code": f.code, "message": f.message, **dict(f.values)})
            for f in checked["findings"]]
@@ -59,7 +69,7 @@ def train_findings(observed: dict) -> list:
             "opacus_rdp_epsilon": rows["opacus_rdp"], "reported_epsilon": rows["reported_epsilon"],
             "noise_power": rows.get("noise_power"),
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
-                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; "
-                       f"opacus's RDP "
+                       f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} "
+                       f"({steps_analysis(rows)}; opacus's RDP "
                        f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']:.4g}"}))
     return out

@@ -146,6 +146,7 @@ class DpsgdTarget(BaseTarget):
         datasets = self.train_observed["training"].datasets
         self.examples = len(datasets[0]) if datasets else 0
         self.mechanism, self.releases = self.train_observed["mechanism"], self.train_observed["releases"]
+        self.unaccountable = self.train_observed.get("unaccountable")
         self.steps, self.canaries = self.releases, DEFAULT_CANARIES
         self.planned, self.one_run_default = {}, None
 

@@ -155,14 +155,18 @@ def run(args) -> int:
 
 
 def train_lines(result: dict) -> list[str]:
+    from attacks.opacus_checks.observed import steps_analysis
+
     rows = result["rows"]
     lines = [f"opacus training check: verdict {result['verdict']} ({result['train']}, {result['seconds']:.1f} s)"]
     if rows:
         claim = "none" if result["claim"] is None else f"{result['claim']:.4g}"
         lines += [f"  ran: {rows['steps']} private steps, noise multipliers {rows['noise_multipliers']}, sample rates "
                   f"{[round(q, 6) for q in rows['sample_rates']]}, clips {rows['clips']}, "
-                  f"{'Poisson' if rows['poisson'] else 'not Poisson'}, {rows['engines']} engine(s)",
-                  f"  epsilon {rows['epsilon']:.4g} [pld] of the steps that ran (opacus's RDP "
+                  f"{'Poisson' if rows['poisson'] else 'not Poisson'}, {rows['engines']} engine(s)"
+                  + (f", up to {rows['accumulated']} Poisson batches summed per step (the rates are opacus's, "
+                     "over them)" if rows.get("accumulated", 1) > 1 else ""),
+                  f"  epsilon {rows['epsilon']:.4g} [{steps_analysis(rows)}] of the steps that ran (opacus's RDP "
                   f"{rows['opacus_rdp']:.4g}); "
                   f"the engine's accountant counts {rows['counted_steps']} steps and reported "
                   f"{_figure(rows['reported_epsilon'])}; claim tested {claim} at delta {result['delta']:g}"]
