@@ -1,0 +1,110 @@
+"""Every private optimizer class opacus can hand back is observed (``dpfed.dpsgd.observe``): the test walks
+opacus's own dispatch table (``opacus.optimizers.get_optimizer_class`` over every clipping, distribution and
+grad-sample mode it accepts) and, for each class it returns, takes one step of an instance inside
+``observing_opacus`` and requires the step counted once and the noise it added measured.
+
+The noise reference is the closed form: one step's noise over n coordinates has measured std / (z C) distributed as
+sqrt(chi2(n) / n); n = 40 here, so the measured ratio lies in [0.5, 1.6] with probability above 1 - 1e-4 (scipy's
+chi2; adaptive clipping adds more noise to the gradient by design, Andrew et al.'s Theorem 1, and is held to that
+larger figure). Each instance is seeded, so the outcome is the same every run. The distributed classes run in a
+one-process gloo group (rank 0, world size 1).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+optimizers = pytest.importorskip("opacus.optimizers")
+
+CLIPPINGS = ("flat", "per_layer", "adaptive")
+MODES = (None, "hooks", "functorch", "ew", "ghost", "ghost_fsdp")
+Z, C, BATCH = 1.0, 1.0, 4
+
+
+def dispatched_classes() -> list:
+    """Every class opacus's ``get_optimizer_class`` returns for some arguments it accepts."""
+    found = []
+    for clipping, distributed, mode in itertools.product(CLIPPINGS, (False, True), MODES):
+        try:
+            cls = optimizers.get_optimizer_class(clipping, distributed, mode)
+        except ValueError:
+            continue
+        if cls not in found:
+            found.append(cls)
+    return found
+
+
+@pytest.fixture(scope="module")
+def one_process_group(tmp_path_factory):
+    import torch.distributed as dist
+
+    started = not dist.is_initialized()
+    if started:  # a file store: no port to collide with
+        store = tmp_path_factory.mktemp("group") / "store"
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    yield
+    if started:
+        dist.destroy_process_group()
+
+
+def _instance(cls):
+    torch.manual_seed(0)
+    weight, bias = torch.nn.Parameter(torch.zeros(4, 8)), torch.nn.Parameter(torch.zeros(8))
+    params = [weight, bias]
+    kwargs = {"noise_multiplier": Z, "max_grad_norm": C, "expected_batch_size": BATCH}
+    if issubclass(cls, optimizers.DPPerLayerOptimizer):
+        kwargs["max_grad_norm"] = [C / 2 ** 0.5] * 2  # flat norm C
+    if issubclass(cls, optimizers.AdaClipDPOptimizer):
+        kwargs.update(target_unclipped_quantile=0.5, clipbound_learning_rate=0.2, max_clipbound=10.0,
+                      min_clipbound=0.1, unclipped_num_std=2.0)
+    optimizer = cls(torch.optim.SGD(params, lr=0.1), generator=torch.Generator().manual_seed(1), **kwargs)
+    return optimizer, params
+
+
+def _gradients(optimizer, params) -> None:
+    """One batch's gradients as the class expects them: per-sample (``grad_sample``), or, for ghost clipping, the
+    clipped sum already in ``grad`` (opacus's loss wrapper puts it there)."""
+    ghost = isinstance(optimizer, optimizers.DPOptimizerFastGradientClipping)
+    for p in params:
+        sample = torch.randn(BATCH, *p.shape) * 5.0
+        if ghost:
+            p.grad = sample.sum(0) / BATCH * 0.01  # a mean loss's clipped sum (per-sample norms far below C)
+        else:
+            p.grad_sample = sample
+            p.grad = sample.mean(0)
+
+
+def _expected_ratio(optimizer) -> float:
+    if isinstance(optimizer, optimizers.AdaClipDPOptimizer):  # Theorem 1: the gradient's noise is raised
+        return (Z ** -2 - (2 * optimizer.unclipped_num_std) ** -2) ** -0.5 / Z
+    return 1.0
+
+
+def test_the_table_is_walked_and_holds_opacus_documented_paths():
+    """The walk finds at least the classes opacus documents (ghost, adaptive, per-layer, distributed, FSDP)."""
+    names = {cls.__name__ for cls in dispatched_classes()}
+    assert {"DPOptimizer", "DPOptimizerFastGradientClipping", "AdaClipDPOptimizer", "DPPerLayerOptimizer",
+            "DistributedDPOptimizer", "FSDPOptimizerFastGradientClipping"} <= names, names
+
+
+@pytest.mark.parametrize("cls", dispatched_classes(), ids=lambda cls: cls.__name__)
+def test_each_class_opacus_dispatches_on_is_observed(cls, one_process_group):
+    from dpfed.dpsgd.observe import observing_opacus
+
+    optimizer, params = _instance(cls)
+    with observing_opacus() as log:
+        for name in ("pre_step", "add_noise"):  # whatever class in its MRO defines them: observed
+            assert hasattr(getattr(cls, name), "__wrapped__"), f"{cls.__name__}.{name} is not observed"
+        _gradients(optimizer, params)
+        optimizer.step()
+    record = log.to_dict()
+    assert [s["count"] for s in record["steps"]] == [1], f"{cls.__name__}: {record['steps']}"
+    [noise] = record["noise"]
+    assert noise["count"] == sum(p.numel() for p in params) and noise["expected_std"] == pytest.approx(Z * C)
+    ratio = (noise["sum_squares"] / noise["count"]) ** 0.5 / noise["expected_std"]
+    assert 0.5 * _expected_ratio(optimizer) < ratio < 1.6 * _expected_ratio(optimizer), (cls.__name__, ratio)
+    for name in ("pre_step", "add_noise"):  # restored on leaving the block
+        assert not hasattr(getattr(cls, name), "__wrapped__")
