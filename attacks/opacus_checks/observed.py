@@ -22,8 +22,11 @@ written; else the last epsilon the training asked its engine for):
   rigorous one-run bounds (counted guesses, Steinke et al.; weighted guesses from the continuous scores) whose
   combined test rejects the claim.
 
-The training's own figure is the last epsilon it asked for after its last private step, at the delta it asked for
-(then every epsilon below is at that delta); with none, and no claim given, no claim is tested.
+The claim tested is the user's, wherever they made it (``claim_of``), in this order: the one given (the
+configuration, ``--claim-epsilon``); the training's own figure, the last epsilon it asked for after its last private
+step, at the delta it asked for (then every epsilon below is at that delta); the ``target_epsilon`` it gave
+``make_private_with_epsilon`` (at its ``target_delta``; ``make_private_with_epsilon-target`` says how many epochs it
+asked for against those that ran). With none of them, no claim is tested.
 """
 
 from __future__ import annotations
@@ -57,6 +60,42 @@ def final_report(record: dict) -> dict | None:
     return final[-1] if final else None
 
 
+def requested_target(record: dict) -> dict | None:
+    """The last ``make_private_with_epsilon`` call's request (``target_epsilon``, ``target_delta``, ``epochs``,
+    and that engine's ``sample_rate``), or None when no engine was made by it."""
+    made = [e for e in record["engines_made"] if e.get("target_epsilon") is not None]
+    return made[-1] if made else None
+
+
+def claim_of(record: dict, claimed_epsilon: float | None, delta: float) -> tuple[float | None, float, str]:
+    """``(claim, delta, where it came from)``: the claim given; else the epsilon the training reported (at its delta);
+    else ``make_private_with_epsilon``'s target (at its target delta); else none (at ``delta``)."""
+    if claimed_epsilon is not None:
+        return claimed_epsilon, delta, "the claimed epsilon"
+    reported = final_report(record)
+    if reported is not None:
+        return reported["epsilon"], reported["delta"], "the epsilon the training reported"
+    target = requested_target(record)
+    if target is not None:
+        return (target["target_epsilon"], target["target_delta"] or delta,
+                "the target_epsilon given to make_private_with_epsilon")
+    return None, delta, "no claim (none given, none reported, no target_epsilon)"
+
+
+def _target_findings(record: dict, rows: dict) -> list:
+    """What ``make_private_with_epsilon`` was asked for against what ran (info: the claim findings judge it)."""
+    target = requested_target(record)
+    if target is None or not target.get("epochs") or not target.get("sample_rate"):
+        return []
+    asked = int(round(target["epochs"] / target["sample_rate"]))
+    return [OpacusFinding("make_private_with_epsilon-target", "info",
+                          f"make_private_with_epsilon was asked for epsilon {target['target_epsilon']:.4g} at delta "
+                          f"{target['target_delta']:g} over {target['epochs']} epochs ({asked} steps at rate "
+                          f"{target['sample_rate']:.4g}); {rows['steps']} private steps ran",
+                          {"target_epsilon": target["target_epsilon"], "target_delta": target["target_delta"],
+                           "epochs": target["epochs"], "asked_steps": asked, "steps": rows["steps"]})]
+
+
 def training_rows(record: dict, delta: float) -> dict:
     """What ran: steps, noise multipliers, rates, clips, the composed epsilons, the accountant's count, reported."""
     steps = record["steps"]
@@ -85,9 +124,15 @@ def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
         out.append(OpacusFinding("accountant-missed-steps", "medium" if covered else "critical",
                                  f"{rows['steps']} private steps ran but the engine's accountant counts "
                                  f"{rows['counted_steps']} (an engine made afresh, or its history cut): its epsilon "
-                                 f"({rows['reported_epsilon']}) ignores the rest; all steps: {rows['epsilon']:.4g}",
+                                 f"({_reported(rows)}) ignores the rest; all steps: {rows['epsilon']:.4g}",
                                  {"steps": rows["steps"], "counted_steps": rows["counted_steps"]}))
     return out
+
+
+def _reported(rows: dict) -> str:
+    """The epsilon the training reported, as printed (4 significant digits), or that it asked for none."""
+    value = rows.get("reported_epsilon")
+    return "never asked for" if value is None else f"{value:.4g}"
 
 
 def _outside_findings(record: dict) -> list:
@@ -200,24 +245,21 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
         raise ConfigurationError("unit", f"unknown unit {unit!r}; choose record or user")
     record = training.record
     if not record["steps"]:
-        return {"rows": {}, "claim": claimed_epsilon, "findings": [OpacusFinding(
+        claim, _, source = claim_of(record, claimed_epsilon, delta)
+        return {"rows": {}, "claim": claim, "claim_source": source, "findings": [OpacusFinding(
             "no-private-step", "critical", f"{training.spec} ran {len(record['engines_made'])} make_private call(s) "
             "but no private optimizer step: nothing it trained is private", {})] + _outside_findings(record)}
-    reported = final_report(record)
-    if claimed_epsilon is None and reported is not None:
-        delta = reported["delta"]  # the training's own figure holds at its own delta
+    claim, delta, source = claim_of(record, claimed_epsilon, delta)  # a figure holds at its own delta
     rows = training_rows(record, delta)
     rows["delta"] = delta
     rows["noise_power"] = noise_power(record, alpha)
-    claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
-    source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
-    findings = (_steps_findings(rows, claim, source) + _outside_findings(record)
+    findings = (_steps_findings(rows, claim, source) + _target_findings(record, rows) + _outside_findings(record)
                 + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)
     canaries = canary_check(training, claim, delta, confidence)
     findings += canary_findings(canaries, claim)
-    return {"rows": rows, "claim": claim, "findings": findings, "canaries": canaries}
+    return {"rows": rows, "claim": claim, "claim_source": source, "findings": findings, "canaries": canaries}
 
 
 def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:

@@ -61,5 +61,11 @@ def train_findings(observed: dict) -> list:
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
                        f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} (pld; "
                        f"opacus's RDP "
-                       f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']:.4g}"}))
+                       f"{rows['opacus_rdp']:.4g}); {_reported_words(rows['reported_epsilon'])}"}))
     return out
+
+
+def _reported_words(value) -> str:
+    """What the training's engine reported: its epsilon, or that the training never asked for one."""
+    return "the training never asked its engine for its epsilon" if value is None else \
+        f"its engine reported {value:.4g}"
