@@ -96,6 +96,40 @@ def _target_findings(record: dict, rows: dict) -> list:
                            "epochs": target["epochs"], "asked_steps": asked, "steps": rows["steps"]})]
 
 
+PREMISES = {  # a DP-SGD claim holds only if each holds of what ran
+    "updates": "every update computed from private records went through the private optimizer",
+    "sensitivity": "each record adds at most the clip C to each noised sum",
+    "accounting": "the accountant was told the steps, rates and noise that ran",
+    "claim": "the claim compared is the user's",
+}
+
+
+def premises(record: dict, rows: dict, claim_source: str) -> list[dict]:
+    """Each premise of the claim (``PREMISES``) with whether this run observed it and how (``observed`` False: the
+    premise is assumed, and no accountant's bound proves the claim)."""
+    noise = bool(measured_noise(record["noise"]))
+    counted = rows["counted_steps"] >= rows["steps"]
+    given = not claim_source.startswith("no claim")
+    return [
+        {"premise": "updates", "observed": False,
+         "how": "every optimizer step's parameters are observed, but not the data a plain step's loss read, nor a "
+                "plain step of the optimizer later made private"},
+        {"premise": "sensitivity", "observed": False,
+         "how": "opacus's per-sample clipping is trusted, not measured, and a record's multiplicity in a step "
+                "(accumulated backward passes) is not counted"},
+        {"premise": "accounting", "observed": noise and counted,
+         "how": "each private step's noise multiplier and rate read as opacus's accountant reads them, the steps "
+                f"counted against its history ({rows['counted_steps']} of {rows['steps']}), and the noise added "
+                + ("measured at every step" if noise else "not measured (no coordinate noised)")},
+        {"premise": "claim", "observed": given, "how": claim_source},
+    ]
+
+
+def unobserved(checked: dict) -> list[str]:
+    """The premises ``check_training`` did not observe, in words (why: each premise's ``how``)."""
+    return [PREMISES[p["premise"]] for p in checked.get("premises", ()) if not p["observed"]]
+
+
 def training_rows(record: dict, delta: float) -> dict:
     """What ran: steps, noise multipliers, rates, clips, the composed epsilons, the accountant's count, reported."""
     steps = record["steps"]
@@ -259,7 +293,8 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
         findings += user_findings(training, rows, claim, delta, user_key)
     canaries = canary_check(training, claim, delta, confidence)
     findings += canary_findings(canaries, claim)
-    return {"rows": rows, "claim": claim, "claim_source": source, "findings": findings, "canaries": canaries}
+    return {"rows": rows, "claim": claim, "claim_source": source, "findings": findings, "canaries": canaries,
+            "premises": premises(record, rows, source)}
 
 
 def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:

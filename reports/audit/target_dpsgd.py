@@ -160,8 +160,13 @@ class DpsgdTarget(BaseTarget):
     def report_parameters(self) -> dict:
         form = ("the user's training, run as written and observed" if self.train_observed is not None else
                 "opacus objects (opacus-check's dict)" if self.opacus else "DpsgdSetup (our opacus loop)")
-        return {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
-                "mechanism": describe(self.mechanism), "releases": self.releases}
+        out = {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
+               "mechanism": describe(self.mechanism), "releases": self.releases}
+        if self.train_observed is not None:  # an accountant's bound proves the claim only with every premise observed
+            from attacks.opacus_checks.observed import unobserved
+
+            out["premises_not_observed"] = unobserved(self.train_observed["checked"])
+        return out
 
     def utility(self, seed, runs: int, log):
         return Unavailable("the dp-sgd target audits privacy only; measure utility in your own training loop")
@@ -253,6 +258,15 @@ class DpsgdTarget(BaseTarget):
                       "floor": floor, "confidence": per_probe, "capped": found is None,
                       "simulation": f"at least {ACCEPT} of {REPEATS} simulated audits refuting"}
         return self._plan
+
+    def measured_probes(self, confidence: float) -> tuple:
+        """The train form's canaries through the user's own optimizer, as a probe that ran (none otherwise)."""
+        if self.train_observed is None:
+            return ()
+        from reports.audit.dpsgd_train_form import canary_section
+
+        section = canary_section(self.train_observed, self.claim, confidence)
+        return () if section is None else (section,)
 
     def findings(self, verdict, probes) -> list:
         if self.train_observed is not None:

@@ -171,7 +171,18 @@ def train_lines(result: dict) -> list[str]:
         lines.append(f"  power: the noise measured over {power['coordinates']} coordinates would refute noise below "
                      f"{power['refuted_ratio']:.3f} of the accounted with probability {power['probability']:g} "
                      f"(false alarm {power['false_alarm']:g})")
+    lines += _premise_lines(result.get("premises") or ())
     lines += [f"  {f['severity'].upper():8s} {f['code']}: {f['message']}" for f in result["findings"]]
+    return lines
+
+
+def _premise_lines(premises) -> list[str]:
+    """What of the claim's premises the run showed: a PASS proves the claim only when every one was observed."""
+    from attacks.opacus_checks.observed import PREMISES
+
+    seen = [PREMISES[p["premise"]] for p in premises if p["observed"]]
+    lines = [f"  premise observed: {words}" for words in seen]
+    lines += [f"  premise NOT observed: {PREMISES[p['premise']]} ({p['how']})" for p in premises if not p["observed"]]
     return lines
 
 
@@ -215,7 +226,7 @@ def run_train(args) -> int:
     result = {"train": args.train, "argv": argv, "delta": checked["rows"].get("delta", delta), "unit": args.unit,
               "claim": checked["claim"], "claim_source": checked.get("claim_source"),
               "verdict": verdict, "rows": checked["rows"], "findings": findings, "seconds": training.seconds,
-              "canaries": checked.get("canaries"),
+              "canaries": checked.get("canaries"), "premises": checked.get("premises"),
               "observed": training.record}
     print("\n".join(train_lines(result)))
     if args.out:
