@@ -13,6 +13,8 @@ written; else the last epsilon the training asked its engine for):
   ``make_private``, a second optimizer): trained with no clipping and no noise, its epsilon is unbounded;
 - ``not-poisson``: ``make_private(poisson_sampling=False)``: the Poisson analysis does not hold; the valid bound is
   one Gaussian of sensitivity 2C per epoch (replace-one); critical when the claim is below it;
+- ``clip-exceeded``: a record's share of a noised sum (solved from the clipped sum and the per-sample gradients,
+  ``dpfed.dpsgd.clip_check``) above the clip the noise is scaled to;
 - ``noise-below-accounted``: the noise the optimizer added (noisy minus clipped gradient sum) below ``z C`` by a
   lower-tail chi-square test at ``alpha`` (Bonferroni over the noise levels seen);
 - ``user-level-epsilon`` (claim unit ``user``): the records per user (named by ``user_key``, else identical
@@ -98,7 +100,8 @@ def _target_findings(record: dict, rows: dict) -> list:
 
 PREMISES = {  # a DP-SGD claim holds only if each holds of what ran
     "updates": "every update computed from private records went through the private optimizer",
-    "sensitivity": "each record adds at most the clip C to each noised sum",
+    "clipping": "each record's gradient adds at most the clip C to each noised sum",
+    "multiplicity": "each record enters each noised sum at most once",
     "accounting": "the accountant was told the steps, rates and noise that ran",
     "claim": "the claim compared is the user's",
 }
@@ -109,20 +112,38 @@ def premises(record: dict, rows: dict, claim_source: str) -> list[dict]:
     premise is assumed, and no accountant's bound proves the claim)."""
     noise = bool(measured_noise(record["noise"]))
     counted = rows["counted_steps"] >= rows["steps"]
-    given = not claim_source.startswith("no claim")
+    clipping = record.get("clipping") or {}
+    checked = sum(int(clipping.get(k, 0)) for k in ("verified", "unverified", "exceeded"))
     return [
         {"premise": "updates", "observed": False,
          "how": "every optimizer step's parameters are observed, but not the data a plain step's loss read, nor a "
                 "plain step of the optimizer later made private"},
-        {"premise": "sensitivity", "observed": False,
-         "how": "opacus's per-sample clipping is trusted, not measured, and a record's multiplicity in a step "
-                "(accumulated backward passes) is not counted"},
+        {"premise": "clipping", "observed": checked > 0 and clipping.get("verified") == checked,
+         "how": f"the clipped sum against the per-sample gradients clipped to C at {clipping.get('verified', 0)} of "
+                f"{checked} noised sums" + ("" if not clipping.get("unverified") else
+                                            " (the rest keep no per-sample gradients, as ghost clipping, or span "
+                                            "skipped steps)")},
+        {"premise": "multiplicity", "observed": False,
+         "how": "backward passes accumulated into one step (a record drawn in several of them) are not counted"},
         {"premise": "accounting", "observed": noise and counted,
          "how": "each private step's noise multiplier and rate read as opacus's accountant reads them, the steps "
                 f"counted against its history ({rows['counted_steps']} of {rows['steps']}), and the noise added "
                 + ("measured at every step" if noise else "not measured (no coordinate noised)")},
-        {"premise": "claim", "observed": given, "how": claim_source},
+        {"premise": "claim", "observed": not claim_source.startswith("no claim"), "how": claim_source},
     ]
+
+
+def clipping_findings(record: dict) -> list:
+    """``clip-exceeded`` (critical): a record's share of a noised sum above the clip the noise is scaled to."""
+    clipping = record.get("clipping") or {}
+    if not clipping.get("exceeded"):
+        return []
+    ratio = clipping["worst_ratio"]
+    return [OpacusFinding("clip-exceeded", "critical",
+                          f"at {clipping['exceeded']} noised sums a record's clipped gradient was up to {ratio:.3f} x "
+                          f"the clip C the noise is scaled to: the sensitivity is {ratio:.3f} C, so the effective "
+                          f"noise multiplier is at most 1/{ratio:.3f} of the one accounted",
+                          {"exceeded": clipping["exceeded"], "worst_ratio": ratio})]
 
 
 def unobserved(checked: dict) -> list[str]:
@@ -288,7 +309,7 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
     rows["delta"] = delta
     rows["noise_power"] = noise_power(record, alpha)
     findings = (_steps_findings(rows, claim, source) + _target_findings(record, rows) + _outside_findings(record)
-                + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
+                + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha) + clipping_findings(record))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)
     canaries = canary_check(training, claim, delta, confidence)

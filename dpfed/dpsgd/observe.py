@@ -42,6 +42,7 @@ ENGINE_ID = "_dpaudit_engine_id"
 OPTIMIZER_RATE = "_dpaudit_sample_rate"
 PENDING_NOISE = "_dpaudit_pending_noise"  # (sum of squares, count) of the last add_noise, until pre_step returns
 STEP_CLIP = "_dpaudit_step_clip"  # the clip as the outermost pre_step began (the bound of the sum it noises)
+AFTER_SKIP = "_dpaudit_after_skip"  # the step's sum spans earlier skipped (virtual) steps
 OBSERVED_METHODS = ("pre_step", "add_noise")  # patched on every private optimizer class that defines its own
 
 
@@ -59,6 +60,8 @@ class OpacusLog:
     names: dict = field(default_factory=dict)  # id(parameter) -> its name in a module given to make_private
     private_grads: dict = field(default_factory=dict)  # id(parameter) -> (id, version) of its last private gradient
     loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
+    clipping: dict = field(default_factory=lambda: {"verified": 0, "unverified": 0, "exceeded": 0,
+                                                    "worst_ratio": None})  # dpfed.dpsgd.clip_check, per add_noise
 
     def updated_outside(self) -> list[str]:
         """Parameters some optimizer other than a private one updated (named where make_private's module has
@@ -87,7 +90,7 @@ class OpacusLog:
                           for (e, z, c, q), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
                           for (e, s), v in self.noise.items()],
-                "epsilons": list(self.epsilons), "accountants": histories}
+                "epsilons": list(self.epsilons), "accountants": histories, "clipping": dict(self.clipping)}
 
 
 def engine_id(engine) -> str:
@@ -227,6 +230,7 @@ class _Observer:
 
     def pre_step(self, optimizer, call):
         optimizer.__dict__[STEP_CLIP] = _float(optimizer.max_grad_norm)  # adaptive clipping updates it after noise
+        optimizer.__dict__[AFTER_SKIP] = bool(getattr(optimizer, "_is_last_step_skipped", False))
         stepped = call()
         if stepped:
             for p in optimizer.params:
@@ -240,10 +244,12 @@ class _Observer:
                 self.log.steps[key] = self.log.steps.get(key, 0) + 1
         self._commit_noise(optimizer)  # against the multiplier opacus's accountant reads at the end of pre_step
         optimizer.__dict__.pop(STEP_CLIP, None)
+        optimizer.__dict__.pop(AFTER_SKIP, None)
         return stepped
 
     def add_noise(self, optimizer, call) -> None:
         expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
+        self._check_clipping(optimizer)  # before any canary joins the sum
         canaries = self.canaries
         owner = canaries is not None and getattr(canaries, "optimizer", id(optimizer)) == id(optimizer)
         if owner:
@@ -256,6 +262,18 @@ class _Observer:
             canaries.after_noise(held, clean, expected, clip, rate)
         self._commit_noise(optimizer)  # an earlier add_noise that no pre_step followed (called directly)
         optimizer.__dict__[PENDING_NOISE] = self._measure_noise(optimizer)
+
+    def _check_clipping(self, optimizer) -> None:
+        """Each record's share of the clipped sum against the step's clip (``dpfed.dpsgd.clip_check``), counted."""
+        from dpfed.dpsgd.clip_check import check_clipping
+
+        status, ratio = check_clipping(optimizer, optimizer.__dict__.get(STEP_CLIP),
+                                       bool(optimizer.__dict__.get(AFTER_SKIP)))
+        with _lock:
+            clipping = self.log.clipping
+            clipping[status] += 1
+            if ratio is not None and status == "exceeded":
+                clipping["worst_ratio"] = max(ratio, clipping["worst_ratio"] or 0.0)
 
     @staticmethod
     def _measure_noise(optimizer) -> tuple[float, int]:

@@ -10,6 +10,8 @@ write them: a two-layer network on synthetic data, plain torch and opacus (nothi
   never asks for its epsilon.
 - ``as_asked``: the same trained for the 2 epochs asked; never asks for its epsilon. Correct.
 - ``silent``: ``make_private`` with a noise multiplier, never asks for its epsilon (no claim anywhere). Correct.
+- ``clip_raised``: a planted bug: the optimizer's clip raised 3 times only while opacus clips the per-sample
+  gradients (the noise still scaled to the clip accounted).
 """
 
 import torch
@@ -101,3 +103,23 @@ def silent():
         module=model, optimizer=torch.optim.SGD(model.parameters(), lr=LR), data_loader=_data(),
         noise_multiplier=NOISE, max_grad_norm=CLIP)
     _loop(model, optimizer, nn.CrossEntropyLoss(), train_loader, TARGET_EPOCHS)
+
+
+def clip_raised(factor=3.0):
+    model = _model()
+    privacy_engine = PrivacyEngine()
+    model, optimizer, train_loader = privacy_engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=LR), data_loader=_data(),
+        noise_multiplier=NOISE, max_grad_norm=CLIP / 4)
+    clip_and_accumulate = optimizer.clip_and_accumulate
+
+    def raised():
+        optimizer.max_grad_norm = factor * CLIP / 4
+        try:
+            clip_and_accumulate()
+        finally:
+            optimizer.max_grad_norm = CLIP / 4
+
+    optimizer.clip_and_accumulate = raised
+    _loop(model, optimizer, nn.CrossEntropyLoss(), train_loader, TARGET_EPOCHS)
+    print(f"clip raised while clipping: epsilon {privacy_engine.get_epsilon(DELTA):.3f} at delta {DELTA}")

@@ -7,7 +7,8 @@ The noise reference is the closed form: one step's noise over n coordinates has 
 sqrt(chi2(n) / n); n = 40 here, so the measured ratio lies in [0.5, 1.6] with probability above 1 - 1e-4 (scipy's
 chi2; adaptive clipping adds more noise to the gradient by design, Andrew et al.'s Theorem 1, and is held to that
 larger figure). Each instance is seeded, so the outcome is the same every run. The distributed classes run in a
-one-process gloo group (rank 0, world size 1).
+one-process gloo group (rank 0, world size 1). The clipping of each step is verified from its per-sample gradients
+(``dpfed.dpsgd.clip_check``) except under ghost clipping, which keeps none.
 """
 
 from __future__ import annotations
@@ -106,5 +107,7 @@ def test_each_class_opacus_dispatches_on_is_observed(cls, one_process_group):
     assert noise["count"] == sum(p.numel() for p in params) and noise["expected_std"] == pytest.approx(Z * C)
     ratio = (noise["sum_squares"] / noise["count"]) ** 0.5 / noise["expected_std"]
     assert 0.5 * _expected_ratio(optimizer) < ratio < 1.6 * _expected_ratio(optimizer), (cls.__name__, ratio)
+    ghost = isinstance(optimizer, optimizers.DPOptimizerFastGradientClipping)  # keeps no per-sample gradients
+    assert record["clipping"]["unverified" if ghost else "verified"] == 1, record["clipping"]
     for name in ("pre_step", "add_noise"):  # restored on leaving the block
         assert not hasattr(getattr(cls, name), "__wrapped__")

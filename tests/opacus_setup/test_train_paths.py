@@ -5,7 +5,8 @@ gets its right verdict from both, and no path of the train form fails on a train
 
 References independent of the code under test: the epsilon of the steps that ran is dp-accounting's PLD accountant
 composing the same Poisson-subsampled Gaussian events; the half-noise plant's measured ratio is the closed form 1/2;
-the claim of ``make_private_with_epsilon`` is the ``target_epsilon`` written in the training file. The noise test is a
+the claim of ``make_private_with_epsilon`` is the ``target_epsilon`` written in the training file; a clip raised 3
+times while opacus clips gives a record's share of the sum above C and at most 3 C. The noise test is a
 lower-tail chi-square at 1e-3 over about 1e4 coordinates: a correct training fails it with probability below 1e-3;
 every training is seeded, so each outcome is the same every run.
 """
@@ -49,6 +50,7 @@ def pld_epsilon(rows: dict) -> float:
     ("ghost_half_noise", 1, "noise-below-accounted"),
     ("functorch", 0, None),
     ("more_epochs_than_asked", 1, "claim-below-steps"),
+    ("clip_raised", 1, "clip-exceeded"),
 ])
 def test_each_path_gets_its_verdict_from_opacus_check(tmp_path, function, exit_code, code):
     got, result = check(tmp_path, function)
@@ -59,6 +61,13 @@ def test_each_path_gets_its_verdict_from_opacus_check(tmp_path, function, exit_c
     if code == "noise-below-accounted":
         [finding] = [f for f in result["findings"] if f["code"] == code]
         assert finding["values"]["ratio"] == pytest.approx(0.5, abs=0.02)
+    if code == "clip-exceeded":  # clipped at 3 C, noised at C: a share above C, at most 3 C (closed form)
+        [finding] = [f for f in result["findings"] if f["code"] == code]
+        assert 1.0 < finding["values"]["worst_ratio"] <= 3.0 * (1 + 1e-4)
+    observed = {p["premise"]: p["observed"] for p in result["premises"]}
+    assert observed["clipping"] == (function not in ("ghost", "ghost_half_noise", "clip_raised"))  # ghost: no
+    assert not observed["updates"] and not observed["multiplicity"]  # per-sample gradients kept
+    assert observed["accounting"] and observed["claim"]
     if function == "more_epochs_than_asked":  # nothing printed: the target it asked make_private_with_epsilon for
         assert result["claim"] == TARGET_EPSILON and "make_private_with_epsilon" in result["claim_source"]
         assert rows["reported_epsilon"] is None and rows["epsilon"] > TARGET_EPSILON * 1.2
