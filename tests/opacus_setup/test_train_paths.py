@@ -82,11 +82,12 @@ def test_each_path_gets_its_verdict_from_an_audit_configuration(tmp_path):
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     statuses = {t["parameters"]["setup"].rpartition(":")[2]: t["verdict"]["status"] for t in report["targets"]}
     assert statuses == {"ghost": "PASS", "ghost_half_noise": "VIOLATION", "functorch": "PASS",
-                        "more_epochs_than_asked": "VIOLATION", "as_asked": "PASS"} and code == 1
+                        "more_epochs_than_asked": "VIOLATION", "as_asked": "PASS", "clip_raised": "VIOLATION"} and code == 1
     codes = {t["parameters"]["setup"].rpartition(":")[2]: {f["values"].get("code") for f in t["findings"]
                                                            if f["severity"] == "critical"} for t in report["targets"]}
     assert codes["ghost_half_noise"] == {"noise-below-accounted"} and codes["more_epochs_than_asked"] == {
         "claim-below-steps"}
+    assert codes["clip_raised"] == {"clip-exceeded"}
 
 
 @pytest.mark.slow
