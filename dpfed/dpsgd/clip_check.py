@@ -17,7 +17,8 @@ SOLVED_COORDINATES = 4  # coordinates per record used to solve the factors (at l
 
 
 def check_clipping(optimizer, clip: float | None, after_skip: bool) -> tuple[str, float | None]:
-    """``(status, worst share / C)``: ``verified``, ``exceeded`` or ``unverified`` (see the module docstring)."""
+    """``(status, worst share / C)``: ``verified``, ``exceeded`` or ``unverified`` (see the module docstring). Works
+    parameter by parameter in the gradients' own dtype and device (no copy of all per-sample gradients at once)."""
     import torch
     from opacus.optimizers import DPOptimizerFastGradientClipping
 
@@ -26,32 +27,49 @@ def check_clipping(optimizer, clip: float | None, after_skip: bool) -> tuple[str
             or not params or any(getattr(p, "summed_grad", None) is None for p in params)):
         return "unverified", None
     try:
-        samples = [optimizer._get_flat_grad_sample(p).detach().double() for p in params]
+        flat = [optimizer._get_flat_grad_sample(p).detach() for p in params]
     except (AttributeError, RuntimeError, ValueError, TypeError):
         return "unverified", None
-    records = len(samples[0])
-    if records == 0 or any(s.ndim == 0 or len(s) != records for s in samples):
+    if any(s.ndim == 0 or len(s) != len(flat[0]) for s in flat):
         return "unverified", None
-    flat = [s.reshape(records, -1) for s in samples]
-    summed = [p.summed_grad.detach().double().reshape(-1) for p in params]
+    records = len(flat[0])
+    if records == 0:  # an empty Poisson batch: no record in the sum
+        empty = all(not bool(torch.any(p.summed_grad != 0)) for p in params)
+        return ("verified" if empty else "unverified"), None
+    flat = [s.reshape(records, -1) for s in flat]
+    norms = [f.norm(dim=1).double().cpu() for f in flat]
     clips = getattr(optimizer, "max_grad_norms", None)
     if clips is not None and len(clips) == len(flat):  # per-layer clipping
-        factors = [(float(c) / (f.norm(dim=1) + 1e-6)).clamp(max=1.0) for c, f in zip(clips, flat, strict=True)]
+        factors = [(float(c) / (n + 1e-6)).clamp(max=1.0) for c, n in zip(clips, norms, strict=True)]
     else:
-        norms = torch.stack([f.norm(dim=1) for f in flat], dim=1).norm(dim=1)
-        factors = [(clip / (norms + 1e-6)).clamp(max=1.0)] * len(flat)
-    error = sum(float(torch.sum((s - k @ f) ** 2)) for s, k, f in zip(summed, factors, flat, strict=True)) ** 0.5
-    if error <= RELATIVE_TOLERANCE * clip * max(1, records):
+        total = torch.stack(norms, dim=1).norm(dim=1)
+        factors = [(clip / (total + 1e-6)).clamp(max=1.0)] * len(flat)
+    error = 0.0
+    for p, f, k in zip(params, flat, factors, strict=True):
+        expected = torch.einsum("i,i...", k.to(f.device, f.dtype), f)
+        error += float(torch.sum((p.summed_grad.detach().reshape(-1) - expected).double() ** 2))
+    if error ** 0.5 <= RELATIVE_TOLERANCE * clip * max(1, records):
         return "verified", None
-    return _solved(torch.cat(flat, dim=1), torch.cat(summed), clip)
+    record_norms = torch.stack(norms, dim=1).norm(dim=1)
+    return _solved(flat, [p.summed_grad.detach().reshape(-1) for p in params], record_norms, clip)
 
 
-def _solved(gradients, summed, clip: float) -> tuple[str, float | None]:
-    """Each record's factor from the sum by least squares on a seeded subset of coordinates; its share against C."""
+def _solved(flat, summed, record_norms, clip: float) -> tuple[str, float | None]:
+    """Each record's factor from the sum by least squares on a seeded subset of coordinates (about
+    ``SOLVED_COORDINATES`` per record, spread over the parameters by size); its share against C."""
     import torch
 
-    records, width = gradients.shape
-    chosen = torch.randperm(width, generator=torch.Generator().manual_seed(0))[:SOLVED_COORDINATES * records]
-    factors = torch.linalg.lstsq(gradients[:, chosen].T, summed[chosen].unsqueeze(1)).solution.squeeze(1)
-    worst = float(torch.max(factors.abs() * gradients.norm(dim=1)) / clip)
+    records = len(record_norms)
+    width = sum(f.shape[1] for f in flat)
+    generator = torch.Generator().manual_seed(0)
+    columns, values = [], []
+    for f, s in zip(flat, summed, strict=True):
+        take = min(f.shape[1], SOLVED_COORDINATES * records * f.shape[1] // width + 1)
+        chosen = torch.randperm(f.shape[1], generator=generator)[:take].to(f.device)
+        columns.append(f[:, chosen].double().cpu())
+        values.append(s[chosen].double().cpu())
+    if sum(c.shape[1] for c in columns) <= records:  # fewer coordinates than records: the shares are not determined
+        return "unverified", None
+    factors = torch.linalg.lstsq(torch.cat(columns, dim=1).T, torch.cat(values).unsqueeze(1)).solution.squeeze(1)
+    worst = float(torch.max(factors.abs() * record_norms) / clip)
     return ("exceeded", worst) if worst > 1 + 1e-3 else ("unverified", worst)

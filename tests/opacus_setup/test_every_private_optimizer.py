@@ -111,3 +111,20 @@ def test_each_class_opacus_dispatches_on_is_observed(cls, one_process_group):
     assert record["clipping"]["unverified" if ghost else "verified"] == 1, record["clipping"]
     for name in ("pre_step", "add_noise"):  # restored on leaving the block
         assert not hasattr(getattr(cls, name), "__wrapped__")
+
+
+@pytest.mark.parametrize("scale, status, share", [(1.0, "verified", None), (3.0, "exceeded", 3.0),
+                                                  (0.5, "unverified", 0.5)])
+def test_a_record_share_of_the_clipped_sum_is_solved_against_the_clip(scale, status, share):
+    """Every per-sample gradient of norm far above C, clipped by opacus at ``scale`` C: the sum matches C's clipping
+    (verified), or each record's share is solved as ``scale`` C (closed form): above C is exceeded, below C (a
+    stricter clip than accounted) is not a violation."""
+    from dpfed.dpsgd.clip_check import check_clipping
+
+    optimizer, params = _instance(optimizers.DPOptimizer)
+    _gradients(optimizer, params)
+    optimizer.max_grad_norm = scale * C
+    optimizer.clip_and_accumulate()
+    got, ratio = check_clipping(optimizer, C, after_skip=False)
+    assert got == status and (ratio == pytest.approx(share, rel=1e-3) if share else ratio is None)
+    assert check_clipping(optimizer, C, after_skip=True) == ("unverified", None)  # a sum over skipped steps
