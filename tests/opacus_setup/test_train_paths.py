@@ -126,3 +126,23 @@ def test_the_claim_comes_from_where_the_user_made_it():
     assert claim_of(record, None, 1e-5)[:2] == (3.8, 1e-5)
     assert claim_of({**record, "epsilons": []}, None, 1e-5)[:2] == (3.0, 1e-6)
     assert claim_of({**record, "epsilons": [], "engines_made": [{}]}, None, 1e-5)[:2] == (None, 1e-5)
+
+
+def test_a_premise_is_observed_only_where_the_record_shows_it():
+    """Premises read from the record: clipping verified at every noised sum; plain steps' data all established;
+    backward passes no more than the Poisson batches drawn; the accountant's history and the noise; a claim."""
+    from attacks.opacus_checks.observed import premises
+
+    rows = {"steps": 4, "counted_steps": 4}
+    record = {"steps": [{"count": 4}], "noise": [{"count": 10, "expected_std": 1.0, "sum_squares": 10.0}],
+              "clipping": {"verified": 4, "unverified": 0, "exceeded": 0}}
+    seen = {p["premise"]: p["observed"] for p in premises(record, rows, "the claimed epsilon")}
+    assert seen == {"updates": False, "clipping": True, "multiplicity": False, "accounting": True, "claim": True}
+    full = {**record, "steps": [{"count": 4, "accumulated": 1}], "batches_drawn": 4,
+            "plain_steps": [{"data": "other", "steps": 3}]}
+    assert all(p["observed"] for p in premises(full, rows, "the claimed epsilon"))
+    for changed in ({"batches_drawn": 3}, {"plain_steps": [{"data": "not established", "steps": 1}]},
+                    {"clipping": {"verified": 3, "unverified": 1, "exceeded": 0}}):
+        assert not all(p["observed"] for p in premises({**full, **changed}, rows, "the claimed epsilon")), changed
+    assert not all(p["observed"] for p in premises(full, {"steps": 4, "counted_steps": 3}, "the claimed epsilon"))
+    assert not all(p["observed"] for p in premises(full, rows, "no claim (none given)"))
