@@ -166,6 +166,8 @@ class DpsgdTarget(BaseTarget):
             from attacks.opacus_checks.observed import unobserved
 
             out["premises_not_observed"] = unobserved(self.train_observed["checked"])
+        elif self.opacus:  # the user's objects are run, never the user's loop
+            out["premises_not_observed"] = _setup_unobserved(self.check)
         return out
 
     def utility(self, seed, runs: int, log):
@@ -333,6 +335,19 @@ class DpsgdTarget(BaseTarget):
         return Finding("dpsgd-check", "info", {
             "code": "default-budget", "probe": name, **plan,
             "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})
+
+
+def _setup_unobserved(check: dict | None) -> list[str]:
+    """The premises the set-up form (the user's opacus objects, not their loop) cannot observe: what the loop feeds
+    the optimizer, and the steps when the set-up does not tell them."""
+    from attacks.opacus_checks.observed import PREMISES
+
+    out = [f"{PREMISES['updates']} (the set-up form runs the user's objects, not their loop)",
+           f"{PREMISES['multiplicity']} (the loop's backward passes per step are not seen)"]
+    if check is not None and check["steps"].get("accounted_from", "loop") == "loop":
+        out.append(f"{PREMISES['accounting']} (the steps are assumed to be the loop's: no accounted_epochs or "
+                   "accounted_steps)")
+    return out
 
 
 def _refuse_train_keys(params: dict) -> None:
