@@ -128,3 +128,37 @@ def test_a_record_share_of_the_clipped_sum_is_solved_against_the_clip(scale, sta
     got, ratio = check_clipping(optimizer, C, after_skip=False)
     assert got == status and (ratio == pytest.approx(share, rel=1e-3) if share else ratio is None)
     assert check_clipping(optimizer, C, after_skip=True) == ("unverified", None)  # a sum over skipped steps
+
+
+@pytest.mark.parametrize("mode", ["hooks", "functorch", "ew", "ghost"])
+def test_each_grad_sample_mode_through_make_private_is_observed(mode):
+    """``make_private(grad_sample_mode=...)`` on a tiny model, 8 Poisson steps: each step counted once at the rate
+    opacus's accountant hook is given (1/8), the noise over 8 x 210 coordinates at z C (ratio within 0.9-1.1: a
+    chi-square of 1680 degrees of freedom leaves it with probability below 1e-6), and the clipping verified at every
+    step except under ghost clipping (no per-sample gradients kept)."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from dpfed.dpsgd.observe import observing_opacus
+
+    torch.manual_seed(0)
+    x, y = torch.randn(256, 10), torch.randint(0, 2, (256,))
+    model = torch.nn.Sequential(torch.nn.Linear(10, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    criterion = torch.nn.CrossEntropyLoss()
+    with observing_opacus() as log:
+        made = PrivacyEngine().make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), noise_multiplier=Z, max_grad_norm=C,
+            data_loader=DataLoader(TensorDataset(x, y), batch_size=32), grad_sample_mode=mode,
+            **({"criterion": criterion} if mode == "ghost" else {}))
+        model, optimizer, loader = (made[0], made[1], made[3]) if mode == "ghost" else made
+        criterion = made[2] if mode == "ghost" else criterion
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            criterion(model(xb), yb).backward()
+            optimizer.step()
+    record = log.to_dict()
+    [steps] = record["steps"]
+    assert steps["count"] == 8 and steps["sample_rate"] == pytest.approx(1 / 8)
+    [noise] = record["noise"]
+    assert noise["count"] == 8 * 210 and 0.9 < (noise["sum_squares"] / noise["count"]) ** 0.5 / (Z * C) < 1.1
+    assert record["clipping"]["unverified" if mode == "ghost" else "verified"] == 8
