@@ -81,8 +81,9 @@ def test_each_path_gets_its_verdict_from_an_audit_configuration(tmp_path):
                  str(tmp_path / "out")])
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     statuses = {t["parameters"]["setup"].rpartition(":")[2]: t["verdict"]["status"] for t in report["targets"]}
-    assert statuses == {"ghost": "PASS", "ghost_half_noise": "VIOLATION", "functorch": "PASS",
-                        "more_epochs_than_asked": "VIOLATION", "as_asked": "PASS", "clip_raised": "VIOLATION"} and code == 1
+    assert code == 1 and statuses == {"ghost": "PASS", "ghost_half_noise": "VIOLATION", "functorch": "PASS",
+                                      "more_epochs_than_asked": "VIOLATION", "as_asked": "PASS",
+                                      "clip_raised": "VIOLATION"}
     codes = {t["parameters"]["setup"].rpartition(":")[2]: {f["values"].get("code") for f in t["findings"]
                                                            if f["severity"] == "critical"} for t in report["targets"]}
     assert codes["ghost_half_noise"] == {"noise-below-accounted"} and codes["more_epochs_than_asked"] == {
