@@ -44,6 +44,10 @@ def verdict_reason(target: dict) -> str:
     a = v["analytic"]
     eps = f(claim["epsilon"])
     proved = f"the {a.get('accountant')} accountant proves the claim (epsilon = {f(a.get('epsilon'))} <= {eps})"
+    missing = (target.get("parameters") or {}).get("premises_not_observed") or ()
+    if missing:  # the bound holds of the mechanism described; the claim needs premises nobody observed
+        proved = (f"the {a.get('accountant')} accountant bounds the mechanism as accounted (epsilon = "
+                  f"{f(a.get('epsilon'))} <= {eps}), but the claim is not proved: not observed: {'; '.join(missing)}")
     refuted = (
         f"the tight {a.get('accountant')} accountant refutes the claim (epsilon = {f(a.get('epsilon'))} > "
         f"{eps} at delta = {f(claim['delta'])})"

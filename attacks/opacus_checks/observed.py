@@ -22,6 +22,8 @@ written; else the last epsilon the training asked its engine for):
   ``make_private``, a second optimizer): trained with no clipping and no noise, its epsilon is unbounded;
 - ``not-poisson``: ``make_private(poisson_sampling=False)``: the Poisson analysis does not hold; the valid bound is
   one Gaussian of sensitivity 2C per epoch (replace-one); critical when the claim is below it;
+- ``clip-exceeded``: a record's share of a noised sum (solved from the clipped sum and the per-sample gradients,
+  ``dpfed.dpsgd.clip_check``) above the clip the noise is scaled to;
 - ``noise-below-accounted``: the noise the optimizer added (noisy minus clipped gradient sum) below ``z C`` by a
   lower-tail chi-square test at ``alpha`` (Bonferroni over the noise levels seen);
 - ``user-level-epsilon`` (claim unit ``user``): the records per user (named by ``user_key``, else identical
@@ -31,8 +33,11 @@ written; else the last epsilon the training asked its engine for):
   rigorous one-run bounds (counted guesses, Steinke et al.; weighted guesses from the continuous scores) whose
   combined test rejects the claim.
 
-The training's own figure is the last epsilon it asked for after its last private step, at the delta it asked for
-(then every epsilon below is at that delta); with none, and no claim given, no claim is tested.
+The claim tested is the user's, wherever they made it (``claim_of``), in this order: the one given (the
+configuration, ``--claim-epsilon``); the training's own figure, the last epsilon it asked for after its last private
+step, at the delta it asked for (then every epsilon below is at that delta); the ``target_epsilon`` it gave
+``make_private_with_epsilon`` (at its ``target_delta``; ``make_private_with_epsilon-target`` says how many epochs it
+asked for against those that ran). With none of them, no claim is tested.
 """
 
 from __future__ import annotations
@@ -64,6 +69,118 @@ def final_report(record: dict) -> dict | None:
     total = sum(int(s["count"]) for s in record["steps"])
     final = [e for e in record["epsilons"] if e.get("after_steps", total) >= total]
     return final[-1] if final else None
+
+
+def requested_target(record: dict) -> dict | None:
+    """The last ``make_private_with_epsilon`` call's request (``target_epsilon``, ``target_delta``, ``epochs``,
+    and that engine's ``sample_rate``), or None when no engine was made by it."""
+    made = [e for e in record["engines_made"] if e.get("target_epsilon") is not None]
+    return made[-1] if made else None
+
+
+def claim_of(record: dict, claimed_epsilon: float | None, delta: float) -> tuple[float | None, float, str]:
+    """``(claim, delta, where it came from)``: the claim given; else the epsilon the training reported (at its delta);
+    else ``make_private_with_epsilon``'s target (at its target delta); else none (at ``delta``)."""
+    if claimed_epsilon is not None:
+        return claimed_epsilon, delta, "the claimed epsilon"
+    reported = final_report(record)
+    if reported is not None:
+        return reported["epsilon"], reported["delta"], "the epsilon the training reported"
+    target = requested_target(record)
+    if target is not None:
+        return (target["target_epsilon"], target["target_delta"] or delta,
+                "the target_epsilon given to make_private_with_epsilon")
+    return None, delta, "no claim (none given, none reported, no target_epsilon)"
+
+
+def _target_findings(record: dict, rows: dict) -> list:
+    """What ``make_private_with_epsilon`` was asked for against what ran (info: the claim findings judge it)."""
+    target = requested_target(record)
+    if target is None or not target.get("epochs") or not target.get("sample_rate"):
+        return []
+    asked = int(round(target["epochs"] / target["sample_rate"]))
+    return [OpacusFinding("make_private_with_epsilon-target", "info",
+                          f"make_private_with_epsilon was asked for epsilon {target['target_epsilon']:.4g} at delta "
+                          f"{target['target_delta']:g} over {target['epochs']} epochs ({asked} steps at rate "
+                          f"{target['sample_rate']:.4g}); {rows['steps']} private steps ran",
+                          {"target_epsilon": target["target_epsilon"], "target_delta": target["target_delta"],
+                           "epochs": target["epochs"], "asked_steps": asked, "steps": rows["steps"]})]
+
+
+PREMISES = {  # a DP-SGD claim holds only if each holds of what ran
+    "updates": "every update computed from private records went through the private optimizer",
+    "clipping": "each record's gradient adds at most the clip C to each noised sum",
+    "multiplicity": "each record enters each noised sum at most once",
+    "accounting": "the accountant was told the steps, rates and noise that ran",
+    "claim": "the claim compared is the user's",
+}
+
+
+def premises(record: dict, rows: dict, claim_source: str) -> list[dict]:
+    """Each premise of the claim (``PREMISES``) with whether this run observed it and how (``observed`` False: the
+    premise is assumed, and no accountant's bound proves the claim)."""
+    noise = bool(measured_noise(record["noise"]))
+    counted = rows["counted_steps"] >= rows["steps"]
+    clipping = record.get("clipping") or {}
+    checked = sum(int(clipping.get(k, 0)) for k in ("verified", "unverified", "exceeded"))
+    return [
+        _updates_premise(record),
+        {"premise": "clipping", "observed": checked > 0 and clipping.get("verified") == checked,
+         "how": f"the clipped sum against the per-sample gradients clipped to C at {clipping.get('verified', 0)} of "
+                f"{checked} noised sums" + ("" if not clipping.get("unverified") else
+                                            " (the rest keep no per-sample gradients, as ghost clipping, or span "
+                                            "skipped steps)")},
+        _multiplicity_premise(record),
+        {"premise": "accounting", "observed": noise and counted,
+         "how": "each private step's noise multiplier and rate read as opacus's accountant reads them, the steps "
+                f"counted against its history ({rows['counted_steps']} of {rows['steps']}), and the noise added "
+                + ("measured at every step" if noise else "not measured (no coordinate noised)")},
+        {"premise": "claim", "observed": not claim_source.startswith("no claim"), "how": claim_source},
+    ]
+
+
+def _updates_premise(record: dict) -> dict:
+    """Observed where the record says which data each plain (non-private) step read (``plain_steps``), each
+    established."""
+    plain = record.get("plain_steps")
+    if plain is None:
+        return {"premise": "updates", "observed": False,
+                "how": "every optimizer step's parameters are observed, but not the data a plain step's loss read"}
+    unknown = [g for g in plain if g.get("data") == "not established"]
+    return {"premise": "updates", "observed": not unknown,
+            "how": f"the data of {sum(int(g.get('steps', 0)) for g in plain)} plain optimizer steps followed"
+                   + (f"; not established for {len(unknown)} group(s) of them" if unknown else "")}
+
+
+def _multiplicity_premise(record: dict) -> dict:
+    """Observed where the record counts each step's backward passes (``accumulated``) and the Poisson batches drawn
+    (``batches_drawn``), and no step summed more passes than batches were drawn."""
+    steps = record["steps"]
+    drawn = record.get("batches_drawn")
+    if not steps or any("accumulated" not in s for s in steps) or drawn is None:
+        return {"premise": "multiplicity", "observed": False,
+                "how": "the backward passes summed into each step and the batches drawn are not both counted"}
+    passes = sum(int(s["count"]) * int(s["accumulated"]) for s in steps)
+    return {"premise": "multiplicity", "observed": passes <= drawn,
+            "how": f"{passes} backward passes summed by the private steps, {drawn} Poisson batches drawn"}
+
+
+def clipping_findings(record: dict) -> list:
+    """``clip-exceeded`` (critical): a record's share of a noised sum above the clip the noise is scaled to."""
+    clipping = record.get("clipping") or {}
+    if not clipping.get("exceeded"):
+        return []
+    ratio = clipping["worst_ratio"]
+    return [OpacusFinding("clip-exceeded", "critical",
+                          f"at {clipping['exceeded']} noised sums a record's clipped gradient was up to {ratio:.3f} x "
+                          f"the clip C the noise is scaled to: the sensitivity is {ratio:.3f} C, so the effective "
+                          f"noise multiplier is at most 1/{ratio:.3f} of the one accounted",
+                          {"exceeded": clipping["exceeded"], "worst_ratio": ratio})]
+
+
+def unobserved(checked: dict) -> list[str]:
+    """The premises ``check_training`` did not observe, in words (why: each premise's ``how``)."""
+    return [PREMISES[p["premise"]] for p in checked.get("premises", ()) if not p["observed"]]
 
 
 def training_rows(record: dict, delta: float) -> dict:
@@ -100,7 +217,7 @@ def _steps_findings(rows: dict, claim: float | None, source: str) -> list:
         out.append(OpacusFinding("accountant-missed-steps", "medium" if covered else "critical",
                                  f"{rows['steps']} private steps ran but the engine's accountant counts "
                                  f"{rows['counted_steps']} (an engine made afresh, or its history cut): its epsilon "
-                                 f"({rows['reported_epsilon']}) ignores the rest; all steps: {rows['epsilon']:.4g}",
+                                 f"({_reported(rows)}) ignores the rest; all steps: {rows['epsilon']:.4g}",
                                  {"steps": rows["steps"], "counted_steps": rows["counted_steps"]}))
     return out
 
@@ -167,6 +284,10 @@ def reuse_findings(record: dict, rows: dict, delta: float) -> list:
                           f"{anywhere:.4g} whatever they used (no amplification by sampling)",
                           {"passes": passes, "batches_drawn": drawn, "within_step_bound": within,
                            "unsampled_bound": anywhere})]
+def _reported(rows: dict) -> str:
+    """The epsilon the training reported, as printed (4 significant digits), or that it asked for none."""
+    value = rows.get("reported_epsilon")
+    return "never asked for" if value is None else f"{value:.4g}"
 
 
 def _outside_findings(record: dict) -> list:
@@ -279,26 +400,23 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
         raise ConfigurationError("unit", f"unknown unit {unit!r}; choose record or user")
     record = training.record
     if not record["steps"]:
-        return {"rows": {}, "claim": claimed_epsilon, "findings": [OpacusFinding(
+        claim, _, source = claim_of(record, claimed_epsilon, delta)
+        return {"rows": {}, "claim": claim, "claim_source": source, "findings": [OpacusFinding(
             "no-private-step", "critical", f"{training.spec} ran {len(record['engines_made'])} make_private call(s) "
             "but no private optimizer step: nothing it trained is private", {})] + _outside_findings(record)}
-    reported = final_report(record)
-    if claimed_epsilon is None and reported is not None:
-        delta = reported["delta"]  # the training's own figure holds at its own delta
+    claim, delta, source = claim_of(record, claimed_epsilon, delta)  # a figure holds at its own delta
     rows = training_rows(record, delta)
     rows["delta"] = delta
     rows["noise_power"] = noise_power(record, alpha)
-    claim = claimed_epsilon if claimed_epsilon is not None else rows["reported_epsilon"]
-    source = "the claimed epsilon" if claimed_epsilon is not None else "the epsilon the training reported"
     findings = (_steps_findings(rows, claim, source) + multiplicity_findings(rows, claim, source)
-                + reuse_findings(record, rows, delta)
-                + _outside_findings(record)
-                + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha))
+                + reuse_findings(record, rows, delta) + _target_findings(record, rows) + _outside_findings(record)
+                + _poisson_findings(rows, claim, delta) + noise_findings(record, alpha) + clipping_findings(record))
     if unit == "user":
         findings += user_findings(training, rows, claim, delta, user_key)
     canaries = canary_check(training, claim, delta, confidence)
     findings += canary_findings(canaries, claim)
-    return {"rows": rows, "claim": claim, "findings": findings, "canaries": canaries}
+    return {"rows": rows, "claim": claim, "claim_source": source, "findings": findings, "canaries": canaries,
+            "premises": premises(record, rows, source)}
 
 
 def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:

@@ -6,15 +6,22 @@ yields an ``OpacusLog`` of what ran inside the block:
 - ``PrivacyEngine.make_private`` (``make_private_with_epsilon`` goes through it): the engine (a stable id is
   attached to it, so an engine kept across blocks is recognised), the optimizer it returned, its noise
   multiplier, clip, the sample rate opacus's accountant hook is given (1 / len(data_loader)), Poisson or not,
-  the data set's size;
-- ``DPOptimizer.pre_step``: each step that really updated the model (not one skipped or accumulated), with the
-  optimizer's noise multiplier, clip and sample rate at that step (what opacus's accountant hook reads), how many
-  backward passes (Poisson batches, with ``allow_grad_accumulation``) it summed, and whether any of its parameters
-  changed between those passes (their version when each pass's per-sample gradients were stored);
+  the data set's size; made by ``make_private_with_epsilon``, the ``target_epsilon``, ``target_delta`` and
+  ``epochs`` the user asked for too (their claim, when they make none elsewhere);
+- ``pre_step`` of every private optimizer class (``private_optimizer_classes``: ``DPOptimizer`` and each subclass
+  opacus defines, dispatches on or that is imported, wherever one overrides it: ghost clipping, adaptive
+  clipping, per-layer, distributed, FSDP): each step that really updated the model (not one skipped or
+  accumulated), with the optimizer's noise multiplier at the step's end and clip at its start (the one that
+  bounded the sum), and sample rate (what opacus's accountant hook reads), how many backward passes (Poisson
+  batches, with ``allow_grad_accumulation``) it summed, and whether any of its parameters changed between those
+  passes (their version when each pass's per-sample gradients were stored); a subclass's call to its parent's
+  method is the same step, counted once;
 - opacus's Poisson batch samplers: how many batches they drew (a step's backward passes outnumbering them means a
   batch entered more than one pass);
-- ``DPOptimizer.add_noise``: the noise actually added, measured as ``grad - summed_grad`` over every
-  parameter (sum of squares and count per noise std), before any scaling;
+- ``add_noise`` of the same classes: the noise actually added, measured as noisy minus clipped sum (``grad -
+  summed_grad``; FSDP's clipped sums in its ``grad_state``) over every parameter (sum of squares and count per
+  noise std), before any scaling; a distributed optimizer's rank other than 0 adds none by design and is not
+  measured;
 - each accountant's ``get_epsilon`` (``PrivacyEngine.get_epsilon`` or ``engine.accountant.get_epsilon``, opacus's
   RDP, PRV and Gaussian accountants): each epsilon the code asked for (what a training typically reports);
 - every optimizer step (torch's global step hook): which parameters it updated (those with a gradient), and
@@ -23,8 +30,8 @@ yields an ``OpacusLog`` of what ran inside the block:
   the private optimizer left (the same tensor, unmodified) only post-processes it and is not counted;
 - at the end, each engine's accountant history as opacus holds it (what its epsilon counts).
 
-Nothing the user's code computes is changed. An optimizer subclass that overrides ``pre_step`` or ``add_noise``
-without calling opacus's is seen only as far as it calls them.
+Nothing the user's code computes is changed. A subclass defined after the block starts, overriding ``pre_step``
+or ``add_noise`` without calling its parent's, is seen only as far as it calls them.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ _lock = threading.RLock()
 ENGINE_ID = "_dpaudit_engine_id"
 OPTIMIZER_RATE = "_dpaudit_sample_rate"
 PENDING_NOISE = "_dpaudit_pending_noise"  # (sum of squares, count) of the last add_noise, until pre_step returns
+STEP_CLIP = "_dpaudit_step_clip"  # the clip as the outermost pre_step began (the bound of the sum it noises)
+AFTER_SKIP = "_dpaudit_after_skip"  # the step's sum spans earlier skipped (virtual) steps
+OBSERVED_METHODS = ("pre_step", "add_noise")  # patched on every private optimizer class that defines its own
 
 
 @dataclass
@@ -56,6 +66,8 @@ class OpacusLog:
     loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
     passes: dict = field(default_factory=dict)  # id(parameter) -> its version at each backward pass since its step
     batches_drawn: int | None = None  # batches opacus's Poisson samplers yielded (None: none iterated)
+    clipping: dict = field(default_factory=lambda: {"verified": 0, "unverified": 0, "exceeded": 0,
+                                                    "worst_ratio": None})  # dpfed.dpsgd.clip_check, per add_noise
 
     def updated_outside(self) -> list[str]:
         """Parameters some optimizer other than a private one updated (named where make_private's module has
@@ -84,7 +96,8 @@ class OpacusLog:
                            "accumulated": k, "moved": moved} for (e, z, c, q, k, moved), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
                           for (e, s), v in self.noise.items()],
-                "epsilons": list(self.epsilons), "accountants": histories, "batches_drawn": self.batches_drawn}
+                "epsilons": list(self.epsilons), "accountants": histories, "batches_drawn": self.batches_drawn,
+                "clipping": dict(self.clipping)}
 
 
 def engine_id(engine) -> str:
@@ -124,8 +137,10 @@ class _Observer:
 
         self.log, self.canaries = log, canaries
         self.engine_class, self.optimizer_class = PrivacyEngine, DPOptimizer
-        self.originals = {"make_private": PrivacyEngine.make_private, "pre_step": DPOptimizer.pre_step,
-                          "add_noise": DPOptimizer.add_noise}
+        self.originals = {"make_private": PrivacyEngine.make_private,
+                          "make_private_with_epsilon": PrivacyEngine.make_private_with_epsilon}
+        self.methods = {(cls, name): cls.__dict__[name] for cls in private_optimizer_classes()
+                        for name in OBSERVED_METHODS if name in cls.__dict__}
         self.accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
         self.promoters = _promoter_modules()
         self.samplers = _poisson_samplers()
@@ -138,10 +153,12 @@ class _Observer:
         observer = self
         self.hook = register_optimizer_step_post_hook(self.stepped)
         self.engine_class.make_private = lambda engine, *a, **k: observer.make_private(engine, *a, **k)
+        self.engine_class.make_private_with_epsilon = (
+            lambda engine, *a, **k: observer.make_private_with_epsilon(engine, *a, **k))
         for cls in self.accountants:
             cls.get_epsilon = self._epsilon_of(cls)
-        self.optimizer_class.pre_step = lambda optimizer, *a, **k: observer.pre_step(optimizer, *a, **k)
-        self.optimizer_class.add_noise = lambda optimizer: observer.add_noise(optimizer)
+        for (cls, name), original in self.methods.items():
+            setattr(cls, name, self._observed_method(name, original))
         for module in self.promoters:
             module.promote_current_grad_sample = self.promoted
         for cls in self.samplers:
@@ -150,14 +167,32 @@ class _Observer:
     def uninstall(self) -> None:
         self.hook.remove()
         self.engine_class.make_private = self.originals["make_private"]
+        self.engine_class.make_private_with_epsilon = self.originals["make_private_with_epsilon"]
         for cls, original in self.accountants.items():
             cls.get_epsilon = original
-        self.optimizer_class.pre_step = self.originals["pre_step"]
-        self.optimizer_class.add_noise = self.originals["add_noise"]
+        for (cls, name), original in self.methods.items():
+            setattr(cls, name, original)
         for module in self.promoters:
             module.promote_current_grad_sample = self.promote
         for cls, original in self.samplers.items():
             cls.__iter__ = original
+
+    def _observed_method(self, name: str, original):
+        """``original`` (one class's own ``pre_step`` or ``add_noise``) logged by ``self.<name>`` when it is the
+        outermost call of that method on the optimizer; a subclass's ``super().<name>()`` inside it runs as is."""
+        handler, depth = getattr(self, name), f"_dpaudit_in_{name}"
+
+        def method(optimizer, *args, **kwargs):
+            if optimizer.__dict__.get(depth):
+                return original(optimizer, *args, **kwargs)
+            optimizer.__dict__[depth] = True
+            try:
+                return handler(optimizer, lambda: original(optimizer, *args, **kwargs))
+            finally:
+                optimizer.__dict__.pop(depth, None)
+
+        method.__wrapped__ = original
+        return method
 
     def make_private(self, engine, *args, **kwargs):
         import torch
@@ -184,6 +219,18 @@ class _Observer:
                                  "poisson": bool(kwargs.get("poisson_sampling", True)),
                                  "data_size": len(dataset) if dataset is not None and hasattr(dataset, "__len__")
                                  else None})
+        return out
+
+    def make_private_with_epsilon(self, engine, *args, **kwargs):
+        """opacus's ``make_private_with_epsilon`` (it calls ``make_private``, logged there); the engine it made is
+        logged with the user's ``target_epsilon``, ``target_delta`` and ``epochs``."""
+        made = len(self.log.engines_made)
+        out = self.originals["make_private_with_epsilon"](engine, *args, **kwargs)
+        target = {"target_epsilon": _float(kwargs.get("target_epsilon")),
+                  "target_delta": _float(kwargs.get("target_delta")),
+                  "epochs": None if kwargs.get("epochs") is None else int(kwargs["epochs"])}
+        for entry in self.log.engines_made[made:]:
+            entry.update(target)
         return out
 
     def _epsilon_of(self, cls):
@@ -222,9 +269,11 @@ class _Observer:
         versions = [self.log.passes.pop(id(p), []) for p in optimizer.params]
         return any(len(set(v)) > 1 for v in versions)
 
-    def pre_step(self, optimizer, *args, **kwargs):
+    def pre_step(self, optimizer, call):
         batches = _accumulated(optimizer)  # read before opacus clears anything
-        stepped = self.originals["pre_step"](optimizer, *args, **kwargs)
+        optimizer.__dict__[STEP_CLIP] = _float(optimizer.max_grad_norm)  # adaptive clipping updates it after noise
+        optimizer.__dict__[AFTER_SKIP] = bool(getattr(optimizer, "_is_last_step_skipped", False))
+        stepped = call()
         if stepped:
             for p in optimizer.params:
                 if p.grad is not None:
@@ -232,14 +281,17 @@ class _Observer:
             rate = getattr(optimizer, OPTIMIZER_RATE, None)
             rate = None if rate is None else rate * batches  # as opacus's accountant hook multiplies it
             key = (getattr(optimizer, ENGINE_ID, "unknown"), float(optimizer.noise_multiplier),
-                   _float(optimizer.max_grad_norm), rate, batches, self._moved(optimizer))
+                   optimizer.__dict__[STEP_CLIP], rate, batches, self._moved(optimizer))
             with _lock:
                 self.log.steps[key] = self.log.steps.get(key, 0) + 1
         self._commit_noise(optimizer)  # against the multiplier opacus's accountant reads at the end of pre_step
+        optimizer.__dict__.pop(STEP_CLIP, None)
+        optimizer.__dict__.pop(AFTER_SKIP, None)
         return stepped
 
-    def add_noise(self, optimizer) -> None:
+    def add_noise(self, optimizer, call) -> None:
         expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
+        self._check_clipping(optimizer)  # before any canary joins the sum
         canaries = self.canaries
         owner = canaries is not None and getattr(canaries, "optimizer", id(optimizer)) == id(optimizer)
         if owner:
@@ -247,22 +299,47 @@ class _Observer:
             held = [p for p in optimizer.params if getattr(p, "summed_grad", None) is not None]
             clip, rate = _float(optimizer.max_grad_norm), float(getattr(optimizer, OPTIMIZER_RATE, None) or 1.0)
             clean = canaries.before_noise(held, clip, rate)
-        self.originals["add_noise"](optimizer)
+        call()
         if owner:
             canaries.after_noise(held, clean, expected, clip, rate)
         self._commit_noise(optimizer)  # an earlier add_noise that no pre_step followed (called directly)
         optimizer.__dict__[PENDING_NOISE] = self._measure_noise(optimizer)
 
+    def _check_clipping(self, optimizer) -> None:
+        """Each record's share of the clipped sum against the step's clip (``dpfed.dpsgd.clip_check``), counted."""
+        from dpfed.dpsgd.clip_check import check_clipping
+
+        status, ratio = check_clipping(optimizer, optimizer.__dict__.get(STEP_CLIP),
+                                       bool(optimizer.__dict__.get(AFTER_SKIP)))
+        with _lock:
+            clipping = self.log.clipping
+            clipping[status] += 1
+            if ratio is not None and status == "exceeded":
+                clipping["worst_ratio"] = max(ratio, clipping["worst_ratio"] or 0.0)
+
     @staticmethod
     def _measure_noise(optimizer) -> tuple[float, int]:
-        """The noise just added: grad minus the clipped sum (before any scaling), summed over every parameter."""
+        """The noise just added: grad minus the clipped sum (before any scaling), summed over every parameter, in
+        units of the sum's noise (FSDP's mean reduction divides each rank's noise by the world size)."""
         import torch
+        from opacus.optimizers import (
+            DistributedDPOptimizer,
+            DistributedDPOptimizerFastGradientClipping,
+            FSDPOptimizerFastGradientClipping,
+        )
 
+        if (isinstance(optimizer, (DistributedDPOptimizer, DistributedDPOptimizerFastGradientClipping))
+                and getattr(optimizer, "rank", 0) != 0):
+            return 0.0, 0  # only rank 0 adds the noise
+        scale = 1.0
+        if isinstance(optimizer, FSDPOptimizerFastGradientClipping) and optimizer.loss_reduction == "mean":
+            scale = float(getattr(optimizer, "world_size", 1))
         total, count = 0.0, 0
         for p in optimizer.params:
-            if getattr(p, "summed_grad", None) is None or p.grad is None:
+            summed = _clipped_sum(optimizer, p)
+            if summed is None or p.grad is None:
                 continue
-            difference = (p.grad.detach().reshape(-1).double() - p.summed_grad.detach().reshape(-1).double())
+            difference = (p.grad.detach().reshape(-1).double() - summed.detach().reshape(-1).double()) * scale
             total += float(torch.sum(difference ** 2))
             count += difference.numel()
         return total, count
@@ -274,7 +351,8 @@ class _Observer:
         pending = optimizer.__dict__.pop(PENDING_NOISE, None)
         if pending is None:
             return
-        expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
+        clip = optimizer.__dict__.get(STEP_CLIP)
+        expected = float(optimizer.noise_multiplier) * (_float(optimizer.max_grad_norm) if clip is None else clip)
         key = (getattr(optimizer, ENGINE_ID, "unknown"), expected)
         with _lock:
             before = self.log.noise.get(key, [0.0, 0])
@@ -320,6 +398,29 @@ def _promoter_modules() -> list:
         if hasattr(module, "promote_current_grad_sample"):
             out.append(module)
     return out
+def private_optimizer_classes() -> list[type]:
+    """``DPOptimizer`` and every subclass of it: each class opacus's ``get_optimizer_class`` dispatches on, each
+    one ``opacus.optimizers`` exports, and any other imported so far (a user's own)."""
+    import opacus.optimizers as module
+    from opacus.optimizers import DPOptimizer
+
+    found, todo = [], [DPOptimizer, *(v for v in vars(module).values() if isinstance(v, type)
+                                      and issubclass(v, DPOptimizer))]
+    while todo:
+        cls = todo.pop()
+        if cls not in found:
+            found.append(cls)
+            todo.extend(cls.__subclasses__())
+    return found
+
+
+def _clipped_sum(optimizer, p):
+    """The clipped (noise-free) sum of ``p``'s per-sample gradients that ``add_noise`` noises: ``p.summed_grad``,
+    or FSDP's ``grad_state[p]["summed_grad"]``."""
+    state = getattr(optimizer, "grad_state", None)
+    if isinstance(state, dict) and p in state:
+        return state[p].get("summed_grad")
+    return getattr(p, "summed_grad", None)
 
 
 def _float(value):

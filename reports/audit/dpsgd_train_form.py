@@ -62,6 +62,14 @@ def train_findings(observed: dict) -> list:
     checked = observed["checked"]
     out = [Finding("dpsgd-check", f.severity, {"code": f.code, "message": f.message, **dict(f.values)})
            for f in checked["findings"]]
+    for premise in checked.get("premises", ()):
+        if not premise["observed"]:
+            from attacks.opacus_checks.observed import PREMISES
+
+            out.append(Finding("dpsgd-check", "info", {
+                "code": "premise-not-observed", "premise": premise["premise"],
+                "message": f"not observed: {PREMISES[premise['premise']]} ({premise['how']}); no accountant's bound "
+                           "proves the claim without it"}))
     rows = checked["rows"]
     if rows:
         out.append(Finding("dpsgd-check", "info", {
@@ -71,5 +79,38 @@ def train_findings(observed: dict) -> list:
             "message": f"the training ran {rows['steps']} private steps (noise multipliers "
                        f"{rows['noise_multipliers']}, clips {rows['clips']}): epsilon {rows['epsilon']:.4g} "
                        f"({steps_analysis(rows)}; opacus's RDP "
-                       f"{rows['opacus_rdp']:.4g}); its engine reported {rows['reported_epsilon']:.4g}"}))
+                       f"{rows['opacus_rdp']:.4g}); {_reported_words(rows['reported_epsilon'])}"}))
     return out
+
+
+def _reported_words(value) -> str:
+    """What the training's engine reported: its epsilon, or that the training never asked for one."""
+    return "the training never asked its engine for its epsilon" if value is None else \
+        f"its engine reported {value:.4g}"
+
+
+CANARY_PROBE = "dpsgd-train-canaries"  # the train form's gradient canaries, as a probe section of the report
+
+
+def canary_section(observed: dict, claim, confidence: float):
+    """The gradient canaries that joined the user's training as a probe that ran (``ProbeSection``): their one-run
+    bounds (rigorous and model-based) at the audit's ``confidence`` for the claim, so the verdict and the report's
+    summary count them as a test; None when no canary ran."""
+    from attacks.opacus_checks.observed import canary_result
+    from reports.audit.model import ProbeSection
+
+    training = observed["training"]
+    canaries = training.canaries
+    if canaries is None or not canaries.steps:
+        return None
+    threat = "all iterates (white box), one run, through the user's optimizer"
+    result = canary_result(canaries.scores, canaries.included, canaries.steps, claim.epsilon, claim.delta,
+                           confidence, threat)
+    return ProbeSection(
+        name=CANARY_PROBE, kind="end-to-end", outcome="ran", threat_model=threat,
+        description=f"{result['canaries']} gradient canaries inserted through the training's own private optimizer "
+                    f"over its {result['steps']} steps, each in by a fair coin (one run; Steinke et al.)",
+        trials=int(result["canaries"]), seed=int(getattr(canaries, "seed", 0) or 0),
+        params={"canaries": int(result["canaries"]), "steps": int(result["steps"])},
+        bounds=tuple({**b, "delta": claim.delta} for b in result["bounds"]), status=result["status"],
+        p_value=result["p_value"], ceiling=result["ceiling"], confidence=confidence)

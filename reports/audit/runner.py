@@ -225,7 +225,7 @@ def audit_target(planned: PlannedTarget, options: AuditOptions, log) -> TargetRe
     confidence = 1.0 - (1.0 - options.confidence) / planned.confidence_per_probe_divisor  # Bonferroni
     accounting, calibration = _analytic_sections(planned, cache, log)
     planner = guard("planner", lambda: planner_section(planned, spec.claim.delta, spec.claim.epsilon, confidence))
-    probes = _probe_sections(planned, options, cache, confidence, log)
+    probes = _probe_sections(planned, options, cache, confidence, log) + tuple(target.measured_probes(confidence))
     utility = _utility_section(planned, options, cache, log)
     verdict = target_verdict(target, accounting, probes, confidence)
     found = rules.all_findings(target, accounting, calibration, verdict, probes)

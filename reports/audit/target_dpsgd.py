@@ -161,8 +161,15 @@ class DpsgdTarget(BaseTarget):
     def report_parameters(self) -> dict:
         form = ("the user's training, run as written and observed" if self.train_observed is not None else
                 "opacus objects (opacus-check's dict)" if self.opacus else "DpsgdSetup (our opacus loop)")
-        return {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
-                "mechanism": describe(self.mechanism), "releases": self.releases}
+        out = {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
+               "mechanism": describe(self.mechanism), "releases": self.releases}
+        if self.train_observed is not None:  # an accountant's bound proves the claim only with every premise observed
+            from attacks.opacus_checks.observed import unobserved
+
+            out["premises_not_observed"] = unobserved(self.train_observed["checked"])
+        elif self.opacus:  # the user's objects are run, never the user's loop
+            out["premises_not_observed"] = _setup_unobserved(self.check)
+        return out
 
     def utility(self, seed, runs: int, log):
         return Unavailable("the dp-sgd target audits privacy only; measure utility in your own training loop")
@@ -255,6 +262,15 @@ class DpsgdTarget(BaseTarget):
                       "simulation": f"at least {ACCEPT} of {REPEATS} simulated audits refuting"}
         return self._plan
 
+    def measured_probes(self, confidence: float) -> tuple:
+        """The train form's canaries through the user's own optimizer, as a probe that ran (none otherwise)."""
+        if self.train_observed is None:
+            return ()
+        from reports.audit.dpsgd_train_form import canary_section
+
+        section = canary_section(self.train_observed, self.claim, confidence)
+        return () if section is None else (section,)
+
     def findings(self, verdict, probes) -> list:
         if self.train_observed is not None:
             from reports.audit.dpsgd_train_form import train_findings
@@ -320,6 +336,19 @@ class DpsgdTarget(BaseTarget):
         return Finding("dpsgd-check", "info", {
             "code": "default-budget", "probe": name, **plan,
             "message": f"no trials given for {name}: {plan['trials']:.3g} trials per world, {how}"})
+
+
+def _setup_unobserved(check: dict | None) -> list[str]:
+    """The premises the set-up form (the user's opacus objects, not their loop) cannot observe: what the loop feeds
+    the optimizer, and the steps when the set-up does not tell them."""
+    from attacks.opacus_checks.observed import PREMISES
+
+    out = [f"{PREMISES['updates']} (the set-up form runs the user's objects, not their loop)",
+           f"{PREMISES['multiplicity']} (the loop's backward passes per step are not seen)"]
+    if check is not None and check["steps"].get("accounted_from", "loop") == "loop":
+        out.append(f"{PREMISES['accounting']} (the steps are assumed to be the loop's: no accounted_epochs or "
+                   "accounted_steps)")
+    return out
 
 
 def _refuse_train_keys(params: dict) -> None:

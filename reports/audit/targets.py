@@ -147,6 +147,11 @@ class BaseTarget:
         """Findings only this kind of system has (``reports.audit.findings`` computes the common ones)."""
         return []
 
+    def measured_probes(self, confidence: float) -> tuple:
+        """Probe sections of tests the target's own run already made (``ProbeSection``s that ran: e.g. canaries
+        through the user's own training); the verdict counts them as it counts the probes. None by default."""
+        return ()
+
     def units(self) -> tuple[int | None, str]:
         if self.claim.units is not None:
             return self.claim.units, self.claim.unit_plural

@@ -160,7 +160,7 @@ def train_lines(result: dict) -> list[str]:
     rows = result["rows"]
     lines = [f"opacus training check: verdict {result['verdict']} ({result['train']}, {result['seconds']:.1f} s)"]
     if rows:
-        claim = "none" if result["claim"] is None else f"{result['claim']:.4g}"
+        claim = "none" if result["claim"] is None else f"{result['claim']:.4g} ({result.get('claim_source')})"
         lines += [f"  ran: {rows['steps']} private steps, noise multipliers {rows['noise_multipliers']}, sample rates "
                   f"{[round(q, 6) for q in rows['sample_rates']]}, clips {rows['clips']}, "
                   f"{'Poisson' if rows['poisson'] else 'not Poisson'}, {rows['engines']} engine(s)"
@@ -168,14 +168,25 @@ def train_lines(result: dict) -> list[str]:
                      "over them)" if rows.get("accumulated", 1) > 1 else ""),
                   f"  epsilon {rows['epsilon']:.4g} [{steps_analysis(rows)}] of the steps that ran (opacus's RDP "
                   f"{rows['opacus_rdp']:.4g}); "
-                  f"the engine's accountant counts {rows['counted_steps']} steps and reported "
-                  f"{_figure(rows['reported_epsilon'])}; claim tested {claim} at delta {result['delta']:g}"]
+                  f"the engine's accountant counts {rows['counted_steps']} steps; the training "
+                  f"{_asked(rows['reported_epsilon'])}; claim tested {claim} at delta {result['delta']:g}"]
     power = rows.get("noise_power") if rows else None
     if power:
         lines.append(f"  power: the noise measured over {power['coordinates']} coordinates would refute noise below "
                      f"{power['refuted_ratio']:.3f} of the accounted with probability {power['probability']:g} "
                      f"(false alarm {power['false_alarm']:g})")
+    lines += _premise_lines(result.get("premises") or ())
     lines += [f"  {f['severity'].upper():8s} {f['code']}: {f['message']}" for f in result["findings"]]
+    return lines
+
+
+def _premise_lines(premises) -> list[str]:
+    """What of the claim's premises the run showed: a PASS proves the claim only when every one was observed."""
+    from attacks.opacus_checks.observed import PREMISES
+
+    seen = [PREMISES[p["premise"]] for p in premises if p["observed"]]
+    lines = [f"  premise observed: {words}" for words in seen]
+    lines += [f"  premise NOT observed: {PREMISES[p['premise']]} ({p['how']})" for p in premises if not p["observed"]]
     return lines
 
 
@@ -217,9 +228,9 @@ def run_train(args) -> int:
                 for f in checked["findings"]]
     verdict = "VIOLATION" if any(f["severity"] == "critical" for f in findings) else "PASS"
     result = {"train": args.train, "argv": argv, "delta": checked["rows"].get("delta", delta), "unit": args.unit,
-              "claim": checked["claim"],
+              "claim": checked["claim"], "claim_source": checked.get("claim_source"),
               "verdict": verdict, "rows": checked["rows"], "findings": findings, "seconds": training.seconds,
-              "canaries": checked.get("canaries"),
+              "canaries": checked.get("canaries"), "premises": checked.get("premises"),
               "observed": training.record}
     print("\n".join(train_lines(result)))
     if args.out:
@@ -227,6 +238,11 @@ def run_train(args) -> int:
 
         atomic_write_text(args.out, dumps_json(result, indent=1))
     return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)
+
+
+def _asked(value) -> str:
+    """What the training asked its engine: the epsilon it reported, or none."""
+    return "never asked it for its epsilon" if value is None else f"reported epsilon {_figure(value)}"
 
 
 def _figure(value) -> str:

@@ -83,3 +83,10 @@ def test_the_train_form_as_an_audit_target(tmp_path, monkeypatch, config, status
     assert "observed-training" in checks
     if code:
         assert checks[code] == "critical"
+    if config == "audit_mnist.toml":  # its 1000 canaries through the example's optimizer: a test the summary counts
+        from reports.render_text import verdict_reason
+
+        empirical = target["verdict"]["empirical"]
+        assert empirical["probes_run"] == 1 and empirical["status"] in ("CONSISTENT", "UNTESTABLE")
+        assert "dpsgd-train-canaries" in empirical["lower_bound"]["source"] and empirical["ceiling"] > 0
+        assert "no probe ran" not in verdict_reason(target)
