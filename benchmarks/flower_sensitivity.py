@@ -91,7 +91,8 @@ def main(argv=None) -> int:
 
         importlib.import_module("flwr.simulation.run_simulation")._run_simulation = in_process_simulation
     cases = [(api, name, rounds, "") for api in APIS_ORDER for name in STRATEGIES for rounds in args.rounds]
-    cases += [(api, "FedAvgM", rounds, "server-learning-rate=2.0") for api in APIS_ORDER for rounds in args.rounds]
+    cases += [(api, name, rounds, extra) for api in APIS_ORDER for rounds in args.rounds
+              for name, extra in (("FedAvgM", "server-learning-rate=2.0"), ("FedYogi", "eta=0.1"))]
     print("| API | inner strategy | rounds | verdict | sensitivity / (C/m) | / (2C/m) | implied epsilon | accounted "
           "epsilon | critical findings | Flower's defaults |")
     print("|---|---|---|---|---|---|---|---|---|---|")

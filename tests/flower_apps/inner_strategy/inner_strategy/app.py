@@ -2,7 +2,8 @@
 around the strategy the run config's ``strategy`` names, each with Flower's defaults (``MyAdam`` is a ``FedAdam``
 of this app's own that keeps the norm of each aggregate).
 
-Each node holds 64 examples of 20 features, half of which do not matter (their true weight is 0).
+``eta`` sets the server optimizer's learning rate (0: Flower's default). Each node holds 64 examples of 20
+features, half of which do not matter (their true weight is 0).
 """
 
 import random
@@ -72,6 +73,8 @@ def main(grid: Grid, context: Context) -> None:
     np.random.seed(int(cfg["seed"]))
     m = int(cfg["clients-per-round"])
     options = {"fraction_train": 1e-9, "min_train_nodes": m, "min_available_nodes": m, "fraction_evaluate": 0.0}
+    if float(cfg["eta"]) > 0:
+        options["eta"] = float(cfg["eta"])
     if cfg["strategy"] == "FedAvgM":
         options.update(server_learning_rate=float(cfg["server-learning-rate"]),
                        server_momentum=float(cfg["server-momentum"]))

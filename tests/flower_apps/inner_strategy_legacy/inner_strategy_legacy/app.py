@@ -3,7 +3,8 @@ with the legacy ``DifferentialPrivacyServerSideFixedClipping`` around the strate
 names, each with Flower's defaults (``MyAdam`` is a ``FedAdam`` of this app's own that keeps the norm of each
 aggregate; ``FedProx`` needs its ``proximal_mu``: 0.1), and a ``NumPyClient``.
 
-Each node holds 64 examples of 20 features, half of which do not matter (their true weight is 0).
+``eta`` sets the server optimizer's learning rate (0: Flower's default). Each node holds 64 examples of 20
+features, half of which do not matter (their true weight is 0).
 """
 
 import numpy as np
@@ -68,12 +69,15 @@ STRATEGIES = {"FedAvg": FedAvg, "FedProx": FedProx, "FedAdam": FedAdam, "FedYogi
 
 def server_fn(context: Context) -> ServerAppComponents:
     cfg = context.run_config
+    np.random.seed(int(cfg["seed"]))  # Flower's DP wrappers draw their noise from NumPy's global generator
     m = int(cfg["clients-per-round"])
     initial = ndarrays_to_parameters([np.zeros(FEATURES + 1, dtype=np.float32)])
     options = {"fraction_fit": 1e-9, "min_fit_clients": m, "min_available_clients": m, "fraction_evaluate": 0.0,
                "initial_parameters": initial}
     if cfg["strategy"] == "FedProx":
         options["proximal_mu"] = 0.1
+    if float(cfg["eta"]) > 0:
+        options["eta"] = float(cfg["eta"])
     if cfg["strategy"] == "FedAvgM":
         options.update(server_learning_rate=float(cfg["server-learning-rate"]),
                        server_momentum=float(cfg["server-momentum"]))
