@@ -92,7 +92,7 @@ def start_line(start: dict) -> str:
     elif wrapper != strategy:
         tail = f", in {wrapper}{subclass}"
     secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
-    inner = f", around {start['inner_strategy']} (its aggregation is what is noised)" if start.get("inner_strategy") \
+    inner = f", around {start['inner_strategy']} (what is noised is its aggregate)" if start.get("inner_strategy") \
         else ""
     return f"  ran {name} via {start['entry']}: {start['rounds']} rounds{tail}{inner}{secure}"
 
