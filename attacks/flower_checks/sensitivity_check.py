@@ -35,12 +35,28 @@ def _ratio(m: dict, kind: str, bound: float) -> float:
     return max(0.0, float(m[kind]) - float(m.get("slack", 0.0))) / bound
 
 
-def round_ratios(m: dict) -> dict:
-    """A round's measurement against the mean's bounds: ``replace`` over 2 C / m, ``zero`` over C / m, in C / m."""
+def carried_squares(measurements: dict) -> dict:
+    """``{origin round: sum of squared changes}`` that a round's worst neighbour made, through the strategy's state,
+    in the rounds after it (each less its round's float32 slack)."""
+    out: dict = {}
+    for m in measurements.values():
+        for entry in m.get("carried", []) if m.get("tested") else []:
+            change = max(0.0, float(entry["change"]) - float(m.get("slack", 0.0)))
+            out[int(entry["origin"])] = out.get(int(entry["origin"]), 0.0) + change ** 2
+    return out
+
+
+def round_ratios(m: dict, carried: float = 0.0) -> dict:
+    """A round's measurement against the mean's bounds: ``replace`` over 2 C / m (with ``carried``, the squared
+    changes its worst neighbour made in later rounds, added: the releases are independent Gaussians of the same
+    std), ``round`` the same within its own round, ``zero`` over C / m; ``in_c_over_m`` and ``carried_in_c_over_m``
+    in C / m."""
     unit = float(m["clip"]) / int(m["replies"])
-    return {"replace": _ratio(m, "replace", 2 * unit), "zero": _ratio(m, "zero", unit),
-            "in_c_over_m": float(m["replace"]) / unit, "removed_in_c_over_m": float(m["removed"]) / unit,
-            "unit": unit}
+    own = max(0.0, float(m["replace"]) - float(m.get("slack", 0.0)))
+    total = math.sqrt(own ** 2 + carried)
+    return {"replace": total / (2 * unit), "round": own / (2 * unit), "zero": _ratio(m, "zero", unit),
+            "in_c_over_m": total / unit, "carried_in_c_over_m": math.sqrt(carried) / unit,
+            "removed_in_c_over_m": float(m["removed"]) / unit, "unit": unit}
 
 
 def implied_epsilon(a, ratios: dict) -> float | None:
@@ -61,12 +77,20 @@ def summary(measurements: dict) -> dict:
     out = {"strategy": ", ".join(names), "rounds": len(measurements), "measured": len(tested),
            "untested": {int(r): m["reason"] for r, m in measurements.items() if not m.get("tested")}}
     if tested:
-        ratios = {r: round_ratios(m) for r, m in tested.items()}
+        carried = carried_squares(measurements)
+        ratios = {r: round_ratios(m, carried.get(int(r), 0.0)) for r, m in tested.items()}
         out.update(replace_ratio=max(v["replace"] for v in ratios.values()),
                    zero_ratio=max(v["zero"] for v in ratios.values()),
                    in_c_over_m=max(v["in_c_over_m"] for v in ratios.values()),
                    neighbours=sum(int(m["neighbours"]) for m in tested.values()))
     return out
+
+
+def carried_words(ratio: dict) -> str:
+    if ratio["carried_in_c_over_m"] <= 0:
+        return ""
+    return (f"; {ratio['round'] * 2:.4g} C/m in its own round and {ratio['carried_in_c_over_m']:.4g} C/m carried "
+            "by the strategy's state into the later releases")
 
 
 def sensitivity_findings(measurements: dict, a) -> list:
@@ -87,16 +111,18 @@ def sensitivity_findings(measurements: dict, a) -> list:
                                       {"strategy": name, "rounds": untested, "reason": reason, "false_alarm": 0.0}))
     if not tested:
         return findings
-    ratios = {r: round_ratios(m) for r, m in tested.items()}
+    carried = carried_squares(measurements)
+    ratios = {r: round_ratios(m, carried.get(int(r), 0.0)) for r, m in tested.items()}
     above = {r: v["replace"] for r, v in ratios.items() if v["replace"] > 1 + RELATIVE}
     worst_round = max(ratios, key=lambda r: ratios[r]["replace"])
     worst, ratio = tested[worst_round], ratios[worst_round]
     common = {"strategy": name, "flower_strategy": worst["flower_strategy"], "round": int(worst_round),
-              "measured_sensitivity": float(worst["replace"]), "accounted_sensitivity": 2 * ratio["unit"],
+              "measured_sensitivity": ratio["replace"] * 2 * ratio["unit"], "accounted_sensitivity": 2 * ratio["unit"],
               "ratio": ratio["replace"], "in_c_over_m": ratio["in_c_over_m"], "client": worst["replace_client"],
               "neighbour": worst["replace_neighbour"], "zero_ratio": max(v["zero"] for v in ratios.values()),
               "removed_in_c_over_m": max(v["removed_in_c_over_m"] for v in ratios.values()),
               "neighbours": sum(int(m["neighbours"]) for m in tested.values()), "rounds_measured": len(tested),
+              "round_ratio": ratio["round"], "carried_in_c_over_m": ratio["carried_in_c_over_m"],
               "lower_bound": True, "false_alarm": 0.0}
     if above:
         implied = implied_epsilon(a, {r: ratios[r]["replace"] for r in tested})
@@ -107,13 +133,13 @@ def sensitivity_findings(measurements: dict, a) -> list:
         findings.append(FlowerFinding(
             "sensitivity-above-accounted", "critical",
             f"the wrapper noises the output of its inner strategy {name}, which one client moves by up to "
-            f"{ratio['in_c_over_m']:.4g} C/m ({worst['replace']:.4g} with C = {worst['clip']:g}, m = "
+            f"{ratio['in_c_over_m']:.4g} C/m ({common['measured_sensitivity']:.4g} with C = {worst['clip']:g}, m = "
             f"{worst['replies']}; round {worst_round}, client {worst['replace_client']}'s reply replaced by "
-            f"{worst['replace_neighbour']}): {ratio['replace']:.4g} times the 2C/m the noise z C/m is calibrated for "
-            f"(replace-one), in {len(above)} of {len(tested)} rounds replayed. At the measured sensitivity a round is "
-            f"a Gaussian mechanism of multiplier {z_eff:.4g} instead of {a.update_z:g} (mu {mu:.4g} over the rounds "
-            f"without sampling), and the run spends {spent} (accounted {accounted:.4g}); measured over "
-            f"{common['neighbours']} neighbouring reply sets, a lower bound on the sensitivity",
+            f"{worst['replace_neighbour']}{carried_words(ratio)}): {ratio['replace']:.4g} times the 2C/m the noise "
+            f"z C/m is calibrated for (replace-one), in {len(above)} of {len(tested)} rounds replayed. At the measured "
+            f"sensitivity a round is a Gaussian mechanism of multiplier {z_eff:.4g} instead of {a.update_z:g} (mu "
+            f"{mu:.4g} over the rounds without sampling), and the run spends {spent} (accounted {accounted:.4g}); "
+            f"measured over {common['neighbours']} neighbouring reply sets, a lower bound on the sensitivity",
             {**common, "rounds_above": sorted(int(r) for r in above), "effective_noise_multiplier": z_eff,
              "implied_epsilon": implied, "accounted_epsilon": accounted, "mu": mu, "delta": a.delta}))
         return findings

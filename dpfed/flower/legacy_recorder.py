@@ -55,6 +55,7 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self.round_deltas, self.partitions, self.initial = {}, {}, None
             self.canaries, self.canary_nodes = canaries, {}
             self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
 
         def __repr__(self):
             return repr(self.strategy)
@@ -100,7 +101,8 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             real = _flat(_arrays(replay.real[0][0])) if len(replay.real) == 1 and replay.real[0][0] is not None \
                 else None
             self.sensitivity[server_round] = replay.measure(legacy_runner(server_round, self._current, _flat, _node),
-                                                            real, self._current, clip)
+                                                            real, self._current, clip, server_round, self._chains)
+            self._chains = replay.chains
             ndarrays = _arrays(aggregated)
             released = _flat(ndarrays)
             self.round_deltas[server_round] = released - self._current

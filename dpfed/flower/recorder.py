@@ -109,6 +109,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.initial = None  # the model of the first round recorded (flat)
             self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
             self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
@@ -139,7 +140,8 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
                 real = _flat(replay.real[0][0].to_numpy_ndarrays()) if len(replay.real) == 1 and replay.real[0][0] \
                     is not None else None
                 self.sensitivity[server_round] = replay.measure(message_runner(server_round, self._current, _flat),
-                                                                real, self._current, clip)
+                                                            real, self._current, clip, server_round, self._chains)
+                self._chains = replay.chains
             if arrays is not None:
                 ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
                 released = _flat(ndarrays)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import pickle
 import random
 
 import numpy as np
@@ -152,7 +153,7 @@ class RoundReplay:
     def __init__(self, inner, method: str, copy_replies):
         self.inner, self.method, self.name = inner, method, strategy_name(inner)
         self.copy_replies = copy_replies
-        self.real, self.received, self.reason = [], None, None
+        self.real, self.received, self.reason, self.chains = [], None, None, []
         try:
             self.snapshot = copy.deepcopy(inner)
         except Exception as exc:  # noqa: BLE001 - any failure to copy means: no replay
@@ -192,9 +193,12 @@ class RoundReplay:
             else:
                 delattr(self.inner, self.method)
 
-    def measure(self, runner, real_output, current: np.ndarray, clip: float) -> dict:
+    def measure(self, runner, real_output, current: np.ndarray, clip: float, server_round: int = 0,
+                chains: list | None = None) -> dict:
         """The round's measurement (``untested`` with the reason where no replay could be made). ``runner``:
-        ``message_runner`` or ``legacy_runner`` with the server round, the round's model and the flattener bound."""
+        ``message_runner`` or ``legacy_runner`` with the server round, the round's model and the flattener bound.
+        ``chains``: the state that earlier rounds' worst neighbours left in the strategy (``Chain``), replayed on this
+        round's replies (``carried``: how far each moves this round's output) and continued in ``self.chains``."""
         base = {"strategy": self.name, "flower_strategy": flower_base(self.inner), "clip": float(clip),
                 "replies": len(self.received or [])}
         if self.reason is None and len(self.real) != 1:
@@ -206,13 +210,14 @@ class RoundReplay:
         with _quiet_and_same_draws():
             try:
                 run, updates, ids = runner(self.received, self.copy_replies)
-                return {**base, **self._measured(run, real_output, updates, current, clip, ids)}
+                return {**base, **self._measured(run, real_output, updates, current, clip, ids, server_round,
+                                                 chains or [])}
             except Exception as exc:  # noqa: BLE001 - the replay failed: say so, never a verdict
                 return {**base, "tested": False,
                         "reason": f"the replay failed ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"}
 
-    def _measured(self, run, real_output, updates, current, clip, ids) -> dict:
-        baseline = run(self.snapshot, {})
+    def _measured(self, run, real_output, updates, current, clip, ids, server_round, chains) -> dict:
+        baseline, after = run(self.snapshot, {}, keep=True)
         if baseline is None or baseline.shape != real_output.shape:
             return {"tested": False, "reason": "the replay on the recorded replies released nothing comparable"}
         tolerance = slack(float(np.linalg.norm(current)), float(np.linalg.norm(real_output)), clip)
@@ -224,7 +229,7 @@ class RoundReplay:
         norms = np.linalg.norm(updates, axis=1)
         order = np.argsort(-norms, kind="stable")[:MAX_CLIENTS]
         worst = {"replace": (0.0, None, None), "zero": (0.0, None, None), "removed": (0.0, None, None)}
-        tried = 0
+        tried, worst_changes = 0, [None]
 
         def note(kinds, changes, index, what):
             nonlocal tried
@@ -236,6 +241,7 @@ class RoundReplay:
             for kind in kinds:
                 if change > worst[kind][0]:
                     worst[kind] = (change, int(ids[index]), what)
+                    worst_changes[0] = changes if kind == "replace" else worst_changes[0]
 
         for position, index in enumerate(order):
             index = int(index)
@@ -246,10 +252,78 @@ class RoundReplay:
             tried += PROBE_LEVELS * 2 if position < PROBED_CLIENTS else 0
             for what, replacement in neighbours(updates, index, clip) + found:
                 note(("replace",), {index: replacement}, index, what)
+        carried = self._carried(run, baseline, after, chains)
+        if worst_changes[0] is not None:
+            _, left = run(self.snapshot, worst_changes[0], keep=True)
+            self.chains.append(Chain(server_round, *state_difference(left, after)).alive())
+        self.chains = [c for c in self.chains if c is not None][-MAX_CHAINS:]
         return {"tested": True, "neighbours": tried, "clients_changed": len(order), "slack": tolerance,
+                "carried": carried,
                 **{kind: value for kind, (value, _, _) in worst.items()},
                 **{f"{kind}_client": client for kind, (_, client, _) in worst.items()},
                 **{f"{kind}_neighbour": what for kind, (_, _, what) in worst.items()}}
+
+
+    def _carried(self, run, baseline, after, chains) -> list:
+        """This round's output replayed with each chain's state in place of the round's own (where the round's
+        ``configure`` did not set it afresh): ``[{"origin": round, "change": norm}]``; the chains continued."""
+        carried = []
+        for chain in chains:
+            state = chain.applied(self.snapshot)
+            if state is None:
+                continue
+            out, left = run(state, {}, keep=True)
+            if out is None or out.shape != baseline.shape or not np.all(np.isfinite(out)):
+                continue
+            carried.append({"origin": chain.origin, "change": float(np.linalg.norm(out - baseline))})
+            self.chains.append(Chain(chain.origin, *state_difference(left, after)).alive())
+        return carried
+
+
+MAX_CHAINS = 16  # rounds whose worst neighbour's state is carried forward at once (the latest)
+
+
+def _pickled(value) -> bytes | None:
+    try:
+        return pickle.dumps(value, protocol=4)
+    except Exception:  # noqa: BLE001 - what cannot be pickled is compared as unchanged
+        return None
+
+
+def state_difference(left, after) -> tuple[dict, dict]:
+    """The attributes of strategy copy ``left`` (after a neighbour's aggregation) that differ from ``after`` (after
+    the round's own): ``(their values in left, after's values pickled)``."""
+    values, reference = {}, {}
+    theirs = vars(after)
+    for key, value in vars(left).items():
+        mine, own = _pickled(value), _pickled(theirs.get(key))
+        if mine is not None and own is not None and mine != own:
+            values[key], reference[key] = value, own
+    return values, reference
+
+
+class Chain:
+    """A neighbour's influence carried by the strategy's state: the round it was made in (``origin``), the
+    attributes where its state differs from the run's (``values``) and the run's own at that point
+    (``reference``, pickled)."""
+
+    def __init__(self, origin: int, values: dict, reference: dict):
+        self.origin, self.values, self.reference = origin, values, reference
+
+    def alive(self):
+        return self if self.values else None
+
+    def applied(self, snapshot):
+        """A copy of ``snapshot`` (the next round's state) with this chain's attributes, where the round did not set
+        them afresh (its own still equal the run's after the previous aggregation); None when none is left."""
+        current = vars(snapshot)
+        keys = [k for k in self.values if _pickled(current.get(k)) == self.reference[k]]
+        if not keys:
+            return None
+        state = copy.deepcopy(snapshot)
+        for key in keys:
+            setattr(state, key, copy.deepcopy(self.values[key]))
+        return state
 
 
 def unflatten(flat: np.ndarray, like: list) -> list:
@@ -287,7 +361,7 @@ def message_runner(server_round: int, current: np.ndarray, flat):
         updates = np.stack([flat(next(iter(r.content.array_records.values())).to_numpy_ndarrays()) - current
                             for r in replies])
 
-        def run(snapshot, changes):
+        def run(snapshot, changes, keep=False):
             kept = [k for k in range(len(replies)) if changes.get(k, 0) is not None]
             batch = fresh([replies[k] for k in kept])
             for position, k in enumerate(kept):
@@ -296,8 +370,10 @@ def message_runner(server_round: int, current: np.ndarray, flat):
                     arrays = unflatten(current + changes[k], record.to_numpy_ndarrays())
                     batch[position].content[key] = ArrayRecord(
                         {name: Array(np.asarray(a)) for name, a in zip(record.keys(), arrays, strict=True)})
-            arrays, _ = copy.deepcopy(snapshot).aggregate_train(server_round, batch)
-            return None if arrays is None else flat(arrays.to_numpy_ndarrays())
+            strategy = copy.deepcopy(snapshot)
+            arrays, _ = strategy.aggregate_train(server_round, batch)
+            out = None if arrays is None else flat(arrays.to_numpy_ndarrays())
+            return (out, strategy) if keep else out
 
         return run, updates, [int(r.metadata.src_node_id) for r in replies]
 
@@ -311,7 +387,7 @@ def legacy_runner(server_round: int, current: np.ndarray, flat, node):
     def bind(results, fresh):
         updates = np.stack([flat(parameters_to_ndarrays(res.parameters)) - current for _, res in results])
 
-        def run(snapshot, changes):
+        def run(snapshot, changes, keep=False):
             kept = [k for k in range(len(results)) if changes.get(k, 0) is not None]
             batch = fresh([results[k] for k in kept])
             for position, k in enumerate(kept):
@@ -319,8 +395,10 @@ def legacy_runner(server_round: int, current: np.ndarray, flat, node):
                     res = batch[position][1]
                     res.parameters = ndarrays_to_parameters(unflatten(current + changes[k],
                                                                       parameters_to_ndarrays(res.parameters)))
-            parameters, _ = copy.deepcopy(snapshot).aggregate_fit(server_round, batch, [])
-            return None if parameters is None else flat(parameters_to_ndarrays(parameters))
+            strategy = copy.deepcopy(snapshot)
+            parameters, _ = strategy.aggregate_fit(server_round, batch, [])
+            out = None if parameters is None else flat(parameters_to_ndarrays(parameters))
+            return (out, strategy) if keep else out
 
         return run, updates, [node(proxy) for proxy, _ in results]
 

@@ -112,3 +112,21 @@ def test_within_the_bound_where_the_closed_form_or_the_measurement_says_so(tmp_p
     assert seen["strategy"] == strategy and seen["measured"] == 1 and 0 < seen["replace_ratio"] <= 1.0
     if strategy == "FedYogi":
         assert seen["replace_ratio"] <= eta_1(0.01) * 0.1 / 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", ["message", "legacy"])
+def test_fedavgm_momentum_carries_a_client_into_later_releases(tmp_path, monkeypatch, api):
+    """FedAvgM with server momentum beta 0.9 (server learning rate 1) moves by 2C/m within a round, as the mean does,
+    but keeps the round's pre-noise pseudo-gradient in its momentum and steps the next round from its own pre-noise
+    model. From its update equations (PyTorch's SGD momentum, as Flower's FedAvgM documents), a change delta of round
+    1's mean moves round 2's output by beta delta and round 3's by beta (1 - beta) delta: over the three releases
+    sqrt(1 + beta^2 + beta^2 (1 - beta)^2) times 2C/m."""
+    beta = 0.9
+    code, result = run(tmp_path, monkeypatch, api, "FedAvgM", 3, f"server-momentum={beta}")
+    assert code == 1 and "sensitivity-above-accounted" in critical(result)
+    values = above(result)
+    assert values["round"] == 1 and values["round_ratio"] == pytest.approx(1.0, rel=1e-4)
+    assert values["ratio"] == pytest.approx(math.sqrt(1 + beta ** 2 + beta ** 2 * (1 - beta) ** 2), rel=1e-4)
+    assert values["carried_in_c_over_m"] > 0 and "carried by the strategy's state" in \
+        [f for f in result["findings"] if f["code"] == "sensitivity-above-accounted"][0]["message"]
