@@ -4,8 +4,9 @@ its inner strategy (``dpfed.flower.sensitivity``: one measurement per round).
 The noise N(0, (z C / m)^2) is calibrated for a mean of the m clipped updates: under replace-one (what Flower's
 fixed-size sampler is accounted under) one client moves it by at most 2 C / m; with its update taken out of the
 fixed-m sum (add/remove, Flower's accountant and the Poisson claim), by C / m. Each round's largest replayed change
-is compared with these (m: the round's replies; a smaller sample than the wrapper is told is the sample-size
-check's finding), allowing for float32 rounding (``slack``):
+is compared with these (m: the round's replies, a smaller sample than the wrapper is told being the sample-size
+check's finding; with unequal weights C / m is C times the largest weight, that being the unequal-weights check's
+finding), allowing for float32 rounding (``slack``):
 
 - ``sensitivity-above-accounted`` (critical): a replaced reply moved the output further than 2 C / m. The round is
   then a Gaussian mechanism of multiplier z / ratio; the epsilon the run spends at those multipliers is accounted
@@ -47,11 +48,12 @@ def carried_squares(measurements: dict) -> dict:
 
 
 def round_ratios(m: dict, carried: float = 0.0) -> dict:
-    """A round's measurement against the mean's bounds: ``replace`` over 2 C / m (with ``carried``, the squared
+    """A round's measurement against the mean's bounds (``unit``: C / m, or C w with a larger largest weight w, which
+    is the ``unequal-weights`` finding's): ``replace`` over 2 C / m (with ``carried``, the squared
     changes its worst neighbour made in later rounds, added: the releases are independent Gaussians of the same
     std), ``round`` the same within its own round, ``zero`` over C / m; ``in_c_over_m`` and ``carried_in_c_over_m``
     in C / m."""
-    unit = float(m["clip"]) / int(m["replies"])
+    unit = float(m["clip"]) * max(1.0 / int(m["replies"]), float(m.get("max_weight") or 0.0))
     own = max(0.0, float(m["replace"]) - float(m.get("slack", 0.0)))
     total = math.sqrt(own ** 2 + carried)
     return {"replace": total / (2 * unit), "round": own / (2 * unit), "zero": _ratio(m, "zero", unit),

@@ -103,6 +103,7 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self.sensitivity[server_round] = replay.measure(legacy_runner(server_round, self._current, _flat, _node),
                                                             real, self._current, clip, server_round, self._chains)
             self._chains = replay.chains
+            self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
             ndarrays = _arrays(aggregated)
             released = _flat(ndarrays)
             self.round_deltas[server_round] = released - self._current

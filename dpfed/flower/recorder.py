@@ -142,6 +142,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
                 self.sensitivity[server_round] = replay.measure(message_runner(server_round, self._current, _flat),
                                                             real, self._current, clip, server_round, self._chains)
                 self._chains = replay.chains
+                self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
             if arrays is not None:
                 ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
                 released = _flat(ndarrays)

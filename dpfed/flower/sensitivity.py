@@ -35,6 +35,8 @@ FLOAT32_UNIT = 2.0 ** -23
 MAX_CLIENTS = 16  # clients whose reply is changed in a round (the largest updates first)
 PROBED_CLIENTS = 4  # of those, clients whose replacement is also searched coordinate by coordinate (``searched``)
 PROBE_LEVELS = 10  # probe values per sign, geometric from C/1000 to C
+REPLAY_BUDGET = 1.5e8  # numbers aggregated per round in all replays: fewer clients changed, then no search, above it
+NEIGHBOURS = 12  # replays per client changed (zero, left out, REPLACEMENTS, SEARCHED)
 REPLACEMENTS = ("its own update negated, at the clip", "its own update at the clip",
                 "the clip against the other replies' mean", "the clip along the other replies' mean",
                 "the clip spread evenly against the signs of the other replies' sum",
@@ -76,6 +78,16 @@ def neighbours(updates: np.ndarray, index: int, clip: float) -> list[tuple[str, 
                   _flipping(total, clip)]
     candidates += [rest[int(np.argmax(np.linalg.norm(rest - own, axis=1)))] if len(rest) else None]
     return [(name, v) for name, v in zip(REPLACEMENTS, candidates, strict=True) if v is not None]
+
+
+def replay_plan(replies: int, size: int) -> tuple[int, int]:
+    """``(clients changed, clients searched)`` in a round of ``replies`` replies of ``size`` numbers, within
+    ``REPLAY_BUDGET`` (at least 2 clients changed, or all where fewer reply)."""
+    per_replay = max(1, replies * size)
+    clients = int(min(MAX_CLIENTS, replies, max(2, REPLAY_BUDGET // (per_replay * NEIGHBOURS))))
+    left = REPLAY_BUDGET - clients * per_replay * NEIGHBOURS
+    probed = int(min(PROBED_CLIENTS, clients, max(0, left // (per_replay * 2 * PROBE_LEVELS))))
+    return clients, probed
 
 
 def _flipping(total: np.ndarray, clip: float) -> np.ndarray | None:
@@ -227,7 +239,8 @@ class RoundReplay:
                                                f"output (off by {off:.3g}): the strategy depends on more than its "
                                                "copy and the replies"}
         norms = np.linalg.norm(updates, axis=1)
-        order = np.argsort(-norms, kind="stable")[:MAX_CLIENTS]
+        clients, probed = replay_plan(*updates.shape)
+        order = np.argsort(-norms, kind="stable")[:clients]
         worst = {"replace": (0.0, None, None), "zero": (0.0, None, None), "removed": (0.0, None, None)}
         tried, worst_changes = 0, [None]
 
@@ -248,8 +261,8 @@ class RoundReplay:
             note(("zero", "replace"), {index: np.zeros_like(updates[index])}, index, "a zero update")
             if len(updates) > 1:
                 note(("removed",), {index: None}, index, "its reply left out")
-            found = searched(run, self.snapshot, baseline, updates, index, clip) if position < PROBED_CLIENTS else []
-            tried += PROBE_LEVELS * 2 if position < PROBED_CLIENTS else 0
+            found = searched(run, self.snapshot, baseline, updates, index, clip) if position < probed else []
+            tried += PROBE_LEVELS * 2 if position < probed else 0
             for what, replacement in neighbours(updates, index, clip) + found:
                 note(("replace",), {index: replacement}, index, what)
         carried = self._carried(run, baseline, after, chains)
@@ -257,7 +270,8 @@ class RoundReplay:
             _, left = run(self.snapshot, worst_changes[0], keep=True)
             self.chains.append(Chain(server_round, *state_difference(left, after)).alive())
         self.chains = [c for c in self.chains if c is not None][-MAX_CHAINS:]
-        return {"tested": True, "neighbours": tried, "clients_changed": len(order), "slack": tolerance,
+        return {"tested": True, "neighbours": tried, "clients_changed": len(order), "clients_searched": probed,
+                "slack": tolerance,
                 "carried": carried,
                 **{kind: value for kind, (value, _, _) in worst.items()},
                 **{f"{kind}_client": client for kind, (_, client, _) in worst.items()},
@@ -351,6 +365,23 @@ def copy_results(results: list) -> list:
     return [(proxy, copy.deepcopy(res)) for proxy, res in results]
 
 
+def _batch(items: list, kept: list, changes: dict, fresh, untouched) -> list:
+    """The replies of one replay: fresh copies of all (a strategy that may change them), or of the changed ones only."""
+    if not untouched:
+        return fresh([items[k] for k in kept])
+    return [fresh([items[k]])[0] if k in changes else items[k] for k in kept]
+
+
+def _untouched(items: list, kept: list, changes: dict, batch: list, content) -> bool:
+    """Whether the aggregation left every unchanged reply of ``batch`` as it was (compared pickled)."""
+    for position, k in enumerate(kept):
+        if k not in changes:
+            mine, theirs = _pickled(content(batch[position])), _pickled(content(items[k]))
+            if mine is None or mine != theirs:
+                return False
+    return True
+
+
 def message_runner(server_round: int, current: np.ndarray, flat):
     """The adapter of a Message-API inner strategy: its replies (one ArrayRecord each) -> (run, updates, node ids)."""
     from flwr.app import Array, ArrayRecord
@@ -361,9 +392,11 @@ def message_runner(server_round: int, current: np.ndarray, flat):
         updates = np.stack([flat(next(iter(r.content.array_records.values())).to_numpy_ndarrays()) - current
                             for r in replies])
 
+        untouched = [None]  # whether the strategy leaves the replies it aggregates as they were (then not copied)
+
         def run(snapshot, changes, keep=False):
             kept = [k for k in range(len(replies)) if changes.get(k, 0) is not None]
-            batch = fresh([replies[k] for k in kept])
+            batch = _batch(replies, kept, changes, fresh, untouched[0])
             for position, k in enumerate(kept):
                 if k in changes:
                     [(key, record)] = list(batch[position].content.array_records.items())
@@ -372,6 +405,8 @@ def message_runner(server_round: int, current: np.ndarray, flat):
                         {name: Array(np.asarray(a)) for name, a in zip(record.keys(), arrays, strict=True)})
             strategy = copy.deepcopy(snapshot)
             arrays, _ = strategy.aggregate_train(server_round, batch)
+            if untouched[0] is None:
+                untouched[0] = _untouched(replies, kept, changes, batch, lambda reply: reply.content)
             out = None if arrays is None else flat(arrays.to_numpy_ndarrays())
             return (out, strategy) if keep else out
 
@@ -387,9 +422,11 @@ def legacy_runner(server_round: int, current: np.ndarray, flat, node):
     def bind(results, fresh):
         updates = np.stack([flat(parameters_to_ndarrays(res.parameters)) - current for _, res in results])
 
+        untouched = [None]  # whether the strategy leaves the results it aggregates as they were (then not copied)
+
         def run(snapshot, changes, keep=False):
             kept = [k for k in range(len(results)) if changes.get(k, 0) is not None]
-            batch = fresh([results[k] for k in kept])
+            batch = _batch(results, kept, changes, fresh, untouched[0])
             for position, k in enumerate(kept):
                 if k in changes:
                     res = batch[position][1]
@@ -397,6 +434,8 @@ def legacy_runner(server_round: int, current: np.ndarray, flat, node):
                                                                       parameters_to_ndarrays(res.parameters)))
             strategy = copy.deepcopy(snapshot)
             parameters, _ = strategy.aggregate_fit(server_round, batch, [])
+            if untouched[0] is None:
+                untouched[0] = _untouched(results, kept, changes, batch, lambda result: result[1])
             out = None if parameters is None else flat(parameters_to_ndarrays(parameters))
             return (out, strategy) if keep else out
 
