@@ -43,8 +43,8 @@ def flower_defaults(api: str, name: str) -> str:
 
     cls = getattr(message if api == "message" else legacy, "FedAdam" if name == "MyAdam" else name)
     params = inspect.signature(cls.__init__).parameters
-    shown = [f"{k} {params[k].default:g}" for k in DEFAULT_KEYS
-             if k in params and isinstance(params[k].default, (int, float)) and k != "eta_l"]
+    shown = [f"{k} {params[k].default:g}" if isinstance(params[k].default, (int, float)) else f"{k} required"
+             for k in DEFAULT_KEYS if k in params and k != "eta_l"]
     return ", ".join(shown) or "none"
 
 
@@ -92,7 +92,8 @@ def main(argv=None) -> int:
         importlib.import_module("flwr.simulation.run_simulation")._run_simulation = in_process_simulation
     cases = [(api, name, rounds, "") for api in APIS_ORDER for name in STRATEGIES for rounds in args.rounds]
     cases += [(api, name, rounds, extra) for api in APIS_ORDER for rounds in args.rounds
-              for name, extra in (("FedAvgM", "server-learning-rate=2.0"), ("FedYogi", "eta=0.1"))]
+              for name, extra in (("FedAvgM", "server-learning-rate=2.0"), ("FedAvgM", "server-momentum=0.9"),
+                                  ("FedYogi", "eta=0.1"))]
     print("| API | inner strategy | rounds | verdict | sensitivity / (C/m) | / (2C/m) | implied epsilon | accounted "
           "epsilon | critical findings | Flower's defaults |")
     print("|---|---|---|---|---|---|---|---|---|---|")
