@@ -35,7 +35,7 @@ FLOAT32_UNIT = 2.0 ** -23
 MAX_CLIENTS = 16  # clients whose reply is changed in a round (the largest updates first)
 PROBED_CLIENTS = 4  # of those, clients whose replacement is also searched coordinate by coordinate (``searched``)
 PROBE_LEVELS = 10  # probe values per sign, geometric from C/1000 to C
-REPLAY_BUDGET = 1.5e8  # numbers aggregated per round in all replays: fewer clients changed, then no search, above it
+REPLAY_BUDGET = 4e7  # numbers aggregated per round in all replays: fewer clients changed, then no search, above it
 NEIGHBOURS = 12  # replays per client changed (zero, left out, REPLACEMENTS, SEARCHED)
 REPLACEMENTS = ("its own update negated, at the clip", "its own update at the clip",
                 "the clip against the other replies' mean", "the clip along the other replies' mean",
