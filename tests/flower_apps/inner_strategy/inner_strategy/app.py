@@ -1,6 +1,6 @@
-"""Federated linear regression in NumPy, in Flower's Message API: Flower's ``DifferentialPrivacyServerSideFixedClipping``
-around the strategy the run config's ``strategy`` names, each with Flower's defaults (``MyAdam`` is a ``FedAdam``
-of this app's own that keeps the norm of each aggregate).
+"""Federated linear regression in NumPy, in Flower's Message API: Flower's
+``DifferentialPrivacyServerSideFixedClipping`` around the strategy the run config's ``strategy`` names, each with
+Flower's defaults (``MyAdam`` is a ``FedAdam`` of this app's own that keeps the norm of each aggregate).
 
 ``eta`` sets the server optimizer's learning rate (0: Flower's default). Each node holds 64 examples of 20
 features, half of which do not matter (their true weight is 0).
