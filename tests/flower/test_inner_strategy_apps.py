@@ -130,3 +130,20 @@ def test_fedavgm_momentum_carries_a_client_into_later_releases(tmp_path, monkeyp
     assert values["ratio"] == pytest.approx(math.sqrt(1 + beta ** 2 + beta ** 2 * (1 - beta) ** 2), rel=1e-4)
     assert values["carried_in_c_over_m"] > 0 and "carried by the strategy's state" in \
         [f for f in result["findings"] if f["code"] == "sensitivity-above-accounted"][0]["message"]
+
+
+@pytest.mark.slow
+def test_on_flowers_simulation_engine_the_measurement_is_the_in_process_one(tmp_path, monkeypatch):
+    """The same app on Flower's own simulation engine (Ray; about 15 s): the same verdict and, to float32 rounding,
+    the same measured sensitivity as on the in-process grid (the clients train deterministically)."""
+    import json
+
+    from reports.cli import main
+
+    out = tmp_path / "simulation.json"
+    code = main(["flower", str(API_APPS["message"]), "--num-supernodes", "6", "--no-progress", "--run-config",
+                 'strategy="FedAdam" num-server-rounds=1', "--out", str(out)])
+    simulated = json.loads(out.read_text())
+    assert code == 1 and "sensitivity-above-accounted" in critical(simulated)
+    _, in_process = run(tmp_path, monkeypatch, "message", "FedAdam", 1)
+    assert above(simulated)["ratio"] == pytest.approx(above(in_process)["ratio"], rel=1e-4)
