@@ -147,3 +147,23 @@ def test_on_flowers_simulation_engine_the_measurement_is_the_in_process_one(tmp_
     assert code == 1 and "sensitivity-above-accounted" in critical(simulated)
     _, in_process = run(tmp_path, monkeypatch, "message", "FedAdam", 1)
     assert above(simulated)["ratio"] == pytest.approx(above(in_process)["ratio"], rel=1e-4)
+
+
+@pytest.mark.slow
+def test_a_round_that_could_not_be_replayed_makes_the_verdict_inconclusive(tmp_path, monkeypatch, capsys):
+    """Where no replay could be made (here: as if the strategy could not be copied), the premise is untested: a
+    MEDIUM ``sensitivity-untested`` finding and the verdict INCONCLUSIVE (exit 3), not PASS."""
+    from dpfed.flower import sensitivity
+
+    original = sensitivity.RoundReplay.__init__
+
+    def uncopyable(self, inner, method, copy_replies):
+        original(self, inner, method, copy_replies)
+        self.snapshot, self.reason = None, "the inner strategy could not be copied (TypeError: a lock)"
+
+    monkeypatch.setattr(sensitivity.RoundReplay, "__init__", uncopyable)
+    code, result = run(tmp_path, monkeypatch, "message", "FedAvg", 1)
+    assert code == 3 and result["verdict"] == "INCONCLUSIVE" and not critical(result)
+    [untested] = [f for f in result["findings"] if f["code"] == "sensitivity-untested"]
+    assert untested["severity"] == "medium" and "could not be copied" in untested["message"]
+    assert "not tested in any of its 1 rounds" in capsys.readouterr().out
