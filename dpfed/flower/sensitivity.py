@@ -17,8 +17,11 @@ measured), then with one client's reply changed (``neighbours``):
   moves by (u_i - mean of the rest) / m.
 
 The largest change found is a lower bound on the inner strategy's sensitivity at the round (a neighbour not tried
-may move it further); one above the accounted bound is a witness against it. Python's and NumPy's global
-generators are restored after the replays, so the run draws the same noise and sample as without them.
+may move it further); one above the accounted bound is a witness against it. The state the round's worst neighbour
+leaves in the strategy (``Chain``: FedAvgM's momentum, FedOpt's moments, a model the strategy steps from) is carried
+into the following rounds and their outputs replayed with it (``carried``). A round's replays stay within
+``REPLAY_BUDGET`` (``replay_plan``). Python's and NumPy's global generators are restored after the replays, so the run
+draws the same noise and sample as without them.
 """
 
 from __future__ import annotations
