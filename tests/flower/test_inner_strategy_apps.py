@@ -138,13 +138,16 @@ def test_on_flowers_simulation_engine_the_measurement_is_the_in_process_one(tmp_
     the same measured sensitivity as on the in-process grid (the clients train deterministically)."""
     import json
 
+    from attacks.probes import flower as probe
     from reports.cli import main
 
+    monkeypatch.setattr(probe, "_RUNS", {})  # the probe reuses a run with the same settings, whatever its runtime
     out = tmp_path / "simulation.json"
     code = main(["flower", str(API_APPS["message"]), "--num-supernodes", "6", "--no-progress", "--run-config",
                  'strategy="FedAdam" num-server-rounds=1', "--out", str(out)])
     simulated = json.loads(out.read_text())
     assert code == 1 and "sensitivity-above-accounted" in critical(simulated)
+    probe._RUNS.clear()
     _, in_process = run(tmp_path, monkeypatch, "message", "FedAdam", 1)
     assert above(simulated)["ratio"] == pytest.approx(above(in_process)["ratio"], rel=1e-4)
 
@@ -161,7 +164,10 @@ def test_a_round_that_could_not_be_replayed_makes_the_verdict_inconclusive(tmp_p
         original(self, inner, method, copy_replies)
         self.snapshot, self.reason = None, "the inner strategy could not be copied (TypeError: a lock)"
 
+    from attacks.probes import flower as probe
+
     monkeypatch.setattr(sensitivity.RoundReplay, "__init__", uncopyable)
+    monkeypatch.setattr(probe, "_RUNS", {})  # the probe reuses a run made earlier with the same settings
     code, result = run(tmp_path, monkeypatch, "message", "FedAvg", 1)
     assert code == 3 and result["verdict"] == "INCONCLUSIVE" and not critical(result)
     [untested] = [f for f in result["findings"] if f["code"] == "sensitivity-untested"]
