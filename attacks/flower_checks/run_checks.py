@@ -21,6 +21,8 @@ from attacks.flower_checks.client_clipping import client_clipping_findings
 from attacks.flower_checks.client_dp import client_dp_findings
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.flower_checks.local_dp import local_dp_findings
+from attacks.flower_checks.sensitivity_check import sensitivity_findings
+from attacks.flower_checks.sensitivity_check import summary as sensitivity_summary
 from attacks.flower_checks.transcript_check import (
     RELATIVE,
     assumptions_from_config,
@@ -31,6 +33,7 @@ from dpfed.flower.config import accounted_rows
 from dpfed.flower.observe import APIS
 from dpfed.flower.read import WRAPPER_KINDS, config_from_strategy, flower_sample_size, wrapper_kind, wrapper_of
 from dpfed.flower.records import releases
+from dpfed.flower.sensitivity import strategy_name
 
 SECURE_RULED_OUT = ("each reply's norm against the clip", "each reply's weight", "which node sent what")
 
@@ -51,17 +54,20 @@ class RunCheck:
     configured_m: int | None = None
     accounted: float | None = None
     transcript: dict | None = None  # what the main strategy's transcript check looked at (``transcript_summary``)
+    sensitivity: dict | None = None  # what the replays of the main strategy's inner strategy showed
 
 
 def describe_start(started) -> dict:
-    """One strategy the app started: how, its rounds, its DP wrapper's class and the Flower wrapper it is or
-    subclasses (``flower_wrapper``)."""
+    """One strategy the app started: how, its rounds, its DP wrapper's class, the Flower wrapper it is or
+    subclasses (``flower_wrapper``) and the strategy the wrapper wraps (``inner_strategy``: its aggregation is
+    what the noise is added to)."""
     entry = started.observed
     wrapper = wrapper_of(entry.strategy) if started.recorder is not None else None
     flower = None if wrapper is None else next(c.__name__ for c in type(wrapper).__mro__ if c.__name__ in WRAPPER_KINDS)
     return {"api": entry.api, "entry": APIS[entry.api], "strategy": type(entry.strategy).__name__,
             "rounds": entry.rounds, "workflow": entry.workflow, "secure_aggregation": entry.secure,
             "dp_wrapper": None if wrapper is None else type(wrapper).__name__, "flower_wrapper": flower,
+            "inner_strategy": None if wrapper is None else strategy_name(wrapper.strategy),
             "recorded_rounds": started.round_numbers(),
             "rounds_run": None if started.recorder is None else len(releases(started.transcript))}
 
@@ -221,6 +227,9 @@ def strategy_findings(started, delta, claimed_epsilon, claims, alpha, run=None) 
     transcript = check_transcript(started.transcript, assumed, alpha)
     started.summary = transcript_summary(started.transcript, assumed, transcript, alpha)
     findings += transcript
+    measurements = getattr(started.recorder, "sensitivity", {})
+    findings += sensitivity_findings(measurements, assumed)
+    started.sensitivity = sensitivity_summary(measurements) if measurements else None
     if started.observed.secure:
         findings.append(secure_aggregation_finding(started))
     return findings, deployed, configured_m, checked["rows"]
@@ -239,7 +248,7 @@ def check_run(run, delta: float, claimed_epsilon: float | None = None, claims=()
         findings, config, configured_m, rows = strategy_findings(started, delta, claimed_epsilon, claims, alpha, run)
         if index == 0:
             out.main, out.config, out.configured_m, out.rows = started, config, configured_m, rows
-            out.transcript = started.summary
+            out.transcript, out.sensitivity = started.summary, started.sensitivity
             out.accounted = rows["runs"]["epsilon"] if rows else None
         out.findings += findings
     kinds = {wrapper_kind(wrapper_of(s.observed.strategy)) for s in recorded}

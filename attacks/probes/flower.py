@@ -155,7 +155,7 @@ def run_details(checked, run) -> dict:
             "config": None if config is None else dict(config.__dict__),
             "configured_num_sampled_clients": checked.configured_m, "accounted_epsilon": checked.accounted,
             "population": None if config is None else config.nodes, "canary_run": audited,
-            "transcript_check": checked.transcript,
+            "transcript_check": checked.transcript, "sensitivity": checked.sensitivity,
             "releases": len(checked.main.round_numbers()) if checked.main else 0,
             "transcript": checked.main.transcript.to_dict() if checked.main else None}
 

@@ -22,6 +22,7 @@ from dpfed.flower.canary_keys import MARKER
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.recorder import CLIP_KEY, _flat, clip_to, norm_slack
 from dpfed.flower.records import add_release
+from dpfed.flower.sensitivity import RoundReplay, copy_results, legacy_runner
 from dpfed.transcript import Transcript
 
 
@@ -53,6 +54,8 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
             self.round_deltas, self.partitions, self.initial = {}, {}, None
             self.canaries, self.canary_nodes = canaries, {}
+            self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
 
         def __repr__(self):
             return repr(self.strategy)
@@ -90,9 +93,17 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             raw = [_flat(_arrays(res.parameters)) - self._current for _, res in results]  # before in-place clipping
             updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
             ids = [_node(proxy) for proxy, _ in results]
-            aggregated, metrics = self.strategy.aggregate_fit(server_round, results, failures)
+            replay = RoundReplay(wrapper.strategy, "aggregate_fit", copy_results)
+            with replay.watching():
+                aggregated, metrics = self.strategy.aggregate_fit(server_round, results, failures)
             if aggregated is None or not updates:
                 return aggregated, metrics
+            real = _flat(_arrays(replay.real[0][0])) if len(replay.real) == 1 and replay.real[0][0] is not None \
+                else None
+            self.sensitivity[server_round] = replay.measure(legacy_runner(server_round, self._current, _flat, _node),
+                                                            real, self._current, clip, server_round, self._chains)
+            self._chains = replay.chains
+            self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
             ndarrays = _arrays(aggregated)
             released = _flat(ndarrays)
             self.round_deltas[server_round] = released - self._current

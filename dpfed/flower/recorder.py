@@ -22,6 +22,7 @@ import numpy as np
 
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.records import add_release
+from dpfed.flower.sensitivity import RoundReplay, copy_messages, message_runner
 from dpfed.transcript import Transcript
 
 
@@ -107,6 +108,8 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
             self.initial = None  # the model of the first round recorded (flat)
             self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
+            self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
@@ -130,7 +133,16 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
             ids = [r.metadata.src_node_id for r in replies]
             self.partitions.update(reply_partitions(replies))
-            arrays, metrics = self.strategy.aggregate_train(server_round, replies)
+            replay = RoundReplay(wrapper.strategy, "aggregate_train", copy_messages)
+            with replay.watching():
+                arrays, metrics = self.strategy.aggregate_train(server_round, replies)
+            if arrays is not None and replies:
+                real = _flat(replay.real[0][0].to_numpy_ndarrays()) if len(replay.real) == 1 and replay.real[0][0] \
+                    is not None else None
+                self.sensitivity[server_round] = replay.measure(message_runner(server_round, self._current, _flat),
+                                                            real, self._current, clip, server_round, self._chains)
+                self._chains = replay.chains
+                self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
             if arrays is not None:
                 ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
                 released = _flat(ndarrays)

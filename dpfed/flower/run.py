@@ -65,6 +65,7 @@ class StartedRun:
     recorder: object = None
     host: object = None
     summary: dict | None = None  # what its transcript check looked at (``attacks.flower_checks``), once checked
+    sensitivity: dict | None = None  # what the replays of its inner strategy showed, once checked
 
     @property
     def transcript(self) -> Transcript | None:

@@ -95,7 +95,9 @@ def start_line(start: dict) -> str:
     elif wrapper != strategy:
         tail = f", in {wrapper}{subclass}"
     secure = f", {start['workflow']} (secure aggregation)" if start["secure_aggregation"] else ""
-    return f"  ran {name} via {start['entry']}: {rounds_words(start)}{tail}{secure}"
+    inner = f", around {start['inner_strategy']} (what is noised is its aggregate)" if start.get("inner_strategy") \
+        else ""
+    return f"  ran {name} via {start['entry']}: {rounds_words(start)}{tail}{inner}{secure}"
 
 
 def rounds_words(start: dict) -> str:
@@ -109,6 +111,21 @@ def rounds_words(start: dict) -> str:
 
 def _rounds(count: int) -> str:
     return f"{count} round{'' if count == 1 else 's'}"
+
+
+def sensitivity_line(details: dict) -> list[str]:
+    """What the replays of the inner strategy showed (``attacks.flower_checks.sensitivity_check.summary``)."""
+    seen = details.get("sensitivity")
+    if not seen:
+        return []
+    if not seen["measured"]:
+        return [f"  sensitivity of {seen['strategy']}'s aggregation: not tested in any of its {seen['rounds']} rounds "
+                f"({next(iter(seen['untested'].values()))})"]
+    untested = f"; not tested in {len(seen['untested'])} rounds" if seen["untested"] else ""
+    return [f"  sensitivity of {seen['strategy']}'s aggregation, replayed in {seen['measured']} of {seen['rounds']} "
+            f"rounds over {seen['neighbours']} neighbouring reply sets: up to {seen['in_c_over_m']:.4g} C/m when one "
+            f"reply is replaced within the clip ({seen['replace_ratio']:.4g} of the 2C/m the noise is calibrated "
+            f"for), {seen['zero_ratio']:.4g} C/m with one update taken out{untested}"]
 
 
 def transcript_lines(details: dict) -> list[str]:
@@ -156,7 +173,7 @@ def summary_lines(audit: dict) -> list[str]:
     lines = [verdict_line(audit), *(start_line(start) for start in audit["starts"])]
     for name, row in audit["rows"].items():
         lines.append(f"  epsilon {row['epsilon']:9.4g}  [{row['accountant']}]  {name}: {row['describes']}")
-    lines += client_lines(audit) + transcript_lines(audit["details"])
+    lines += client_lines(audit) + transcript_lines(audit["details"]) + sensitivity_line(audit["details"])
     for f in audit["findings"]:
         if f["severity"] != "info" or f["code"] in SHOWN_INFO:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
@@ -226,6 +243,8 @@ def run(args) -> int:
         outcome = probe.run_once(args.canaries, seed, args.claim_epsilon, args.delta, confidence)
     critical = any(f["severity"] == "critical" for f in outcome.findings)
     verdict = "VIOLATION" if critical or outcome.status == "VIOLATION" else "PASS"
+    if verdict == "PASS" and any(f["code"] == "sensitivity-untested" for f in outcome.findings):
+        verdict = "INCONCLUSIVE"  # the premise that what is noised has sensitivity C/m was not tested
     audit = {"app": args.app, "run_config": overrides, "num_supernodes": args.num_supernodes,
              "canaries": args.canaries, "delta": args.delta, "claims": list(claims), "verdict": verdict,
              "starts": outcome.details["starts"], "rows": outcome.details["rows"],
@@ -241,4 +260,4 @@ def run(args) -> int:
         from attacks.files import atomic_write_text, dumps_json
 
         atomic_write_text(args.out, dumps_json(audit, indent=1))  # "inf", never Infinity; no half-written file
-    return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)
+    return int({"VIOLATION": ExitCode.VIOLATION, "INCONCLUSIVE": ExitCode.INCONCLUSIVE}.get(verdict, ExitCode.PASS))

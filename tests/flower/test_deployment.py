@@ -163,7 +163,8 @@ def test_a_claim_above_the_canaries_ceiling_is_untestable_saying_how_many_could(
 
 def test_the_strategy_is_named_once_and_the_audits_wrappers_by_it(tmp_path, monkeypatch, capsys):
     """Flower logs the outermost strategy it starts: the audit's recorder is named after the app's (no
-    "CanaryHost" without canaries); the summary names the app's wrapper subclass once, beside Flower's class."""
+    "CanaryHost" without canaries); the summary names the app's wrapper subclass once, beside Flower's class, and
+    the strategy it wraps."""
     seen = []
     handler = logging.Handler()
     handler.emit = lambda record: seen.append(record.getMessage())
@@ -177,7 +178,7 @@ def test_the_strategy_is_named_once_and_the_audits_wrappers_by_it(tmp_path, monk
     assert "Starting MyDP (dpaudit recorder) strategy:" in seen and not [m for m in seen if "CanaryHost" in m]
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ran ")]
     assert line == ["  ran MyDP (a DifferentialPrivacyServerSideFixedClipping) via Strategy.start (Message API): "
-                    "3 rounds"]
+                    "3 rounds, around FedAvg (what is noised is its aggregate)"]
 
 
 def test_weighted_by_examples_is_info_where_every_weight_was_equal(tmp_path, monkeypatch):
