@@ -1,4 +1,4 @@
-"""The empirical verdict on a claim: VIOLATION, CONSISTENT or UNTESTABLE, with a p-value for the claim.
+"""The empirical verdict on a claim: VIOLATION, PASS or INCONCLUSIVE, with a p-value for the claim.
 
 These are the words of the audit's empirical verdict (``reports.audit.verdicts``), so `dpaudit attack`
 and `dpaudit audit` say the same thing about the same evidence; PASS/INCONCLUSIVE are the audit's overall
@@ -8,9 +8,9 @@ Null hypothesis: the mechanism is (claim_epsilon, claim_delta)-DP. Each rigorous
 its evidence (the threshold tests of Clopper-Pearson, the counts of one-run) yields a valid p-value
 for this null at the claimed delta; when several rigorous bounds are combined the smallest p-value is
 Bonferroni-corrected by their number. VIOLATION when that p-value is at most 1 - confidence (for a
-single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise UNTESTABLE when
+single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise INCONCLUSIVE when
 the ceiling of the estimators that ran (``estimator_ceiling``: what they could certify with a perfect
-attack at this budget) cannot exceed the claim; otherwise CONSISTENT (no evidence
+attack at this budget) cannot exceed the claim; otherwise PASS (no evidence
 against the claim). Model-based and Bayesian bounds are never used to declare a violation.
 """
 
@@ -24,8 +24,8 @@ from attacks.estimators.one_run import one_run_p_value
 from attacks.estimators.types import EpsilonBound, _plain
 from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, perfect_test_ceiling
 
-VIOLATION, CONSISTENT, UNTESTABLE = "VIOLATION", "CONSISTENT", "UNTESTABLE"
-STATUSES = (VIOLATION, CONSISTENT, UNTESTABLE)
+VIOLATION, PASS, INCONCLUSIVE = "VIOLATION", "PASS", "INCONCLUSIVE"
+STATUSES = (VIOLATION, PASS, INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -109,12 +109,12 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
                        f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
                        f"p = {p_value:.3g}{correction}.")
     if ceiling <= claim_epsilon:
-        return Verdict(UNTESTABLE, p_value, best, ceiling,
+        return Verdict(INCONCLUSIVE, p_value, best, ceiling,
                        f"with {trials} trials per world the estimators used cannot certify more than "
                        f"epsilon = {ceiling:.4g} at delta = {claim_delta:g} even for a perfect attack, so "
                        f"the claim {claim_epsilon:g} cannot be refuted; use more trials (`dpaudit plan "
-                       f"--target-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
+                       f"--claim-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
     shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return Verdict(CONSISTENT, p_value, best, ceiling,
+    return Verdict(PASS, p_value, best, ceiling,
                    f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}; the estimators used "
                    f"could certify at most {ceiling:.4g}.")

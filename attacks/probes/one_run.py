@@ -64,7 +64,7 @@ def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: f
         ceiling = max(ceiling, one_run_weighted_ceiling(canaries, delta, share))
     if p_value is not None and p_value <= 1.0 - confidence:
         return "VIOLATION", p_value, ceiling
-    return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling
+    return ("INCONCLUSIVE" if ceiling <= epsilon else "PASS"), p_value, ceiling
 
 
 def minimum_canaries(delta: float, confidence: float, threat_models: int = 1, largest: int = 4096) -> int:

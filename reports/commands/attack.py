@@ -1,8 +1,8 @@
 """``dpaudit attack PROBE ...``: run a membership-inference probe, print each estimator's lower bound
 and the empirical verdict against the claim, in the words of the audit's empirical verdict: VIOLATION (a
-rigorous lower bound exceeds the claim), CONSISTENT (no evidence against it, and the trials could have
-found some), UNTESTABLE (the trials cannot certify the claimed epsilon). Exit codes: 0 CONSISTENT (or no
-claim), 1 VIOLATION, 2 bad input (nothing run), 3 UNTESTABLE or the probe failed (a worker died), 130
+rigorous lower bound exceeds the claim), PASS (no evidence against it, and the trials could have
+found some), INCONCLUSIVE (the trials cannot certify the claimed epsilon). Exit codes: 0 PASS (or no
+claim), 1 VIOLATION, 2 bad input (nothing run), 3 INCONCLUSIVE or the probe failed (a worker died), 130
 interrupted."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from accounting.errors import ConfigurationError
 from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
 from reports.commands.common import probe_title
 from reports.commands.run_progress import add_progress_argument
+from reports.vocabulary import bound_kind
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.
@@ -300,7 +301,7 @@ def print_table(result, out=None) -> None:
     print(f"AUC         {result.roc['auc']:.4f}", file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result.bounds:
-        kind = "rigorous" if b.rigorous else "indicative only (not rigorous)"
+        kind = bound_kind(b.rigorous)
         print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
     _verdict_lines(result, out)
 

@@ -12,6 +12,7 @@ import sys
 import time
 
 from accounting.errors import ConfigurationError
+from reports.vocabulary import bound_kind
 
 # memory of one run, by probe: (fixed bytes, bytes per canary squared). dpsgd-one-run's canaries join the training as
 # examples and as coordinates, so its per-example gradients grow with their square; measured on the default set-up:
@@ -125,7 +126,7 @@ def print_one_run(result: dict, out=None) -> None:
               file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result["bounds"]:
-        kind = "rigorous" if b["rigorous"] else "indicative only (not rigorous)"
+        kind = bound_kind(b["rigorous"])
         print(f"{b['method']:<24}{b['epsilon']:>11.4f}{result['delta']:>11.3g}{b['confidence']:>7.2f}  {kind}",
               file=out)
     for f in result["findings"]:

@@ -20,6 +20,8 @@ import sys
 
 from accounting.errors import ConfigurationError
 from reports.commands.estimate_input import SELECTION
+from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
+from reports.vocabulary import bound_kind
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
 # from the canaries' continuous scores: rigorous; model-based
@@ -55,6 +57,7 @@ def add_parser(subparsers) -> None:
                              "canaries, median of 11 splits; stronger with many canaries, about 1 s per 10^4)")
     parser.add_argument("--out", help="write report.json, report.md and report.html to this directory")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format; default table")
+    add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
     parser.set_defaults(func=run)
 
 
@@ -97,7 +100,7 @@ def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
     p_values = [p for p in (v.bound_p_value(b, claim_epsilon, delta) for b in rigorous) if p is not None]
     p = min(1.0, len(p_values) * min(p_values)) if p_values else None
     status = (v.VIOLATION if p is not None and p <= 1.0 - confidence
-              else v.UNTESTABLE if top <= claim_epsilon else v.CONSISTENT)
+              else v.INCONCLUSIVE if top <= claim_epsilon else v.PASS)
     reason = one_run_reason(status, None if best is None else (best.method, best.epsilon), p, top,
                             data.scores.size, claim_epsilon, delta, confidence)
     return v.Verdict(status, p, best, top, reason)
@@ -157,11 +160,11 @@ def print_table(data, bounds, verdict, auc: float, out=None, metrics=None) -> No
     note = inclusion_note(data)
     if note:
         print(f"WARNING     {note}", file=out)
-    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<15}threshold choice",
+    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<27}threshold choice",
           file=out)
     for b in bounds:
-        kind = "rigorous" if b.rigorous else ("model-based" if "Model-based" in b.assumptions else "Bayesian")
-        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.2f}  {kind:<15}"
+        kind = bound_kind(b.rigorous)
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.2f}  {kind:<27}"
               f"{SELECTION.get(b.method, '')}", file=out)
     if verdict is None:
         print("\nverdict     none (give --claim-epsilon)", file=out)

@@ -1,0 +1,38 @@
+"""The one vocabulary of every ``dpaudit`` command: verdict words, the label of a bound that is not rigorous, and
+the old spellings of options and keys that are still read (each warns once, in one line on stderr).
+
+Verdicts: PASS, VIOLATION, INCONCLUSIVE (exit codes 0, 1, 3; ``reports.exit_codes``) in ``audit``, ``attack``,
+``estimate``, ``flower``, ``opacus-check`` and ``report``. Until schema 2.2 the empirical (probe) verdicts were
+CONSISTENT and UNTESTABLE; a saved report in those words is read with them translated (``OLD_VERDICT_WORDS``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+PASS, VIOLATION, INCONCLUSIVE = "PASS", "VIOLATION", "INCONCLUSIVE"
+VERDICTS = (PASS, VIOLATION, INCONCLUSIVE)
+#: the probes' words before schema 2.2, read in old reports as the words of today
+OLD_VERDICT_WORDS = {"CONSISTENT": PASS, "UNTESTABLE": INCONCLUSIVE}
+
+#: the one label, in every command and report, of a bound that is not rigorous (model-based or Bayesian: valid
+#: only under its model's assumptions, so it never decides a verdict)
+NOT_RIGOROUS = "model-based (not rigorous)"
+
+
+def bound_kind(rigorous: bool) -> str:
+    """"rigorous", or ``NOT_RIGOROUS``: how every command labels a lower bound."""
+    return "rigorous" if rigorous else NOT_RIGOROUS
+
+
+_warned: set[str] = set()
+
+
+def warn_old_spelling(old: str, new: str, where: str = "") -> None:
+    """One line on stderr, once per process and spelling: ``old`` still works but is now spelled ``new``."""
+    key = f"{where}{old}"
+    if key in _warned:
+        return
+    _warned.add(key)
+    place = f" in {where}" if where else ""
+    print(f"dpaudit: warning: {old}{place} is deprecated; use {new} (it works the same)", file=sys.stderr)
