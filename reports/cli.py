@@ -176,11 +176,16 @@ def _shared_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reports.vocabulary import flush_old_spellings
+
     parser = _shared_parser()
+    flush_old_spellings(show=False)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
+        flush_old_spellings(show=False)
         return int(exc.code or 0)
+    flush_old_spellings()  # an old spelling: one warning line each, then the command runs
     if not getattr(args, "func", None):
         print(f"dpaudit: error: choose a command ({', '.join(command_names(parser))}; see dpaudit --help)",
               file=sys.stderr)

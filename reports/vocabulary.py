@@ -26,13 +26,26 @@ def bound_kind(rigorous: bool) -> str:
 
 
 _warned: set[str] = set()
+_pending: list[tuple[str, str]] = []
 
 
-def warn_old_spelling(old: str, new: str, where: str = "") -> None:
+def warn_old_spelling(old: str, new: str) -> None:
     """One line on stderr, once per process and spelling: ``old`` still works but is now spelled ``new``."""
-    key = f"{where}{old}"
-    if key in _warned:
+    if old in _warned:
         return
-    _warned.add(key)
-    place = f" in {where}" if where else ""
-    print(f"dpaudit: warning: {old}{place} is deprecated; use {new} (it works the same)", file=sys.stderr)
+    _warned.add(old)
+    print(f"dpaudit: warning: {old} is deprecated; use {new} (it works the same)", file=sys.stderr)
+
+
+def defer_old_spelling(old: str, new: str) -> None:
+    """``warn_old_spelling`` once the command line has parsed (``flush_old_spellings``): a usage error stays the
+    only line on stderr."""
+    _pending.append((old, new))
+
+
+def flush_old_spellings(show: bool = True) -> None:
+    """Print (or, ``show`` false, drop) the warnings ``defer_old_spelling`` collected."""
+    pending = list(_pending)
+    _pending.clear()
+    for old, new in pending if show else ():
+        warn_old_spelling(old, new)

@@ -43,7 +43,8 @@ CONFIG_SCHEMA = {
 }
 CONFIG_KEYS = tuple(CONFIG_SCHEMA)
 EXIT_PROBE_FAILED = 3  # reports/exit_codes.py: "INCONCLUSIVE, or a probe failed"
-DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
+# executor and workers as audit's: auto (worker processes for a probe estimated over 10 s), the usable CPUs
+DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "auto", "workers": None}
 
 
 def parse_value(text: str):
@@ -125,10 +126,10 @@ def _add_claim_arguments(parser) -> None:
 def _add_execution_arguments(parser) -> None:
     """How to run the trials: executor, seed, checkpoints, batches and array backend."""
     parser.add_argument("--executor", choices=["auto", "inprocess", "processes", "dask"],
-                        help="where batches run (default inprocess; auto, as audit's default: worker processes when "
-                        "timed small batches say the probe takes over 10 s; every executor gives the same numbers)")
-    parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2; with auto: the "
-                        "CPUs this process may use)")
+                        help="where probe batches run (default auto: worker processes for probes estimated over "
+                        "10 s, in this process otherwise; every executor gives the same numbers)")
+    parser.add_argument("--workers", type=int, help="worker processes, or local Dask workers (default: the CPUs this "
+                        "process may use)")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     parser.add_argument("--seed", type=int, help="seed (the same seed gives the same scores everywhere)")
     parser.add_argument(
@@ -302,7 +303,7 @@ def print_table(result, out=None) -> None:
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result.bounds:
         kind = bound_kind(b.rigorous)
-        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.4g}  {kind}", file=out)
     _verdict_lines(result, out)
 
 
@@ -354,6 +355,10 @@ def run(args) -> int:
     executor, workers = settings["executor"], settings["workers"]
     if executor == "auto":
         executor, workers = auto_executor(probe, trials, settings)
+    elif workers is None:
+        from reports.audit.probes import usable_cpus
+
+        workers = 1 if executor == "inprocess" else usable_cpus()
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]

@@ -224,7 +224,8 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("config", nargs="?", default=None, help="audit configuration (TOML); default: built-in")
     parser.add_argument(
-        "--out", default="audit-report", help="output directory (default: audit-report); locked while the audit runs"
+        "--out", default="audit-report", metavar="DIR",
+        help="output directory (default: audit-report); locked while the audit runs"
     )
     parser.add_argument(
         "--trials",

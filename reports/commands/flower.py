@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
     p.add_argument("--false-alarm", type=float, default=1e-3,
                    help="probability that each transcript test flags a correct run (default 1e-3)")
     add_old_spelling(p, "--transcript-alpha", "--false-alarm", "false_alarm", type=float)
-    p.add_argument("--out", default=None, help="write the full audit (findings, bounds, canary scores) as JSON here")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="output file: the full audit (findings, bounds, canary scores) as JSON")
     add_progress_argument(p, help="no progress on stderr: Flower's own INFO log (each round, its sampling, its "
                           "mods' notes) is left out; warnings and errors are still shown")
     p.set_defaults(func=run)

@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
     p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=None,
                    help="probability that the noise test flags a correct optimizer (default 1e-6 with --setup, 1e-3 "
                    "with --train)")
-    p.add_argument("--out", default=None, help="write the full check as JSON here")
+    p.add_argument("--out", default=None, metavar="FILE", help="output file: the full check as JSON")
     add_progress_argument(p, help="no progress on stderr (a line as each stage starts, shown on a terminal only; "
                           "the training's own output is its own)")
     p.set_defaults(func=run)

@@ -34,7 +34,7 @@ def add_parser(subparsers) -> None:
         "batches, pilot, memory), or why it cannot",
     )
     parser.add_argument("--workers", type=number_arg("workers", low=1, integer=True),
-                        help="parallel batches for --probe (default 1)")
+                        help="worker processes of the planned attack, each running a batch (default 1)")
     parser.add_argument(
         "--claim-epsilon",
         type=float,

@@ -59,5 +59,6 @@ def add_parser(subparsers) -> None:
     parser.add_argument("result", help="a report.json written by `dpaudit audit`")
     parser.add_argument("--format", choices=["html", "md", "json"], default="md", help="output format")
     add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
-    parser.add_argument("--out", default=None, help="write to this file (atomically) instead of stdout")
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="output file (written atomically) instead of stdout")
     parser.set_defaults(func=run)

@@ -111,7 +111,7 @@ def add_algorithms(subparsers) -> None:
         )
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
-        p.add_argument("--out", default=None, help="directory for the JSON result and the plot")
+        p.add_argument("--out", default=None, metavar="DIR", help="output directory: the JSON result and the plot")
         add_force_argument(p)
         if name != "hct":  # HCT is centralised: nothing crosses a network
             p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
