@@ -185,12 +185,19 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         flush_old_spellings(show=False)
         return int(exc.code or 0)
-    flush_old_spellings()  # an old spelling: one warning line each, then the command runs
     if not getattr(args, "func", None):
         print(f"dpaudit: error: choose a command ({', '.join(command_names(parser))}; see dpaudit --help)",
               file=sys.stderr)
         return EXIT_BAD_INPUT
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for provenance
+    code = _run(args)
+    # an old spelling: one warning line each once the command has run (after a refusal the error stays the one line)
+    flush_old_spellings(show=code != EXIT_BAD_INPUT)
+    return code
+
+
+def _run(args) -> int:
+    """The command ``args`` names; every outcome an exit code (module docstring)."""
     try:
         with _sigterm_as_interrupt():
             return int(args.func(args) or 0)

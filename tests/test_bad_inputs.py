@@ -399,7 +399,7 @@ ATTACK_CASES = (
             "param-string-number": ["gaussian", "--param", "epsilon='2'"],
             "param-range": ["gaussian", "--param", "epsilon=-1"],
             "executor": ["gaussian", "--executor", "cloud"],
-            "workers-inprocess": ["gaussian", "--workers", "4"],
+            "workers-inprocess": ["gaussian", "--executor", "inprocess", "--workers", "4"],
             "workers-zero": ["gaussian", "--executor", "processes", "--workers", "0"],
             "scheduler-inprocess": ["gaussian", "--scheduler", "tcp://x:1"],
             "classifier": ["gaussian", "--classifier", "logistic"],
@@ -708,7 +708,7 @@ FOUND_CASES = [
     case("found-audit-seed-400-digits", AUDIT + ["--seed", HUGE]),
     case("found-attack-batch-size-400-digits", ATTACK + ["--batch-size", HUGE]),
     case("found-attack-trials-1e308", ["attack", "gaussian", "--trials", "1e308"], BAD),
-    case("plan-claim-epsilon-without-probe", PLAN + ["--trials", "1000", "--claim-epsilon", "2"], BAD),
+    case("plan-probe-without-trials", PLAN + ["--claim-epsilon", "2", "--probe", "gaussian"], BAD),
     case("plan-claim-epsilon-negative", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "-1"]),
     case("plan-claim-epsilon-nan", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "nan"]),
     # issue 21: FedZero sizes that cannot fit name the field and the largest value that fits

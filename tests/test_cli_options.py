@@ -411,7 +411,7 @@ def test_an_old_spelling_works_and_warns_once(words, argv, dest, value, capsys, 
     assert capsys.readouterr().err.count(f"{old} is deprecated") == 1
 
 
-def test_an_old_spelling_warns_in_one_line_before_the_command_runs(capsys, monkeypatch):
+def test_an_old_spelling_warns_in_one_line_once_the_command_has_run(capsys, monkeypatch):
     monkeypatch.setattr("reports.vocabulary._warned", set())
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
     err = capsys.readouterr().err.splitlines()

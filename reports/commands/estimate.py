@@ -169,11 +169,11 @@ def print_table(data, bounds, verdict, auc: float, out=None, metrics=None) -> No
     note = inclusion_note(data)
     if note:
         print(f"WARNING     {note}", file=out)
-    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<27}threshold choice",
+    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<28}threshold choice",
           file=out)
     for b in bounds:
         kind = bound_kind(b.rigorous)
-        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.4g}  {kind:<27}"
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.4g}  {kind:<28}"
               f"{SELECTION.get(b.method, '')}", file=out)
     if verdict is None:
         print("\nverdict     none (give --claim-epsilon)", file=out)
