@@ -34,12 +34,12 @@ def test_the_split_is_bonferronis():
 
 
 def test_every_estimator_is_labelled_as_the_split_counts_it():
-    out_scores, in_scores = _gaussian_worlds(2.0, 500, 1)
+    out_scores, in_scores = _gaussian_worlds(2.0, 200, 1)
     for bound in estimate_all(out_scores, in_scores, DELTA, methods=METHODS):
         assert bound.rigorous == (bound.method in RIGOROUS_METHODS), bound.method
     rng = np.random.default_rng(2)
-    included = rng.random(400) < 0.5
-    scores = rng.normal(size=400) + 2.0 * included
+    included = rng.random(100) < 0.5
+    scores = rng.normal(size=100) + 2.0 * included
     from attacks.estimators import ONE_RUN_METHODS
 
     for bound in estimate_one_run(scores, included, DELTA, methods=ONE_RUN_METHODS):
@@ -103,6 +103,7 @@ def test_start_epsilon_is_where_the_delta_term_is_half_the_level():
     assert start_epsilon(M, 1e-6, 0.05) == 0.0  # m delta / 2 well below alpha / 2: from 0, as before
 
 
+@pytest.mark.slow
 def test_a_strong_signal_is_certified_where_the_bound_read_0_and_bound_and_test_agree(monkeypatch):
     rng = np.random.default_rng(5)
     included = rng.random(M) < 0.5
@@ -112,7 +113,7 @@ def test_a_strong_signal_is_certified_where_the_bound_read_0_and_bound_and_test_
     monkeypatch.setattr("attacks.estimators.one_run_weighted.start_epsilon", lambda *args: 0.0)
     assert one_run_weighted_from_scores(scores, included, WEIGHTED_DELTA, 0.95).epsilon == 0.0  # the old reading
     monkeypatch.undo()
-    for claim in (0.5, 1.0, 2.0, bound.epsilon - 0.05, bound.epsilon + 0.05, bound.epsilon + 1.0):
+    for claim in (0.5, bound.epsilon - 0.05, bound.epsilon + 0.05):
         tested = one_run_weighted_from_scores(scores, included, WEIGHTED_DELTA, 0.95, claim=claim)
         assert (tested.details["claim_p_value"] <= 0.05) == (claim < bound.epsilon), claim
 
