@@ -82,7 +82,7 @@ FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
 
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit report audit-report/report.json --format html --out report.html": (
-        None, 0, "as written (9.0 CPU s in a fresh clone's CI run: the consistency checks of the report plus the "
+        None, 1, "as written; exit 1, the saved audit's VIOLATION (9.0 CPU s in a fresh clone's CI run: the consistency checks of the report plus the "
                  "plots; over the 8 s of an unregistered command)"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_setup": (
         None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
