@@ -281,7 +281,7 @@ RUN_CASES += bad(
     "run-dp-fed-pne",
     ["run", "dp-fed-pne", "--horizon", "50"],
     {
-        "epsilon-zero": ["--epsilon", "0"],
+        "epsilon-zero": ["--claim-epsilon", "0"],
         "delta-one": ["--delta", "1"],
         "calibration": ["--calibration", "guess"],
         "config-eps-string": ["--config", "pne_eps_string.toml"],
@@ -360,7 +360,7 @@ RUN_CASES.append(
             "dp-fed-pne",
             "--calibration",
             "classic",
-            "--epsilon",
+            "--claim-epsilon",
             "10",
             "--horizon",
             "100",

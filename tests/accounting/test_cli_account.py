@@ -74,7 +74,7 @@ def test_calibrate_commands(capsys):
         main(
             [
                 "calibrate",
-                "--epsilon",
+                "--claim-epsilon",
                 "2",
                 "--delta",
                 "1e-5",

@@ -24,7 +24,7 @@ def test_dp_fkm_event_level_is_one_gaussian_release(tmp_path, capsys):
             "dp-fkm",
             "--horizon",
             "3000",
-            "--epsilon",
+            "--claim-epsilon",
             "2",
             "--delta",
             "1e-6",
