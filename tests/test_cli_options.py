@@ -160,8 +160,8 @@ def test_audit_no_progress_leaves_stderr_empty(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [["account", "--rate", "0.1", "--noise-multiplier", "1", "--steps", "3", "--delta",
                                    "1e-5", "--accountants", "rdp"],
-                                  ["calibrate", "--claim-epsilon", "1", "--delta", "1e-5", "--rate", "0.1", "--steps", "3",
-                                   "--accountant", "rdp"]], ids=["account", "calibrate"])
+                                  ["calibrate", "--claim-epsilon", "1", "--delta", "1e-5", "--rate", "0.1", "--steps",
+                                   "3", "--accountant", "rdp"]], ids=["account", "calibrate"])
 def test_no_progress_silences_the_slow_accountant_notes(argv, capsys, monkeypatch):
     monkeypatch.setattr("accounting.cost.estimate_seconds", lambda name, composition: (1e6, "said slow"))
     monkeypatch.setattr("accounting.registry.estimate_seconds", lambda name, composition: (1e6, "said slow"))

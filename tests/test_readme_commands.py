@@ -82,8 +82,8 @@ FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
 
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit report audit-report/report.json --format html --out report.html": (
-        None, 1, "as written; exit 1, the saved audit's VIOLATION (9.0 CPU s in a fresh clone's CI run: the consistency checks of the report plus the "
-                 "plots; over the 8 s of an unregistered command)"),
+        None, 1, "as written; exit 1, the saved audit's VIOLATION (9.0 CPU s in a fresh clone's CI run: the "
+                 "consistency checks of the report plus the plots; over the 8 s of an unregistered command)"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_setup": (
         None, 0, "as written (5.2 CPU s measured, with the torch/opacus import): the wall limit of a registered one"),
     "dpaudit opacus-check --setup configs/opacus_breast_cancer.py:make_halved_noise_setup": (
@@ -135,7 +135,8 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         "size",
     ),
     "dpaudit run dp-fed-pne --claim-epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 10000": (
-        "dpaudit run dp-fed-pne --claim-epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 500 --runs 2",
+        "dpaudit run dp-fed-pne --claim-epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 500 "
+        "--runs 2",
         0,
         "size",
     ),
