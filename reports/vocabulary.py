@@ -4,6 +4,16 @@ the old spellings of options and keys that are still read (each warns once, in o
 Verdicts: PASS, VIOLATION, INCONCLUSIVE (exit codes 0, 1, 3; ``reports.exit_codes``) in ``audit``, ``attack``,
 ``estimate``, ``flower``, ``opacus-check`` and ``report``. Until schema 2.2 the empirical (probe) verdicts were
 CONSISTENT and UNTESTABLE; a saved report in those words is read with them translated (``OLD_VERDICT_WORDS``).
+
+Options (``tests/test_cli_options.py`` walks every parser for these): ``--claim-epsilon`` is the claimed epsilon in
+every command, whether tested (attack, estimate, plan, flower, opacus-check) or the one the noise is calibrated to
+(calibrate, run dp-fed-pne, run dp-fkm); its key is ``claim_epsilon`` (attack's TOML, an opacus set-up dict), and an
+audit configuration's ``[target.claim] epsilon`` is the same figure as a field of the claim. ``--workers`` counts
+worker processes (a run's federated clients are ``--clients``), ``--executor`` defaults to auto, ``--false-alarm``
+is the noise test's level, ``--assumptions`` names Flower's accounting assumptions, ``--unit`` is a choice, every
+command takes ``--no-progress``, ``--out DIR`` is an output directory and ``--out FILE`` an output file (each
+command's help and metavar say which), and no option may be abbreviated. Old spellings are hidden aliases that
+warn once (``reports.commands.common.add_old_spelling``).
 """
 
 from __future__ import annotations
