@@ -24,7 +24,7 @@ from attacks.executors.checkpoint import Checkpoint
 from attacks.probes import Probe, check_trials, get_probe
 from attacks.run_plan import plan_run
 
-EXIT_CODES = {"CONSISTENT": 0, "VIOLATION": 1, "UNTESTABLE": 3}  # as the audit: PASS 0, VIOLATION 1, INCONCLUSIVE 3
+EXIT_CODES = {"PASS": 0, "VIOLATION": 1, "INCONCLUSIVE": 3}  # as the audit: PASS 0, VIOLATION 1, INCONCLUSIVE 3
 __all__ = ["AttackOptions", "AttackResult", "collect_counts", "collect_scores", "run_attack"]
 
 
@@ -104,7 +104,7 @@ class AttackResult:
 
     @property
     def exit_code(self) -> int:
-        """0 CONSISTENT (or no claim to judge), 1 VIOLATION, 3 UNTESTABLE."""
+        """0 PASS (or no claim to judge), 1 VIOLATION, 3 INCONCLUSIVE."""
         return 0 if self.verdict is None else EXIT_CODES[self.verdict.status]
 
     def best_rigorous(self) -> float:
@@ -329,12 +329,12 @@ def _claim_and_verdict(probe, true_eps, claim_epsilon, claim_delta, delta, bound
         source = "tight epsilon of the described mechanism"
     verdict = None
     if claim_epsilon is not None and math.isfinite(claim_epsilon):
-        from attacks.verdict import UNTESTABLE, Verdict, decide
+        from attacks.verdict import INCONCLUSIVE, Verdict, decide
 
         if not any(b.rigorous for b in bounds):  # e.g. --methods gdp: nothing here could refute the claim
             names = ", ".join(b.method for b in bounds)
             return claim_epsilon, source, Verdict(
-                UNTESTABLE, None, None, 0.0,
+                INCONCLUSIVE, None, None, 0.0,
                 f"no rigorous estimator ran ({names}): a model-based or Bayesian bound never refutes a claim, "
                 "so these trials cannot test it; add clopper-pearson to --methods.",
             )

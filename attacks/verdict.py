@@ -1,4 +1,4 @@
-"""The empirical verdict on a claim: VIOLATION, CONSISTENT or UNTESTABLE, with a p-value for the claim.
+"""The empirical verdict on a claim: VIOLATION, PASS or INCONCLUSIVE, with a p-value for the claim.
 
 These are the words of the audit's empirical verdict (``reports.audit.verdicts``), so `dpaudit attack`
 and `dpaudit audit` say the same thing about the same evidence; PASS/INCONCLUSIVE are the audit's overall
@@ -8,9 +8,9 @@ Null hypothesis: the mechanism is (claim_epsilon, claim_delta)-DP. Each rigorous
 its evidence (the threshold tests of Clopper-Pearson, the counts of one-run) yields a valid p-value
 for this null at the claimed delta; when several rigorous bounds are combined the smallest p-value is
 Bonferroni-corrected by their number. VIOLATION when that p-value is at most 1 - confidence (for a
-single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise UNTESTABLE when
+single Clopper-Pearson bound: exactly when its bound exceeds the claim); otherwise INCONCLUSIVE when
 the ceiling of the estimators that ran (``estimator_ceiling``: what they could certify with a perfect
-attack at this budget) cannot exceed the claim; otherwise CONSISTENT (no evidence
+attack at this budget) cannot exceed the claim; otherwise PASS (no evidence
 against the claim). Model-based and Bayesian bounds are never used to declare a violation.
 """
 
@@ -24,8 +24,8 @@ from attacks.estimators.one_run import one_run_p_value
 from attacks.estimators.types import EpsilonBound, _plain
 from attacks.planner import bonferroni_ceiling, max_certifiable_epsilon, perfect_test_ceiling
 
-VIOLATION, CONSISTENT, UNTESTABLE = "VIOLATION", "CONSISTENT", "UNTESTABLE"
-STATUSES = (VIOLATION, CONSISTENT, UNTESTABLE)
+VIOLATION, PASS, INCONCLUSIVE = "VIOLATION", "PASS", "INCONCLUSIVE"
+STATUSES = (VIOLATION, PASS, INCONCLUSIVE)
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,39 @@ def bound_p_value(bound: EpsilonBound, claim_epsilon: float, claim_delta: float)
     return 1.0 - bound.confidence if exceeds else 1.0
 
 
+def violation_reason(decider: tuple, rigorous: int, claim_epsilon: float, claim_delta: float, confidence: float,
+                     best: tuple | None = None) -> str:
+    """Why a claim is a VIOLATION, naming the test that rejected it: ``decider`` = (method, its bound, the bound's
+    confidence, its p-value for the claim), the rigorous estimator with the smallest p-value; ``rigorous``: how many
+    rigorous p-values the Bonferroni correction is over; ``best``: (method, epsilon) of the largest rigorous bound,
+    named too when another estimator gave it."""
+    method, bound, bound_confidence, p_own = decider
+    level = 1.0 - confidence
+    text = f"{method} rejects the claim epsilon = {claim_epsilon:g} at delta = {claim_delta:g}: p = {p_own:.3g}"
+    if rigorous > 1:
+        text += f", {min(1.0, rigorous * p_own):.3g} after Bonferroni over {rigorous} rigorous estimators,"
+    text += f" at most {level:.3g} ({confidence:.0%} confidence); "
+    if bound > claim_epsilon:
+        text += f"it certifies epsilon >= {bound:.4g} with {bound_confidence:.4g} confidence"
+    else:  # the bound must reject every epsilon from 0 up, the test only the claim
+        text += (f"its own lower bound, {bound:.4g} with {bound_confidence:.4g} confidence, stops below the claim "
+                 "(the bound must reject every smaller epsilon too)")
+    if best is not None and best[0] != method and best[1] > bound:
+        text += f"; best rigorous bound {best[1]:.4g} ({best[0]})"
+    return text + "."
+
+
+def deciding_test(bounds, p_values) -> tuple | None:
+    """``(method, epsilon, confidence, p)`` of the rigorous bound with the smallest p-value (``p_values``: one per
+    bound, None where not computable), the test a Bonferroni verdict rests on; None without any p-value."""
+    pairs = [(p, b) for b, p in zip(bounds, p_values, strict=True) if p is not None]
+    if not pairs:
+        return None
+    p, b = min(pairs, key=lambda pair: pair[0])
+    get = b.get if isinstance(b, dict) else lambda key: getattr(b, key)
+    return get("method"), float(get("epsilon")), float(get("confidence")), float(p)
+
+
 def estimator_ceiling(bounds, trials: int, claim_delta: float, confidence: float) -> float:
     """The most the rigorous estimators that ran could certify against the claim with a perfect attack:
     each stored threshold test at the significance the verdict uses (1 - confidence over its tests and
@@ -99,22 +132,22 @@ def decide(claim_epsilon: float, claim_delta: float, bounds, trials: int,
     ceiling = estimator_ceiling(bounds, trials, claim_delta, confidence)
     rigorous = [b for b in bounds if b.rigorous]
     best = max(rigorous, key=lambda b: b.epsilon, default=None)
-    p_values = [p for p in (bound_p_value(b, claim_epsilon, claim_delta) for b in rigorous) if p is not None]
+    joint = f", {confidence:.0%} confidence as the best of {len(rigorous)}" if len(rigorous) > 1 else ""
+    each = [bound_p_value(b, claim_epsilon, claim_delta) for b in rigorous]
+    p_values = [p for p in each if p is not None]
     p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
     level = 1.0 - confidence
     if p_value is not None and p_value <= level:
-        correction = f" (Bonferroni over {len(p_values)} rigorous estimators)" if len(p_values) > 1 else ""
         return Verdict(VIOLATION, p_value, best, ceiling,
-                       f"{best.method} certifies epsilon >= {best.epsilon:.4g} at delta = {best.delta:g} "
-                       f"with {confidence:.0%} confidence, above the claimed {claim_epsilon:g}; "
-                       f"p = {p_value:.3g}{correction}.")
+                       violation_reason(deciding_test(rigorous, each), len(p_values), claim_epsilon, claim_delta,
+                                        confidence, (best.method, best.epsilon)))
     if ceiling <= claim_epsilon:
-        return Verdict(UNTESTABLE, p_value, best, ceiling,
+        return Verdict(INCONCLUSIVE, p_value, best, ceiling,
                        f"with {trials} trials per world the estimators used cannot certify more than "
                        f"epsilon = {ceiling:.4g} at delta = {claim_delta:g} even for a perfect attack, so "
                        f"the claim {claim_epsilon:g} cannot be refuted; use more trials (`dpaudit plan "
-                       f"--target-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
-    shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method})"
-    return Verdict(CONSISTENT, p_value, best, ceiling,
+                       f"--claim-epsilon {claim_epsilon:g} --delta {claim_delta:g}`).")
+    shown = "no rigorous bound" if best is None else f"best rigorous bound {best.epsilon:.4g} ({best.method}{joint})"
+    return Verdict(PASS, p_value, best, ceiling,
                    f"no evidence against the claim epsilon = {claim_epsilon:g}: {shown}; the estimators used "
                    f"could certify at most {ceiling:.4g}.")

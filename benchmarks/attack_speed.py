@@ -4,7 +4,7 @@
    in process (timed after imports are warm; cold start printed too).
 2. DP-FTS-DE server probe, 10^5 trials per world, two local worker processes, uniform and reference
    weight schedules: bounds against the tight epsilon (about 10.38 and 6.20).
-3. Planted bugs at 10^5 trials per world: VIOLATION for the bugs, CONSISTENT for the correct versions.
+3. Planted bugs at 10^5 trials per world: VIOLATION for the bugs, PASS for the correct versions.
 4. The same seed gives identical scores on the in-process, process and Dask executors.
 
 Options: --quick (10x fewer trials everywhere), --skip-fts.

@@ -30,7 +30,7 @@ import time
 
 OUTPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flower_figures_output.json")
 BASE = ["flower", "dpfed/flower/example_app", "--num-supernodes", "20", "--canaries", "200"]
-CLAIMS = ["--claim", "no-amplification,z-unchanged"]
+CLAIMS = ["--assumptions", "no-amplification,z-unchanged"]
 
 
 def _command(sampled: int, rounds: int, z: float, seed: int, bug: str = "none", claims: bool = True) -> list[str]:

@@ -65,6 +65,7 @@ class OneLineParser(argparse.ArgumentParser):
     given twice (argparse would silently keep the last value). Repeatable options use ``action="append"``."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # `--claim 1` is not `--claim-epsilon 1`: every option in full
         super().__init__(*args, **kwargs)
         for name, action in ((None, _StoreOnce), ("store", _StoreOnce), ("store_const", _StoreConstOnce),
                              ("store_true", _StoreTrueOnce), ("store_false", _StoreFalseOnce)):
@@ -85,6 +86,21 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dpfed-audit")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown (not installed)"
+
+
+def command_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The sub-commands as typed (``opacus-check``, not its module's name), in ``--help``'s order."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [name for sub in subs for name in sub.choices]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="dpaudit",
@@ -92,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODE_HELP,
     )
     parser.add_argument("--debug", action="store_true", help="on an internal error, print the traceback")
+    parser.add_argument("--version", action="version", version=f"dpaudit {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMAND_MODULES:
         try:
@@ -159,15 +176,28 @@ def _shared_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from reports.vocabulary import flush_old_spellings
+
     parser = _shared_parser()
+    flush_old_spellings(show=False)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
+        flush_old_spellings(show=False)
         return int(exc.code or 0)
     if not getattr(args, "func", None):
-        print(f"dpaudit: error: choose a command ({', '.join(COMMAND_MODULES)}; see dpaudit --help)", file=sys.stderr)
+        print(f"dpaudit: error: choose a command ({', '.join(command_names(parser))}; see dpaudit --help)",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     args.argv = list(sys.argv[1:] if argv is None else argv)  # the command as typed, for provenance
+    code = _run(args)
+    # an old spelling: one warning line each once the command has run (after a refusal the error stays the one line)
+    flush_old_spellings(show=code != EXIT_BAD_INPUT)
+    return code
+
+
+def _run(args) -> int:
+    """The command ``args`` names; every outcome an exit code (module docstring)."""
     try:
         with _sigterm_as_interrupt():
             return int(args.func(args) or 0)

@@ -100,7 +100,7 @@ def _claimed_delta(path: str, target: dict) -> None:
 def _probe_statuses(path: str, target: dict) -> None:
     """Each probe's status follows from its own numbers as ``attacks.verdict.decide`` gives it: VIOLATION
     exactly when its p-value is at most 1 - confidence (with a single Clopper-Pearson bound, exactly when
-    that bound exceeds the claim); otherwise UNTESTABLE exactly when its ceiling is at most the claim."""
+    that bound exceeds the claim); otherwise INCONCLUSIVE exactly when its ceiling is at most the claim."""
     claim = float(target["claim"]["epsilon"])
     for j, probe in enumerate(target.get("probes", [])):
         status = probe.get("status")
@@ -118,7 +118,7 @@ def _probe_statuses(path: str, target: dict) -> None:
             if (violation and bound < claim * (1 - 1e-6)) or (not violation and bound > claim * (1 + 1e-6)):
                 problem = f"its rigorous bound {bound:.6g} against the claim {claim:g}"
         if problem is None and not violation and ceiling is not None:
-            if (float(ceiling) <= claim) != (status == "UNTESTABLE"):
+            if (float(ceiling) <= claim) != (status == "INCONCLUSIVE"):
                 problem = f"its ceiling {float(ceiling):.6g} against the claim {claim:g}"
         if problem is not None:
             raise ConfigurationError(f"{path}/probes/{j}/status", f"{status} does not follow from {problem}")

@@ -6,7 +6,7 @@ against ``reports/schema/report.schema.json`` and reads/writes it atomically.
 
 Layout (see the schema for every field)::
 
-    {"schema": "dpfed-audit/report", "schema_version": "2.1", "title", "status", "exit_code",
+    {"schema": "dpfed-audit/report", "schema_version": "2.2", "title", "status", "exit_code",
      "findings": {"count", "worst", "by_severity"}, "targets": [target, ...], "provenance": {...}}
 
 ``findings`` (added in 2.1; a 2.0 report without it is still read) tallies the targets' findings that
@@ -31,7 +31,7 @@ from attacks.files import atomic_write_text
 from reports.findings_tally import ATTENTION, SEVERITIES, findings_tally, verdict_headline  # noqa: F401 - re-exported
 
 SCHEMA_NAME = "dpfed-audit/report"
-SCHEMA_VERSION = "2.1"  # 2.1: the top-level "findings" tally
+SCHEMA_VERSION = "2.2"  # 2.1: the top-level "findings" tally; 2.2: probes say PASS / INCONCLUSIVE
 SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
 STATUSES = ("PASS", "VIOLATION", "INCONCLUSIVE")
 # Fields that legitimately differ between two runs of the same configuration and seed.
@@ -196,4 +196,20 @@ def load_report(path) -> dict:
             "schema_version",
             f"report version {report.get('schema_version')!r} is not readable by schema {SCHEMA_VERSION}",
         )
-    return validate_report(report)
+    return validate_report(_in_todays_words(report))
+
+
+def _in_todays_words(report: dict) -> dict:
+    """A report before schema 2.2 with its probes' CONSISTENT / UNTESTABLE read as PASS / INCONCLUSIVE."""
+    from reports.vocabulary import OLD_VERDICT_WORDS
+
+    for target in report.get("targets", []) if isinstance(report.get("targets"), list) else []:
+        if not isinstance(target, dict):
+            continue
+        empirical = (target.get("verdict") or {}).get("empirical") if isinstance(target.get("verdict"), dict) else None
+        if isinstance(empirical, dict) and empirical.get("status") in OLD_VERDICT_WORDS:
+            empirical["status"] = OLD_VERDICT_WORDS[empirical["status"]]
+        for probe in target.get("probes", []) if isinstance(target.get("probes"), list) else []:
+            if isinstance(probe, dict) and probe.get("status") in OLD_VERDICT_WORDS:
+                probe["status"] = OLD_VERDICT_WORDS[probe["status"]]
+    return report

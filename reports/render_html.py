@@ -18,6 +18,7 @@ from reports import render_text as words
 from reports.model import findings_tally, fmt_number
 from reports.power_words import audit_power_text
 from reports.render_markdown import collapsed_rows
+from reports.vocabulary import NOT_RIGOROUS
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 _ID = re.compile(r'\bid="([^"]+)"')
@@ -32,6 +33,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.globals["f"] = fmt_number
+    env.globals["not_rigorous"] = NOT_RIGOROUS
     env.globals["accounting_table"] = _accounting_table
     env.globals["ceiling_words"] = words.CEILING_WORDS
     env.globals["audit_power_text"] = audit_power_text

@@ -11,6 +11,7 @@ from reports import render_text as words
 from reports.model import fmt_number as f
 from reports.model import is_available
 from reports.power_words import audit_power_text
+from reports.vocabulary import NOT_RIGOROUS
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
@@ -115,7 +116,7 @@ def _probe(p: dict) -> list[str]:
             f(b["epsilon"]),
             f(b["delta"]),
             f(b["confidence"]),
-            "yes" if b["rigorous"] else "no (model-based or Bayesian)",
+            "yes" if b["rigorous"] else f"no: {NOT_RIGOROUS}",
             b.get("assumptions", ""),
         ]
         for b in p["bounds"]

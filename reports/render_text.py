@@ -31,7 +31,7 @@ def _empirical_clause(claim: dict, verdict: dict) -> str:
     e = verdict["empirical"]
     if e["status"] == "VIOLATION":
         return f"a probe violates it ({_lower(e)})"
-    if e["status"] == "CONSISTENT":
+    if e["status"] == "PASS":
         return f"the probes found no evidence against it ({_lower(e)}; {_ceiling(e['ceiling'])})"
     if e["probes_run"] == 0:
         return "no probe ran"

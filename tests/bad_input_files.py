@@ -221,7 +221,7 @@ def attack_files() -> dict[str, str]:
         "attack_mechanism_code.toml": 'mechanism = "shutil:rmtree"\ndatasets = "ds.toml"\n',
         "attack_function_code.toml": 'probe = "user"\n[params]\nfunction = "umech:ok"\ndatasets = "ds.toml"\n',
         "attack_executor_bad.toml": g.replace("[params]", 'executor = "cloud"\n[params]'),
-        "attack_workers_inprocess.toml": g.replace("[params]", "workers = 4\n[params]"),
+        "attack_workers_inprocess.toml": g.replace("[params]", 'executor = "inprocess"\nworkers = 4\n[params]'),
         "attack_confidence_range.toml": g.replace("[params]", "confidence = 1.5\n[params]"),
         "attack_wrapped_unknown.toml": '[attack]\nprobe = "gaussian"\ncolour = 1\n',
         "attack_timeout_gaussian.toml": g.replace("[params]", "timeout = 5\n[params]"),

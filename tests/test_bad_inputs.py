@@ -125,9 +125,9 @@ ACCOUNT_CASES = (
         ),
     ]
 )
-CALIBRATE = ["calibrate", "--epsilon", "2", "--delta", "1e-5"]
+CALIBRATE = ["calibrate", "--claim-epsilon", "2", "--delta", "1e-5"]
 CALIBRATE_CASES = (
-    number_flag_cases("calibrate", CALIBRATE, "--epsilon")
+    number_flag_cases("calibrate", CALIBRATE, "--claim-epsilon")
     + number_flag_cases("calibrate", CALIBRATE, "--delta", {**NUMBER_MISTAKES, "one": ["1"]})
     + number_flag_cases("calibrate", CALIBRATE + ["--steps", "10"], "--rate", {"zero": ["0"], "above": ["2"]})
     + number_flag_cases("calibrate", CALIBRATE + ["--rate", "0.1"], "--steps", {"zero": ["0"], "frac": ["1.5"]})
@@ -154,7 +154,7 @@ CALIBRATE_CASES = (
         ),
         case(
             "calibrate-check-classic-violation-exits-1",
-            ["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"],
+            ["calibrate", "--check-classic", "--claim-epsilon", "10", "--delta", "1e-5"],
             VIOLATION,
         ),
     ]
@@ -281,7 +281,7 @@ RUN_CASES += bad(
     "run-dp-fed-pne",
     ["run", "dp-fed-pne", "--horizon", "50"],
     {
-        "epsilon-zero": ["--epsilon", "0"],
+        "epsilon-zero": ["--claim-epsilon", "0"],
         "delta-one": ["--delta", "1"],
         "calibration": ["--calibration", "guess"],
         "config-eps-string": ["--config", "pne_eps_string.toml"],
@@ -360,7 +360,7 @@ RUN_CASES.append(
             "dp-fed-pne",
             "--calibration",
             "classic",
-            "--epsilon",
+            "--claim-epsilon",
             "10",
             "--horizon",
             "100",
@@ -399,7 +399,7 @@ ATTACK_CASES = (
             "param-string-number": ["gaussian", "--param", "epsilon='2'"],
             "param-range": ["gaussian", "--param", "epsilon=-1"],
             "executor": ["gaussian", "--executor", "cloud"],
-            "workers-inprocess": ["gaussian", "--workers", "4"],
+            "workers-inprocess": ["gaussian", "--executor", "inprocess", "--workers", "4"],
             "workers-zero": ["gaussian", "--executor", "processes", "--workers", "0"],
             "scheduler-inprocess": ["gaussian", "--scheduler", "tcp://x:1"],
             "classifier": ["gaussian", "--classifier", "logistic"],
@@ -512,7 +512,7 @@ USER_CASES = (
 PLAN = ["plan", "--delta", "1e-5"]
 PLAN_CASES = (
     number_flag_cases("plan", PLAN, "--trials", {**NUMBER_MISTAKES, "fraction": ["1.5"], "huge": ["1e300"]})
-    + number_flag_cases("plan", PLAN, "--target-epsilon", {**NUMBER_MISTAKES, "huge": ["1e6"]})
+    + number_flag_cases("plan", PLAN, "--claim-epsilon", {**NUMBER_MISTAKES, "huge": ["1e6"]})
     + number_flag_cases("plan", ["plan", "--trials", "1000"], "--delta", {"zero": ["0"], "one": ["1"], "x": ["x"]})
     + number_flag_cases("plan", PLAN + ["--trials", "1000"], "--confidence", {"zero": ["0"], "one": ["1"]})
     + bad("plan", PLAN, {"nothing": [], "format": ["--trials", "10", "--format", "xml"]})
@@ -708,7 +708,7 @@ FOUND_CASES = [
     case("found-audit-seed-400-digits", AUDIT + ["--seed", HUGE]),
     case("found-attack-batch-size-400-digits", ATTACK + ["--batch-size", HUGE]),
     case("found-attack-trials-1e308", ["attack", "gaussian", "--trials", "1e308"], BAD),
-    case("plan-claim-epsilon-without-probe", PLAN + ["--trials", "1000", "--claim-epsilon", "2"], BAD),
+    case("plan-probe-without-trials", PLAN + ["--claim-epsilon", "2", "--probe", "gaussian"], BAD),
     case("plan-claim-epsilon-negative", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "-1"]),
     case("plan-claim-epsilon-nan", PLAN + ["--trials", "1000", "--probe", "gaussian", "--claim-epsilon", "nan"]),
     # issue 21: FedZero sizes that cannot fit name the field and the largest value that fits
@@ -716,7 +716,7 @@ FOUND_CASES = [
     case("found-run-dp-fedzero-rounds-1e30", ["run", "dp-fedzero", "--rounds", "1e30"], BAD, words="at most about"),
     case("found-run-fedzero-runs-1e12", ["run", "fedzero", "--runs", "1e12"], BAD, words="runs: "),
     case("found-run-fedzero-dim-1e9", ["run", "fedzero", "--dim", "1e9"], BAD, words="dim: "),
-    case("found-run-fedzero-workers-1e9", ["run", "fedzero", "--workers", "1e9"], BAD, words="workers: "),
+    case("found-run-fedzero-clients-1e9", ["run", "fedzero", "--clients", "1e9"], BAD, words="clients: "),
     case("found-run-fedzero-records-1e12", ["run", "fedzero", "--records", "1e12"], BAD, words="records: "),
     case("found-run-dp-fedzero-record-level-records-1e9",
          ["run", "dp-fedzero", "--unit", "record", "--records", "1e9"], BAD, words="records: "),
@@ -750,12 +750,12 @@ HOSTILE_CASES = (
                                                      "noise_reduction=0"], BAD, words="noise_reduction"),
         case("hostile-attack-noise-reduction-negative", ["attack", "bug-weak-noise", "--trials", "200", "--param",
                                                          "noise_reduction=-2"], BAD, words="noise_reduction"),
-        # an empty estimator list ran no estimator at all and said CONSISTENT (exit 0)
+        # an empty estimator list ran no estimator at all and said PASS (exit 0)
         case("hostile-attack-methods-empty", ATTACK + ["--methods", ""], BAD, words="methods"),
         case("hostile-attack-methods-commas", ATTACK + ["--methods", ","], BAD, words="methods"),
-        # only model-based or Bayesian estimators: nothing could refute the claim, which was CONSISTENT (exit 0)
+        # only model-based or Bayesian estimators: nothing could refute the claim, which was PASS (exit 0)
         case("hostile-attack-methods-none-rigorous", ATTACK + ["--methods", "gdp,bayesian-jeffreys"], 3,
-             check=lambda out: "verdict     UNTESTABLE" in out and "no rigorous estimator" in out),
+             check=lambda out: "verdict     INCONCLUSIVE" in out and "no rigorous estimator" in out),
         # an unknown estimator was refused only after every trial had run into the checkpoint
         case("hostile-attack-methods-unknown-writes-no-checkpoint",
              ATTACK + ["--methods", "nosuch", "--checkpoint", "ck"], BAD, words="methods"),
@@ -779,7 +779,7 @@ FLOWER = ["flower", "tests/flower_apps/digits_dp", "--num-supernodes", "4"]
 FLOWER_CASES = (
     number_flag_cases("flower", ["flower", "tests/flower_apps/digits_dp"], "--num-supernodes",
                       {"zero": ["0"], "negative": ["-1"], "text": ["x"]})
-    + bad("flower", FLOWER, {"claim-unknown": ["--claim", "gaussian"], "delta-one": ["--delta", "1"],
+    + bad("flower", FLOWER, {"claim-unknown": ["--assumptions", "gaussian"], "delta-one": ["--delta", "1"],
                              "claimed-epsilon-zero": ["--claimed-epsilon", "0"],
                              "canaries-negative": ["--canaries", "-3"], "canaries-too-few": ["--canaries", "3"],
                              "claim-repeated": ["--claim", "poisson,z-unchanged,poisson"],
@@ -787,7 +787,7 @@ FLOWER_CASES = (
                              "seed-beyond-numpy": ["--seed", str(2**32)],
                              "confidence-without-canaries": ["--confidence", "0.9"],
                              "out-directory": ["--out", "."], "out-empty": ["--out", ""],
-                             "alpha-one": ["--transcript-alpha", "1"]})
+                             "alpha-one": ["--false-alarm", "1"]})
 )
 
 # dpaudit opacus-check: flags and the set-up spec are refused before any user code runs
@@ -851,7 +851,7 @@ def report_files() -> dict[str, str]:
     roc["targets"][0]["probes"][0]["roc"]["x"] = roc["targets"][0]["probes"][0]["roc"]["x"][:3]
     variants["report_roc_lengths.json"] = roc
     # hand edits that keep the verdicts: the exact accountant's epsilon above the claim, a smaller claim,
-    # a larger rigorous bound; each contradicts the PROVED/CONSISTENT verdicts and the bounds shown
+    # a larger rigorous bound; each contradicts the PROVED/PASS verdicts and the bounds shown
     edited = [json.loads(json.dumps(report)) for _ in range(3)]
     next(r for r in edited[0]["targets"][0]["accounting"]["rows"] if r["accountant"] == "exact")["epsilon"] = 5.0
     edited[1]["targets"][0]["claim"]["epsilon"] = 0.5

@@ -212,5 +212,5 @@ def test_a_hand_edited_report_cannot_inject_markup(tmp_path, capfd, fmt):
     report = validate_report(synthetic_report())
     report["targets"][0]["probes"][0]["name"] = '"><img src=x onerror=alert(1)>'
     (tmp_path / "r.json").write_text(json.dumps(report))
-    assert main(["report", str(tmp_path / "r.json"), "--format", fmt]) == 0
+    assert main(["report", str(tmp_path / "r.json"), "--format", fmt]) == report["exit_code"]  # the saved verdict's
     assert "<img src=x" not in capfd.readouterr().out

@@ -125,13 +125,14 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0,
         "size",
     ),
-    "dpaudit run dp-fed-pne --epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 10000": (
-        "dpaudit run dp-fed-pne --epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 500 --runs 2",
+    "dpaudit run dp-fed-pne --claim-epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 10000": (
+        "dpaudit run dp-fed-pne --claim-epsilon 1 --delta 1e-5 --calibration analytic --clients 10 --horizon 500 "
+        "--runs 2",
         0,
         "size",
     ),
-    "dpaudit run dp-fed-pne --calibration classic --epsilon 10 --delta 1e-5": (
-        "dpaudit run dp-fed-pne --calibration classic --epsilon 10 --delta 1e-5 --horizon 500 --runs 2",
+    "dpaudit run dp-fed-pne --calibration classic --claim-epsilon 10 --delta 1e-5": (
+        "dpaudit run dp-fed-pne --calibration classic --claim-epsilon 10 --delta 1e-5 --horizon 500 --runs 2",
         1,
         "size",
     ),
@@ -145,8 +146,8 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0,
         "size",
     ),
-    "dpaudit run fedzero --geometry l2 --workers 4 --rounds 10000 --runs 20": (
-        "dpaudit run fedzero --geometry l2 --workers 4 --rounds 200 --runs 2",
+    "dpaudit run fedzero --geometry l2 --clients 4 --rounds 10000 --runs 20": (
+        "dpaudit run fedzero --geometry l2 --clients 4 --rounds 200 --runs 2",
         0,
         "size",
     ),
@@ -165,8 +166,8 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
         0,
         "size",
     ),
-    "dpaudit run dp-fkm --epsilon 2 --delta 1e-5": (
-        "dpaudit run dp-fkm --epsilon 2 --delta 1e-5 --horizon 800 --runs 2",
+    "dpaudit run dp-fkm --claim-epsilon 2 --delta 1e-5": (
+        "dpaudit run dp-fkm --claim-epsilon 2 --delta 1e-5 --horizon 800 --runs 2",
         0,
         "default horizon",
     ),
@@ -199,7 +200,7 @@ VARIANTS: dict[str, tuple[str | None, int, str]] = {
     "dpaudit attack fts-server --param schedule=reference --trials 1e5 --executor processes --workers 2": (
         "dpaudit attack fts-server --param schedule=reference --trials 2e3 --executor processes --workers 2",
         3,
-        "trials; at 2e3 the estimator's ceiling (5.5) is below the claim 6.2 (UNTESTABLE)",
+        "trials; at 2e3 the estimator's ceiling (5.5) is below the claim 6.2 (INCONCLUSIVE)",
     ),
     "dpaudit attack pne-reward --param pulls=4 --trials 1e6": (
         "dpaudit attack pne-reward --param pulls=4 --trials 1e4",

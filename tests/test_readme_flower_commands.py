@@ -61,7 +61,9 @@ def check_audit_flower_figures(report: dict) -> None:
 
     text = between(section("BENCHMARKS.md", "## Flower"), "`dpaudit audit configs/audit_flower.toml --allow-code`",
                    "Must-show 3")
-    documented = find(r"seed 3\): PASS \(pld proves ([\d.]+) <= 8\), `flower-app` probe UNTESTABLE at 40 canaries "
+    # (the benchmark's text keeps the probe's word of its day, UNTESTABLE, today's INCONCLUSIVE)
+    documented = find(r"seed 3\): PASS \(pld proves ([\d.]+) <= 8\), `flower-app` probe "
+                      r"(?:UNTESTABLE|INCONCLUSIVE) at 40 canaries "
                       r"\(ceiling ([\d.]+)\), bounds ([\d.]+) \(Steinke\) and ([\d.]+) \(f-DP\) for both threat "
                       r"models, measured-shift bound ([\d.]+), estimates ([\d.]+) / ([\d.]+) \(final model / all "
                       r"iterates, mu ([\d.]+) / ([\d.]+)\) against the accounted ([\d.]+) \(dpa-rdp\); findings: "
@@ -73,7 +75,7 @@ def check_audit_flower_figures(report: dict) -> None:
     estimate, rows = values["canary-estimate"], values["accounted-rows"]
     bounds = {(b["threat_model"], b["method"]): b["epsilon"] for b in probe["bounds"]}
     assert verdict["status"] == "PASS" and verdict["analytic"]["accountant"] == "pld"
-    assert probe["name"] == "flower-app" and verdict["empirical"]["status"] == "UNTESTABLE"
+    assert probe["name"] == "flower-app" and verdict["empirical"]["status"] == "INCONCLUSIVE"
     fresh = [verdict["analytic"]["epsilon"], verdict["empirical"]["ceiling"]]
     for method in ("one-run", "fdp-one-run"):
         assert bounds[("final_model", method)] == pytest.approx(bounds[("all_iterates", method)], rel=1e-12)

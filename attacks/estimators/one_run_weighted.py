@@ -36,7 +36,11 @@ more surely than when absent.
 
 **The bound**: the largest eps such that every eps' <= eps is rejected, Bonferroni over the rules. The tail grows
 with eps and the delta term falls, so it is found as an increasing sequence eps_k, each step rejecting all of
-[eps_k-1, eps_k] with the delta term taken at eps_k-1.
+[eps_k-1, eps_k] with the delta term taken at eps_k-1. Where m delta / 2 exceeds half of alpha the test cannot
+reject near eps = 0 (the delta term alone uses the level), so every eps' below ``start_epsilon`` (where the delta
+term is alpha / 2) is tested by the test of ``start_epsilon`` itself: valid, since a mechanism (eps', delta)-DP is
+(eps, delta)-DP for every eps >= eps' (Bonferroni is unchanged: one test per eps, fixed before the data). Without
+this the bound read 0 at m = 10^4, delta = 1e-5 while the test of a claim above ``start_epsilon`` still rejected.
 """
 
 from __future__ import annotations
@@ -143,9 +147,23 @@ def _rule_epsilon(counts, value: int, level: float, start: float) -> float:
     return low
 
 
+def start_epsilon(canaries: int, delta: float, alpha: float) -> float:
+    """0, or where m delta / 2 > alpha / 2: the eps at which the delta term m delta / (1 + e^eps) is alpha / 2; the
+    epsilons below it are tested by its test (module docstring). Depends on m, delta and alpha only."""
+    share = alpha / (2.0 * canaries * delta) if delta > 0 else 1.0  # the delta term at eps, over m delta: expit(-eps)
+    return 0.0 if share >= 0.5 else float(np.log(1.0 / share - 1.0))
+
+
 def largest_rejected(summaries, canaries: int, delta: float, alpha: float) -> tuple[float, int | None]:
     """``(eps, rule)``: every eps' <= eps rejected at ``alpha`` (module docstring); the rule that reached it."""
-    eps, best = 0.0, None
+    eps, best = start_epsilon(canaries, delta, alpha), None
+    if eps > 0:  # the epsilons below ``start`` are rejected exactly when its own test rejects
+        level = (alpha - delta_term(canaries, delta, eps)) / len(summaries)
+        q = float(special.expit(eps))
+        room = [weighted_tail(counts, value, q) for counts, value in summaries]
+        if min(room) > level:
+            return 0.0, None
+        best = int(np.argmin(room))
     for _ in range(50):
         level = (alpha - delta_term(canaries, delta, eps)) / len(summaries)
         if level <= 0:
@@ -171,12 +189,17 @@ def one_run_weighted_ceiling(canaries: int, delta: float, confidence: float = 0.
     m = int(require_number("canaries", canaries, low=1, integer=True))
     rules = weight_rules(np.arange(m))
     weighed = max(int((weights > 0).sum()) for *_, weights in rules)
-    alpha, eps = 1.0 - confidence, 0.0
+    alpha = 1.0 - confidence
+    start = eps = start_epsilon(m, delta, alpha)
+    if weighed == 0:
+        return 0.0
     for _ in range(50):
         room = (alpha - delta_term(m, delta, eps)) / len(rules) - SLACK  # q^r + SLACK <= level
-        if room <= 0 or weighed == 0:
+        if room <= 0:
             break
         reached = min(float(special.logit(room ** (1.0 / weighed))), EPSILON_MAX) if room < 1 else EPSILON_MAX
+        if eps == start and reached < start:  # not even the first test rejects
+            return 0.0
         if reached - eps <= TOLERANCE:
             return max(eps, reached)
         eps = reached
@@ -204,10 +227,13 @@ def one_run_weighted_from_scores(scores, included, delta: float, confidence: flo
                "corrected_for": len(rules)}
     if claim is not None:
         claim = require_number("claim", claim, low=0.0)
-        details.update(claim_epsilon=claim, claim_p_value=weighted_p_value(claim, float(delta), summaries, m))
+        # the claim's test is the bound's own test of it (below ``start_epsilon``: the test of ``start_epsilon``)
+        tested = max(claim, start_epsilon(m, float(delta), 1.0 - confidence))
+        details.update(claim_epsilon=claim, claim_p_value=weighted_p_value(tested, float(delta), summaries, m))
     return EpsilonBound(method="one-run-weighted", epsilon=eps, delta=float(delta), confidence=float(confidence),
                         rigorous=True, assumptions=ASSUMPTIONS, details=details)
 
 
 __all__ = ["LEVELS", "SIDES", "THRESHOLDS", "check_signals", "largest_rejected", "one_run_weighted_ceiling",
-           "one_run_weighted_from_scores", "rule_summary", "weight_rules", "weighted_p_value", "weighted_tail"]
+           "one_run_weighted_from_scores", "rule_summary", "start_epsilon", "weight_rules", "weighted_p_value",
+           "weighted_tail"]

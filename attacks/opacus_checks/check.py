@@ -104,7 +104,7 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
     run_steps = setup.epochs * facts.batches_per_epoch
     acc_steps = accounted_steps(setup, q_told, run_steps)
     opacus_eps = eps.opacus_epsilon(mechanism, z_told, q_told, acc_steps, delta)
-    reported = setup.claimed_epsilon if setup.claimed_epsilon is not None else opacus_eps
+    reported = setup.claim_epsilon if setup.claim_epsilon is not None else opacus_eps
     told = _Told(reported, z_told, q_told, acc_steps, run_steps, delta)
     source = steps_source(setup)
     findings = [
@@ -114,10 +114,10 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
         *_normalisation_findings(told, facts, noise),
         *_step_findings(told, facts, setup.epochs),
         *_noise_findings(told, noise),
-        *_claim_findings(setup.claimed_epsilon, opacus_eps),
+        *_claim_findings(setup.claim_epsilon, opacus_eps),
     ]
     if not any(f.code == "claim-below-opacus" for f in findings):
-        findings += _told_findings(told, f"opacus's {mechanism} accountant" if setup.claimed_epsilon is None
+        findings += _told_findings(told, f"opacus's {mechanism} accountant" if setup.claim_epsilon is None
                                    else "the user's claim")
     z_runs = noise.effective_upper if noise.noise_flagged else z_told
     runs, runs_how = runs_epsilon(facts, z_runs, run_steps, delta, noise.realised_normalisation)
@@ -127,7 +127,7 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
     if duplicates is not None:
         findings += duplicate_findings(duplicates, facts.scheme, facts.poisson_rate, z_runs, run_steps, delta)
     if source == "loop":
-        findings.append(_assumed_steps_finding(told, setup.claimed_epsilon is not None))
+        findings.append(_assumed_steps_finding(told, setup.claim_epsilon is not None))
     rows = {
         "opacus": {"epsilon": opacus_eps, "analysis": f"opacus {mechanism} accountant: Poisson at rate "
                    f"{q_told:.4g}, noise multiplier {z_told:.4g}, {acc_steps} steps (what it was told)"},
@@ -137,7 +137,7 @@ def check_setup(setup: OpacusSetup, facts: SamplerFacts, noise: NoiseFacts, delt
         "verdict": "VIOLATION" if worst(findings) == "critical" else "PASS",
         "delta": delta,
         "reported_epsilon": reported,
-        "reported_by": "the user's claim" if setup.claimed_epsilon is not None else f"opacus {mechanism} accountant",
+        "reported_by": "the user's claim" if setup.claim_epsilon is not None else f"opacus {mechanism} accountant",
         "rows": rows,
         "findings": [f.to_dict() for f in findings],
         "sampler": facts.to_dict(),

@@ -6,8 +6,9 @@ The function takes no arguments and returns a dict with these keys (``SETUP_KEYS
   ``make_private_with_epsilon``) returned; the optimizer must be opacus's ``DPOptimizer``.
 - ``privacy_engine``: the ``PrivacyEngine`` whose accountant the optimizer reports to.
 - ``epochs``: how many passes over ``data_loader`` the training loop makes.
-- optional ``delta`` (default: the command's ``--delta``), ``claimed_epsilon`` (the epsilon the user
-  reports; default: opacus's accountant over the planned steps), and ``accounted_epochs`` or
+- optional ``delta`` (default: the command's ``--delta``), ``claim_epsilon`` (the epsilon the user
+  reports, as ``--claim-epsilon``; the older key ``claimed_epsilon`` is read too, with a warning; default:
+  opacus's accountant over the planned steps), and ``accounted_epochs`` or
   ``accounted_steps`` (what the claim or ``make_private_with_epsilon`` was computed for; default: the
   steps the loop runs); ``input_key`` (a key or a list of keys) and ``label_key``: where dict batches hold
   the model's input and the label (default: inferred, see ``attacks.opacus_checks.batches``).
@@ -32,8 +33,9 @@ from accounting.errors import ConfigurationError, require_number
 from attacks.opacus_checks.batches import MESSAGE_LIMIT, check_keys, one_line  # noqa: F401 - MESSAGE_LIMIT: its API
 
 REQUIRED_KEYS = ("model", "optimizer", "data_loader", "privacy_engine", "epochs")
-OPTIONAL_KEYS = ("delta", "claimed_epsilon", "accounted_epochs", "accounted_steps", "input_key", "label_key")
+OPTIONAL_KEYS = ("delta", "claim_epsilon", "accounted_epochs", "accounted_steps", "input_key", "label_key")
 SETUP_KEYS = REQUIRED_KEYS + OPTIONAL_KEYS
+OLD_KEYS = {"claimed_epsilon": "claim_epsilon"}  # still read, with a one-line warning
 DEFAULT_FUNCTION = "make_setup"
 
 
@@ -47,7 +49,7 @@ class OpacusSetup:
     privacy_engine: object
     epochs: int
     delta: float | None = None
-    claimed_epsilon: float | None = None
+    claim_epsilon: float | None = None
     accounted_epochs: float | None = None
     accounted_steps: int | None = None
     input_key: str | tuple | None = None  # the input's key(s) in dict batches (default: inferred, ``batches``)
@@ -143,11 +145,25 @@ def build_setup(spec: str) -> OpacusSetup:
     return validate(value, spec)
 
 
+def _with_todays_keys(value: dict) -> dict:
+    """``value`` with an old key (``OLD_KEYS``) renamed, warning once; both spellings at once are refused."""
+    from reports.vocabulary import warn_old_spelling
+
+    for old, new in OLD_KEYS.items():
+        if old in value:
+            if new in value:
+                raise ConfigurationError("setup", f"gives both {old!r} and {new!r}; give {new!r} only")
+            warn_old_spelling(f"the set-up key {old!r}", repr(new))
+            value = {(new if k == old else k): v for k, v in value.items()}
+    return value
+
+
 def validate(value, spec: str = "setup") -> OpacusSetup:
     """Check the returned dict: its keys, and that it is an opacus set-up (ConfigurationError if not)."""
     if not isinstance(value, dict):
         raise ConfigurationError("setup", f"{spec} returned {type(value).__name__}, expected a dict with keys "
                                  f"{', '.join(REQUIRED_KEYS)} (not an opacus set-up)")
+    value = _with_todays_keys(value)
     unknown = sorted(set(value) - set(SETUP_KEYS))
     if unknown:
         raise ConfigurationError("setup", f"unknown key {unknown[0]!r}; the keys are {', '.join(SETUP_KEYS)}")
@@ -175,9 +191,9 @@ def validate(value, spec: str = "setup") -> OpacusSetup:
     delta = value.get("delta")
     if delta is not None:
         delta = require_number("delta", delta, low=0, high=1, low_open=True, high_open=True)
-    claimed = value.get("claimed_epsilon")
+    claimed = value.get("claim_epsilon")
     if claimed is not None:
-        claimed = require_number("claimed_epsilon", claimed, low=0, low_open=True)
+        claimed = require_number("claim_epsilon", claimed, low=0, low_open=True)
     if value.get("accounted_epochs") is not None and value.get("accounted_steps") is not None:
         raise ConfigurationError("setup", "give accounted_epochs or accounted_steps, not both")
     accounted_epochs = value.get("accounted_epochs")

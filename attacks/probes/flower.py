@@ -135,7 +135,7 @@ class FlowerAppProbe(Probe):
         status, p_value, ceiling = one_run_decision(bounds, canaries, tested, delta, confidence)
         out.append(canary_estimate_finding(scored, checked.rows))
         details = {**details, "canaries": scored, "tested_epsilon": tested}
-        if status == "UNTESTABLE":
+        if status == "INCONCLUSIVE":
             reach = canaries_to_test(tested, delta, confidence, threat_models=2)
             details["canaries_to_test"] = reach
             out.append(untestable_finding(canaries, tested, ceiling, reach, delta))
@@ -170,7 +170,7 @@ def untestable_finding(canaries: int, tested: float, ceiling: float, reach: dict
     return {"code": "canaries-untestable", "severity": "info",
             "values": {"canaries": canaries, "tested_epsilon": tested, "ceiling": ceiling,
                        "least_canaries": reach["least"], "peak_ceiling": reach["peak"]},
-            "message": f"UNTESTABLE against epsilon {tested:.4g}: {canaries} canaries can show at most epsilon "
+            "message": f"INCONCLUSIVE against epsilon {tested:.4g}: {canaries} canaries can show at most epsilon "
                        f"{ceiling:.3g} (every sign guessed right), so their bounds cannot refute it; {more}. The "
                        "canaries give a lower bound on what the run spends, not a test of this claim"}
 

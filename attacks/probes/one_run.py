@@ -34,7 +34,7 @@ def bound_dict(bound, threat_model: str, assumptions: str = "") -> dict:
             "details": {k: v for k, v in bound.details.items() if isinstance(v, (int, float))}}
 
 
-def _claim_p_value(bound: dict, epsilon: float, delta: float) -> float:
+def claim_p_value(bound: dict, epsilon: float, delta: float) -> float:
     """One rigorous bound's p-value of "(epsilon, delta)-DP": the one it computed for the claim (``one-run-weighted``,
     whose test needs its weights), else Steinke et al.'s from its counts."""
     from attacks.estimators.one_run import one_run_p_value
@@ -56,7 +56,7 @@ def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: f
     from attacks.estimators.one_run_weighted import one_run_weighted_ceiling
 
     rigorous = [b for b in bounds if b["rigorous"]]
-    p_values = [_claim_p_value(b, epsilon, delta) for b in rigorous]
+    p_values = [claim_p_value(b, epsilon, delta) for b in rigorous]
     p_value = min(1.0, len(p_values) * min(p_values)) if p_values else None
     share = 1 - (1 - confidence) / max(1, len(rigorous))
     ceiling = one_run_ceiling(canaries, delta, share)
@@ -64,7 +64,7 @@ def one_run_decision(bounds: list[dict], canaries: int, epsilon: float, delta: f
         ceiling = max(ceiling, one_run_weighted_ceiling(canaries, delta, share))
     if p_value is not None and p_value <= 1.0 - confidence:
         return "VIOLATION", p_value, ceiling
-    return ("UNTESTABLE" if ceiling <= epsilon else "CONSISTENT"), p_value, ceiling
+    return ("INCONCLUSIVE" if ceiling <= epsilon else "PASS"), p_value, ceiling
 
 
 def minimum_canaries(delta: float, confidence: float, threat_models: int = 1, largest: int = 4096) -> int:
@@ -121,4 +121,4 @@ def canaries_to_test(epsilon: float, delta: float, confidence: float, threat_mod
 
 
 __all__ = ["OneRunOutcome", "bound_dict", "canaries_to_test", "check_canary_count", "minimum_canaries",
-           "one_run_decision"]
+           "claim_p_value", "one_run_decision"]

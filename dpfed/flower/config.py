@@ -34,14 +34,24 @@ WEIGHTINGS = ("examples", "equal")
 CLAIMS = ("no-amplification", "poisson", "z-unchanged")
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_claims(names, field: str = "claim") -> tuple[str, ...]:
     """The claims named, each of ``CLAIMS`` and each once (a repeated one would repeat its finding)."""
     names = tuple(names)
+    word = "assumption" if field == "assumptions" else "claim"  # `dpaudit flower --assumptions`
     for k, name in enumerate(names):
         if name not in CLAIMS:
-            raise ConfigurationError(field, f"unknown claim {name!r}; choose from {', '.join(CLAIMS)}")
+            hint = " (a claimed epsilon is --claim-epsilon)" if word == "assumption" and _is_number(name) else ""
+            raise ConfigurationError(field, f"unknown {word} {name!r}; choose from {', '.join(CLAIMS)}{hint}")
         if name in names[:k]:
-            raise ConfigurationError(field, f"claim {name!r} is named twice")
+            raise ConfigurationError(field, f"{word} {name!r} is named twice")
     return names
 
 

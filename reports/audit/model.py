@@ -28,8 +28,8 @@ class Empirical(enum.Enum):
     """The probes' verdict on a claim."""
 
     VIOLATION = "VIOLATION"  # a rigorous lower bound exceeds the claim
-    CONSISTENT = "CONSISTENT"  # no evidence against it, and the budget could have found some
-    UNTESTABLE = "UNTESTABLE"  # the estimator's ceiling at this budget is below the claim
+    PASS = "PASS"  # no evidence against it, and the budget could have found some
+    INCONCLUSIVE = "INCONCLUSIVE"  # the estimator's ceiling at this budget is below the claim
 
 
 class Status(enum.Enum):

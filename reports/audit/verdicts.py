@@ -10,8 +10,8 @@ Analytic (from the accountants):
 Empirical (from the probes that ran; each probe at the audit's confidence split over the probes):
 
 - VIOLATION: a rigorous lower bound exceeds the claim (the probe's p-value is below its level);
-- CONSISTENT: no violation, and at least one probe's estimator could have certified the claim;
-- UNTESTABLE: no violation, and every ceiling of the estimator used is below the claim (or no probe ran).
+- PASS: no violation, and at least one probe's estimator could have certified the claim;
+- INCONCLUSIVE: no violation, and every ceiling of the estimator used is below the claim (or no probe ran).
 
 ``VERDICT_TABLE`` combines them. A failed probe (an error, a killed worker) never lets a target pass on
 its strength: the target is INCONCLUSIVE unless it is a VIOLATION (``FAILED_PROBE_RULE``).
@@ -40,14 +40,14 @@ RELATIVE_TOLERANCE = 1e-9
 # (analytic, empirical) -> (overall, rule id); the README shows this table.
 VERDICT_TABLE: dict[tuple[Analytic, Empirical], tuple[Status, str]] = {
     (Analytic.PROVED, Empirical.VIOLATION): (Status.VIOLATION, "implementation-bug"),
-    (Analytic.PROVED, Empirical.CONSISTENT): (Status.PASS, "proved"),
-    (Analytic.PROVED, Empirical.UNTESTABLE): (Status.PASS, "proved"),
+    (Analytic.PROVED, Empirical.PASS): (Status.PASS, "proved"),
+    (Analytic.PROVED, Empirical.INCONCLUSIVE): (Status.PASS, "proved"),
     (Analytic.REFUTED, Empirical.VIOLATION): (Status.VIOLATION, "refuted-and-violated"),
-    (Analytic.REFUTED, Empirical.CONSISTENT): (Status.VIOLATION, "refuted"),
-    (Analytic.REFUTED, Empirical.UNTESTABLE): (Status.VIOLATION, "refuted"),
+    (Analytic.REFUTED, Empirical.PASS): (Status.VIOLATION, "refuted"),
+    (Analytic.REFUTED, Empirical.INCONCLUSIVE): (Status.VIOLATION, "refuted"),
     (Analytic.UNDETERMINED, Empirical.VIOLATION): (Status.VIOLATION, "violated"),
-    (Analytic.UNDETERMINED, Empirical.CONSISTENT): (Status.PASS, "consistent"),
-    (Analytic.UNDETERMINED, Empirical.UNTESTABLE): (Status.INCONCLUSIVE, "untestable"),
+    (Analytic.UNDETERMINED, Empirical.PASS): (Status.PASS, "consistent"),
+    (Analytic.UNDETERMINED, Empirical.INCONCLUSIVE): (Status.INCONCLUSIVE, "untestable"),
 }
 FAILED_PROBE_RULE = "probe-failed"
 CRITICAL_FINDING_RULE = "critical-finding"
@@ -82,16 +82,16 @@ def _best_lower_bound(ran: list[ProbeSection]) -> Bound | None:
 
 
 def empirical_verdict(claim: Claim, probes: tuple[ProbeSection, ...], confidence: float) -> EmpiricalResult:
-    """VIOLATION, CONSISTENT or UNTESTABLE from the probes that ran."""
+    """VIOLATION, PASS or INCONCLUSIVE from the probes that ran."""
     ran = [p for p in probes if p.outcome == "ran"]
     ceilings = [p.ceiling for p in ran if p.ceiling is not None]
     p_values = [p.p_value for p in ran if p.p_value is not None]
     if any(p.status == "VIOLATION" for p in ran):
         status = Empirical.VIOLATION
     elif any(c >= claim.epsilon for c in ceilings):
-        status = Empirical.CONSISTENT
+        status = Empirical.PASS
     else:
-        status = Empirical.UNTESTABLE
+        status = Empirical.INCONCLUSIVE
     return EmpiricalResult(
         status=status,
         lower_bound=_best_lower_bound(ran),

@@ -16,6 +16,7 @@ from reports.commands.common import (
     PROBABILITY,
     RATE,
     STEPS,
+    add_old_spelling,
     format_number,
     number_arg,
     print_table,
@@ -32,7 +33,6 @@ EPILOG = (
 
 
 def add_parser(subparsers) -> None:
-    import argparse
 
     from reports.commands.run_progress import add_progress_argument
 
@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
     one.add_argument("--noise-multiplier", type=noise, help="noise multiplier z (noise std / clip norm)")
     # the earlier spelling (README's commands), kept working but not shown: --noise-multiplier as `run`'s private
     # algorithms spell it (their --noise is a kind of noise)
-    one.add_argument("--noise", dest="noise_multiplier", type=noise, help=argparse.SUPPRESS)
+    add_old_spelling(one, "--noise", "--noise-multiplier", "noise_multiplier", type=noise)
     p.add_argument("--steps", required=True, type=number_arg("steps", **STEPS), help="number of releases T")
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
     p.add_argument(

@@ -1,8 +1,8 @@
 """``dpaudit attack PROBE ...``: run a membership-inference probe, print each estimator's lower bound
 and the empirical verdict against the claim, in the words of the audit's empirical verdict: VIOLATION (a
-rigorous lower bound exceeds the claim), CONSISTENT (no evidence against it, and the trials could have
-found some), UNTESTABLE (the trials cannot certify the claimed epsilon). Exit codes: 0 CONSISTENT (or no
-claim), 1 VIOLATION, 2 bad input (nothing run), 3 UNTESTABLE or the probe failed (a worker died), 130
+rigorous lower bound exceeds the claim), PASS (no evidence against it, and the trials could have
+found some), INCONCLUSIVE (the trials cannot certify the claimed epsilon). Exit codes: 0 PASS (or no
+claim), 1 VIOLATION, 2 bad input (nothing run), 3 INCONCLUSIVE or the probe failed (a worker died), 130
 interrupted."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from accounting.errors import ConfigurationError
 from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
 from reports.commands.common import probe_title
 from reports.commands.run_progress import add_progress_argument
+from reports.vocabulary import bound_kind
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.
@@ -42,7 +43,8 @@ CONFIG_SCHEMA = {
 }
 CONFIG_KEYS = tuple(CONFIG_SCHEMA)
 EXIT_PROBE_FAILED = 3  # reports/exit_codes.py: "INCONCLUSIVE, or a probe failed"
-DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "inprocess", "workers": 2}
+# executor and workers as audit's: auto (worker processes for a probe estimated over 10 s), the usable CPUs
+DEFAULTS = {"trials": 100_000, "confidence": 0.95, "executor": "auto", "workers": None}
 
 
 def parse_value(text: str):
@@ -126,10 +128,10 @@ def _add_claim_arguments(parser) -> None:
 def _add_execution_arguments(parser) -> None:
     """How to run the trials: executor, seed, checkpoints, batches and array backend."""
     parser.add_argument("--executor", choices=["auto", "inprocess", "processes", "dask"],
-                        help="where batches run (default inprocess; auto, as audit's default: worker processes when "
-                        "timed small batches say the probe takes over 10 s; every executor gives the same numbers)")
-    parser.add_argument("--workers", type=int, help="processes or local Dask workers (default 2; with auto: the "
-                        "CPUs this process may use)")
+                        help="where probe batches run (default auto: worker processes for probes estimated over "
+                        "10 s, in this process otherwise; every executor gives the same numbers)")
+    parser.add_argument("--workers", type=int, help="worker processes, or local Dask workers (default: the CPUs this "
+                        "process may use)")
     parser.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786")
     parser.add_argument("--seed", type=int, help="seed (the same seed gives the same scores everywhere)")
     parser.add_argument(
@@ -302,8 +304,8 @@ def print_table(result, out=None) -> None:
     print(f"AUC         {result.roc['auc']:.4f}", file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result.bounds:
-        kind = "rigorous" if b.rigorous else "indicative only (not rigorous)"
-        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.2f}  {kind}", file=out)
+        kind = bound_kind(b.rigorous)
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>11.3g}{b.confidence:>7.4g}  {kind}", file=out)
     _verdict_lines(result, out)
 
 
@@ -369,6 +371,10 @@ def run(args) -> int:
     executor, workers = settings["executor"], settings["workers"]
     if executor == "auto":
         executor, workers = auto_executor(probe, trials, settings)
+    elif workers is None:
+        from reports.audit.probes import usable_cpus
+
+        workers = 1 if executor == "inprocess" else usable_cpus()
     methods = settings.get("methods")
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]

@@ -12,6 +12,7 @@ import sys
 import time
 
 from accounting.errors import ConfigurationError
+from reports.vocabulary import bound_kind
 
 # memory of one run, by probe: (fixed bytes, bytes per canary squared). dpsgd-one-run's canaries join the training as
 # examples and as coordinates, so its per-example gradients grow with their square; measured on the default set-up:
@@ -86,13 +87,18 @@ def one_run_result(probe, settings: dict) -> dict:
     outcome = probe.run_once(canaries, seed, claim_epsilon if tested else math.inf, delta, confidence)
     verdict = None
     if tested:
+        from attacks.probes.one_run import claim_p_value
+        from attacks.verdict import deciding_test
         from reports.commands.common import one_run_reason
 
-        best = max((b for b in outcome.bounds if b["rigorous"]), key=lambda b: b["epsilon"], default=None)
+        rigorous = [b for b in outcome.bounds if b["rigorous"]]
+        best = max(rigorous, key=lambda b: b["epsilon"], default=None)
         best = None if best is None else (best["method"], best["epsilon"])
+        each = [claim_p_value(b, claim_epsilon, delta) for b in rigorous]
         verdict = {"status": outcome.status, "p_value": outcome.p_value, "ceiling": outcome.ceiling,
                    "reason": one_run_reason(outcome.status, best, outcome.p_value, outcome.ceiling, canaries,
-                                            claim_epsilon, delta, confidence, more="more canaries (--trials)")}
+                                            claim_epsilon, delta, confidence, more="more canaries (--trials)",
+                                            decider=deciding_test(rigorous, each), rigorous=len(rigorous))}
     return {"probe": metadata, "one_run": True, "canaries": canaries, "seed": str(seed), "delta": delta,
             "confidence": confidence,
             "claim": {"epsilon": claim_epsilon, "delta": delta, "source": source} if claim_epsilon is not None
@@ -125,8 +131,8 @@ def print_one_run(result: dict, out=None) -> None:
               file=out)
     print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>11}{'conf.':>7}  kind", file=out)
     for b in result["bounds"]:
-        kind = "rigorous" if b["rigorous"] else "indicative only (not rigorous)"
-        print(f"{b['method']:<24}{b['epsilon']:>11.4f}{result['delta']:>11.3g}{b['confidence']:>7.2f}  {kind}",
+        kind = bound_kind(b["rigorous"])
+        print(f"{b['method']:<24}{b['epsilon']:>11.4f}{result['delta']:>11.3g}{b['confidence']:>7.4g}  {kind}",
               file=out)
     for f in result["findings"]:
         print(f"finding     {f['severity'].upper()} {f['code']}: {f['message']}", file=out)

@@ -211,9 +211,8 @@ def run(args) -> int:
 
 
 def add_parser(subparsers) -> None:
-    import argparse
 
-    from reports.commands.common import STEPS, number_arg
+    from reports.commands.common import STEPS, add_old_spelling, number_arg
     from reports.commands.run_progress import add_progress_argument
     from reports.exit_codes import EXIT_CODE_HELP
 
@@ -225,7 +224,8 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("config", nargs="?", default=None, help="audit configuration (TOML); default: built-in")
     parser.add_argument(
-        "--out", default="audit-report", help="output directory (default: audit-report); locked while the audit runs"
+        "--out", default="audit-report", metavar="DIR",
+        help="output directory (default: audit-report); locked while the audit runs"
     )
     parser.add_argument(
         "--trials",
@@ -247,7 +247,7 @@ def add_parser(subparsers) -> None:
     add_progress_argument(parser, help="no progress on stderr: neither the plan, each section as it starts nor "
                           "the bars (shown on a terminal only), nor Flower's own INFO log")
     # the earlier spelling (BENCHMARKS.md's commands), kept working but not shown
-    parser.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
+    add_old_spelling(parser, "--quiet", "--no-progress", "no_progress", action="store_true")
     parser.set_defaults(func=run)
 
 

@@ -8,7 +8,16 @@ from accounting.calibration import (
     classic_failure_threshold,
 )
 from accounting.errors import ConfigurationError
-from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, dumps, format_number, number_arg
+from reports.commands.common import (
+    POSITIVE,
+    PROBABILITY,
+    RATE,
+    STEPS,
+    add_old_spelling,
+    dumps,
+    format_number,
+    number_arg,
+)
 from reports.exit_codes import ExitCode
 
 
@@ -23,7 +32,10 @@ def add_parser(subparsers) -> None:
         epilog="Exit codes: 0 calibrated (or the classic formula holds), 1 VIOLATION "
         "(the classic formula does not give its claim), 2 bad input.",
     )
-    p.add_argument("--epsilon", required=True, type=number_arg("epsilon", **POSITIVE), help="target epsilon")
+    epsilon = number_arg("claim_epsilon", **POSITIVE)
+    one = p.add_mutually_exclusive_group(required=True)  # required: one of the two spellings
+    one.add_argument("--claim-epsilon", type=epsilon, help="the epsilon to claim: the least noise that gives it")
+    add_old_spelling(one, "--epsilon", "--claim-epsilon", "claim_epsilon", type=epsilon)
     p.add_argument("--delta", required=True, type=number_arg("delta", **PROBABILITY), help="target delta")
     p.add_argument(
         "--rate", type=number_arg("rate", **RATE), help="sampling rate q in (0, 1] (required without --check-classic)"
@@ -75,7 +87,7 @@ def run(args) -> int:
         if getattr(args, field) is None:
             raise ConfigurationError(field, f"--{field} is required unless --check-classic is given")
     result = calibrate_noise_multiplier(
-        args.epsilon,
+        args.claim_epsilon,
         args.delta,
         args.rate,
         int(args.steps),
@@ -89,7 +101,7 @@ def run(args) -> int:
     else:
         print(
             f"noise multiplier z = {format_number(result.noise_multiplier)} gives epsilon = "
-            f"{format_number(result.achieved_epsilon)} <= {args.epsilon:g} at delta = {args.delta!r} "
+            f"{format_number(result.achieved_epsilon)} <= {args.claim_epsilon:g} at delta = {args.delta!r} "
             f"({args.accountant}, q = {args.rate:g}, T = {int(args.steps)}, {args.neighbouring})"
         )
     return 0
@@ -119,17 +131,18 @@ def _progress_printer(accountant: str, quiet_for: float = 5.0, every: float = 5.
 
 
 def _check_classic(args) -> int:
-    check = check_classic_calibration(args.epsilon, args.delta)
+    check = check_classic_calibration(args.claim_epsilon, args.delta)
     threshold = classic_failure_threshold(args.delta)
     code = ExitCode.VIOLATION if check.violated else ExitCode.PASS
     if args.format == "json":
         print(dumps({**check.to_dict(), "fails_from_epsilon": threshold}))
         return code
     print(f"classic sigma/sensitivity = sqrt(2 ln(1.25/delta))/epsilon = {format_number(check.noise_multiplier)}")
-    print(f"exact delta at epsilon = {args.epsilon:g}: {format_number(check.true_delta)} (claimed {args.delta!r})")
+    print(f"exact delta at epsilon = {args.claim_epsilon:g}: {format_number(check.true_delta)} "
+          f"(claimed {args.delta!r})")
     if check.violated:
         print(
-            f"VIOLATION: the classic calibration does not give ({args.epsilon:g}, {args.delta!r})-DP; "
+            f"VIOLATION: the classic calibration does not give ({args.claim_epsilon:g}, {args.delta!r})-DP; "
             f"the analytic calibration needs sigma/sensitivity = {format_number(check.analytic_noise_multiplier)}"
         )
     else:

@@ -25,6 +25,23 @@ def number_arg(field: str, **bounds):
     return parse
 
 
+def add_old_spelling(parser, old: str, new: str, dest: str, **kwargs) -> None:
+    """``old``, a retired spelling of the option ``new`` (same ``dest``): it still works, is hidden from --help, and
+    warns once on stderr that ``new`` is the spelling now. ``parser`` may be a mutually exclusive group."""
+    import argparse
+
+    from reports.vocabulary import defer_old_spelling
+
+    base = parser._registry_get("action", kwargs.pop("action", None), None)
+
+    class OldSpelling(base):
+        def __call__(self, parser_, namespace, values, option_string=None):
+            super().__call__(parser_, namespace, values, option_string)
+            defer_old_spelling(option_string or old, new)  # shown once the whole command line parses
+
+    parser.add_argument(old, dest=dest, action=OldSpelling, help=argparse.SUPPRESS, **kwargs)
+
+
 def add_accountants_argument(parser) -> None:
     """``--accountants`` of the private runs, checked when the command line is read."""
     parser.add_argument("--accountants", default=None, type=accountant_names,
@@ -190,15 +207,19 @@ def probe_title(info: dict) -> str:
 
 
 def one_run_reason(status: str, best: tuple[str, float] | None, p_value, ceiling: float, canaries: int, claim: float,
-                   delta: float, confidence: float, more: str = "more canaries") -> str:
+                   delta: float, confidence: float, more: str = "more canaries", decider: tuple | None = None,
+                   rigorous: int = 1) -> str:
     """Why a one-run verdict (``estimate`` on one-run scores, ``attack`` on a one-run probe) is what it is; ``best``:
-    the best rigorous bound as (method, epsilon); ``more``: what to add to test a claim above the ceiling."""
+    the best rigorous bound as (method, epsilon); ``decider``: the test that rejected (``attacks.verdict.
+    deciding_test``) over ``rigorous`` p-values; ``more``: what to add to test a claim above the ceiling."""
     if status == "VIOLATION":
-        return (f"{best[0]} certifies epsilon >= {best[1]:.4g} at delta = {delta:g} with {confidence:.0%} confidence, "
-                f"above the claimed {claim:g}; p = {p_value:.3g}.")
-    if status == "UNTESTABLE":
+        from attacks.verdict import violation_reason
+
+        return violation_reason(decider, rigorous, claim, delta, confidence, best)
+    if status == "INCONCLUSIVE":
         return (f"with {canaries} canaries no one-run audit can certify more than epsilon = {ceiling:.4g}, so the "
                 f"claim {claim:g} cannot be refuted; use {more}.")
-    shown = "no rigorous bound" if best is None else f"best rigorous bound {best[1]:.4g} ({best[0]})"
+    joint = f", {confidence:.0%} confidence as the best of {rigorous}" if rigorous > 1 else ""
+    shown = "no rigorous bound" if best is None else f"best rigorous bound {best[1]:.4g} ({best[0]}{joint})"
     return f"no evidence against the claim epsilon = {claim:g}: {shown}; ceiling {ceiling:.4g}."
 

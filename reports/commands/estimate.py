@@ -20,6 +20,8 @@ import sys
 
 from accounting.errors import ConfigurationError
 from reports.commands.estimate_input import SELECTION
+from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
+from reports.vocabulary import bound_kind
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
 # from the canaries' continuous scores: rigorous; model-based
@@ -53,8 +55,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--one-run-split", action="store_true",
                         help="one-run files: also run the split-median estimators (guess rule chosen on held-out "
                              "canaries, median of 11 splits; stronger with many canaries, about 1 s per 10^4)")
-    parser.add_argument("--out", help="write report.json, report.md and report.html to this directory")
+    parser.add_argument("--out", metavar="DIR", help="output directory: report.json, report.md and report.html")
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format; default table")
+    add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
     parser.set_defaults(func=run)
 
 
@@ -72,13 +75,20 @@ def compute_bounds(data, delta: float, confidence: float, seed: int, split: bool
     return estimate_all(out_scores, in_scores, delta, confidence, methods=METHODS, rng=int(seed))
 
 
-def ceiling(data, delta: float, confidence: float) -> float:
-    """The most the rigorous estimators could certify with this many scores (a perfect attack)."""
+def ceiling(data, delta: float, confidence: float, methods=()) -> float:
+    """The most the rigorous estimators could certify with this many scores (a perfect attack); for one-run scores,
+    those of ``methods`` at their share of the level (``attacks.estimators.rigorous_confidence``)."""
+    from attacks.estimators import rigorous_confidence
     from attacks.estimators.one_run import one_run_ceiling
+    from attacks.estimators.one_run_weighted import one_run_weighted_ceiling
     from attacks.planner import max_certifiable_epsilon
 
     if data.kind == "one-run":
-        return one_run_ceiling(data.scores.size, delta, confidence)
+        share = rigorous_confidence(confidence, methods)
+        top = one_run_ceiling(data.scores.size, delta, share)
+        if "one-run-weighted" in methods:
+            top = max(top, one_run_weighted_ceiling(data.scores.size, delta, share))
+        return top
     out_scores, in_scores = data.worlds()
     return max_certifiable_epsilon(min(out_scores.size, in_scores.size), delta, confidence)
 
@@ -88,18 +98,20 @@ def decide(data, bounds, claim_epsilon: float, delta: float, confidence: float):
     from attacks import verdict as v
     from reports.commands.common import one_run_reason
 
-    top = ceiling(data, delta, confidence)
+    top = ceiling(data, delta, confidence, [b.method for b in bounds])
     if data.kind == "multi-run":
         # the verdict's ceiling is the estimators' own (``attacks.verdict.estimator_ceiling``)
         return v.decide(claim_epsilon, delta, bounds, min(b.size for b in data.worlds()), confidence)
     rigorous = [b for b in bounds if b.rigorous]
     best = max(rigorous, key=lambda b: b.epsilon, default=None)
-    p_values = [p for p in (v.bound_p_value(b, claim_epsilon, delta) for b in rigorous) if p is not None]
+    each = [v.bound_p_value(b, claim_epsilon, delta) for b in rigorous]
+    p_values = [p for p in each if p is not None]
     p = min(1.0, len(p_values) * min(p_values)) if p_values else None
     status = (v.VIOLATION if p is not None and p <= 1.0 - confidence
-              else v.UNTESTABLE if top <= claim_epsilon else v.CONSISTENT)
+              else v.INCONCLUSIVE if top <= claim_epsilon else v.PASS)
     reason = one_run_reason(status, None if best is None else (best.method, best.epsilon), p, top,
-                            data.scores.size, claim_epsilon, delta, confidence)
+                            data.scores.size, claim_epsilon, delta, confidence,
+                            decider=v.deciding_test(rigorous, each), rigorous=len(p_values))
     return v.Verdict(status, p, best, top, reason)
 
 
@@ -157,11 +169,11 @@ def print_table(data, bounds, verdict, auc: float, out=None, metrics=None) -> No
     note = inclusion_note(data)
     if note:
         print(f"WARNING     {note}", file=out)
-    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<15}threshold choice",
+    print(f"\n{'estimator':<24}{'epsilon >=':>11}{'delta':>10}{'conf.':>7}  {'kind':<28}threshold choice",
           file=out)
     for b in bounds:
-        kind = "rigorous" if b.rigorous else ("model-based" if "Model-based" in b.assumptions else "Bayesian")
-        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.2f}  {kind:<15}"
+        kind = bound_kind(b.rigorous)
+        print(f"{b.method:<24}{b.epsilon:>11.4f}{b.delta:>10.3g}{b.confidence:>7.4g}  {kind:<28}"
               f"{SELECTION.get(b.method, '')}", file=out)
     if verdict is None:
         print("\nverdict     none (give --claim-epsilon)", file=out)

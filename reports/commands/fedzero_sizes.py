@@ -13,13 +13,13 @@ from __future__ import annotations
 from accounting.errors import ConfigurationError
 from reports.commands.common import available_memory
 
-FIELDS = ("rounds", "runs", "records", "workers", "dim")
+FIELDS = ("rounds", "runs", "records", "clients", "dim")  # clients: `run fedzero --clients`, its workers
 CHUNK = 256  # rounds per chunk (dpfed.fedzero.algorithm.CHUNK)
 
 
-def fedzero_bytes(rounds, runs, records, workers, dim, transcript=False, all_records=False) -> float:
+def fedzero_bytes(rounds, runs, records, clients, dim, transcript=False, all_records=False) -> float:
     """Estimated peak memory of a FedZero run of these sizes (see the module docstring)."""
-    rounds, runs, records, workers, dim = (float(v) for v in (rounds, runs, records, workers, dim))
+    rounds, runs, records, workers, dim = (float(v) for v in (rounds, runs, records, clients, dim))
     contexts = 24.0 * workers * records * dim
     per_round = 8.0 * runs + 200.0
     if transcript:

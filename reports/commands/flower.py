@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from accounting.errors import ConfigurationError
 from reports.exit_codes import ExitCode
+from reports.vocabulary import bound_kind
 
 
 def add_parser(sub) -> None:
-    import argparse
-
+    from reports.commands.common import add_old_spelling
     from reports.commands.run_progress import add_progress_argument
 
     p = sub.add_parser("flower", help="audit a Flower app project as flwr run runs it (needs pip install -e "
@@ -37,37 +37,40 @@ def add_parser(sub) -> None:
                    "same in each of its rounds: a one-run lower bound per client; 0 or enough for the one-run "
                    "estimators (default 0)")
     p.add_argument("--delta", type=float, default=1e-5, help="delta of every epsilon (default 1e-5)")
-    p.add_argument("--claim", default="",
-                   help="comma-separated claims to check: no-amplification (Flower's accountant), poisson, "
-                   "z-unchanged (default: none; every row is shown)")
+    p.add_argument("--assumptions", default="",
+                   help="comma-separated accounting assumptions to check: no-amplification (Flower's accountant), "
+                   "poisson, z-unchanged (default: none; every row is shown)")
+    add_old_spelling(p, "--claim", "--assumptions", "assumptions")  # not the claimed epsilon: --claim-epsilon
     p.add_argument("--claim-epsilon", type=float, default=None,
                    help="the epsilon the user states (replace-one for central DP), if any; the canaries and each "
                    "client's "
                    "composed epsilon test it (default: what Flower runs, our upper bound; clients training with "
                    "opacus: the epsilon each reports)")
-    # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
-    p.add_argument("--claimed-epsilon", dest="claim_epsilon", type=float, default=None, help=argparse.SUPPRESS)
+    add_old_spelling(p, "--claimed-epsilon", "--claim-epsilon", "claim_epsilon", type=float)
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the canaries' directions and signs (--canaries, --client-canaries; default 0)")
     p.add_argument("--confidence", type=float, default=None,
                    help="confidence of the canary lower bounds (default 0.95; needs --canaries)")
-    p.add_argument("--transcript-alpha", type=float, default=1e-3, help="level of each transcript test (default 1e-3)")
-    p.add_argument("--out", default=None, help="write the full audit (findings, bounds, canary scores) as JSON here")
+    p.add_argument("--false-alarm", type=float, default=1e-3,
+                   help="probability that each transcript test flags a correct run (default 1e-3)")
+    add_old_spelling(p, "--transcript-alpha", "--false-alarm", "false_alarm", type=float)
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="output file: the full audit (findings, bounds, canary scores) as JSON")
     add_progress_argument(p, help="no progress on stderr: Flower's own INFO log (each round, its sampling, its "
                           "mods' notes) is left out; warnings and errors are still shown")
     p.set_defaults(func=run)
 
 
 def parse_claim_list(text: str) -> tuple[str, ...]:
-    """``--claim a,b``: each claim once; an empty item (``--claim ,``) is refused, not skipped."""
+    """``--assumptions a,b``: each once; an empty item (``--assumptions ,``) is refused, not skipped."""
     from dpfed.flower.config import parse_claims
 
     if not text.strip():
         return ()
     items = [c.strip() for c in text.split(",")]
     if not all(items):
-        raise ConfigurationError("claim", f"empty item in {text!r}; name claims separated by commas")
-    return parse_claims(items)
+        raise ConfigurationError("assumptions", f"empty item in {text!r}; name assumptions separated by commas")
+    return parse_claims(items, field="assumptions")
 
 
 def verdict_line(audit: dict) -> str:
@@ -179,10 +182,10 @@ def summary_lines(audit: dict) -> list[str]:
             lines.append(f"  {f['severity'].upper():8s} {f['code']}: {f['message']}")
     for b in audit["bounds"]:
         lines.append(f"  [{b['threat_model']}] lower bound {b['method']}: epsilon >= {b['epsilon']:.3g} "
-                     f"(confidence {b['confidence']:.4g}, {'rigorous' if b['rigorous'] else 'model-based'})")
+                     f"(confidence {b['confidence']:.4g}, {bound_kind(b['rigorous'])})")
     if audit["canary_status"] is not None:
         status, ceiling = audit["canary_status"], f"ceiling {audit['ceiling']:.3g}"
-        ceiling = f"the claim is above their {ceiling}" if status == "UNTESTABLE" else ceiling
+        ceiling = f"the claim is above their {ceiling}" if status == "INCONCLUSIVE" else ceiling
         lines.append(f"  canaries against epsilon {audit['tested_epsilon']:.4g}: {status} ({ceiling}; p = "
                      f"{audit['p_value']:.3g})")
     lines.append(f"  time: {audit['seconds']:.1f} s")
@@ -203,7 +206,7 @@ def check_arguments(args) -> None:
         if not args.canaries and not args.client_canaries:
             raise ConfigurationError("seed", "seeds the canaries only; add --canaries K or --client-canaries K")
     require_number("delta", args.delta, low=0, high=1, low_open=True, high_open=True)
-    require_number("transcript-alpha", args.transcript_alpha, low=0, high=1, low_open=True, high_open=True)
+    require_number("false-alarm", args.false_alarm, low=0, high=1, low_open=True, high_open=True)
     if args.confidence is not None:
         require_number("confidence", args.confidence, low=0, high=1, low_open=True, high_open=True)
         if not args.canaries:
@@ -221,7 +224,7 @@ def run(args) -> int:
     import time
 
     check_arguments(args)
-    claims = parse_claim_list(args.claim)
+    claims = parse_claim_list(args.assumptions)
     try:
         import flwr  # noqa: F401
     except ModuleNotFoundError as exc:
@@ -233,7 +236,7 @@ def run(args) -> int:
 
     overrides = parse_run_config(args.run_config)
     probe = get_probe("flower-app", app=args.app, run_config=overrides, num_supernodes=args.num_supernodes,
-                      claims=claims, claimed_epsilon=args.claim_epsilon, transcript_alpha=args.transcript_alpha,
+                      claims=claims, claimed_epsilon=args.claim_epsilon, transcript_alpha=args.false_alarm,
                       client_canaries=args.client_canaries)
     probe.project()  # a bad project or run config: one line, before anything runs
     started = time.perf_counter()

@@ -21,9 +21,8 @@ SETUP_FALSE_ALARM, TRAIN_FALSE_ALARM, REPETITIONS, SEED, CONFIDENCE = 1e-6, 1e-3
 
 
 def add_parser(sub) -> None:
-    import argparse
 
-    from reports.commands.common import number_arg
+    from reports.commands.common import add_old_spelling, number_arg
     from reports.commands.run_progress import add_progress_argument
     from reports.exit_codes import EXIT_CODE_HELP
 
@@ -41,7 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("--claim-epsilon", type=claim, default=None,
                    help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
     # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
-    p.add_argument("--claimed-epsilon", dest="claim_epsilon", type=claim, default=None, help=argparse.SUPPRESS)
+    add_old_spelling(p, "--claimed-epsilon", "--claim-epsilon", "claim_epsilon", type=claim)
     p.add_argument("--canaries", type=number_arg("canaries", low=0, integer=True), default=0,
                    help="--train only: gradient canaries inserted through the training's own private optimizer (each "
                    "in by a fair coin; one-run bounds against the claim); 0: none (default 0)")
@@ -63,7 +62,7 @@ def add_parser(sub) -> None:
     p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=None,
                    help="probability that the noise test flags a correct optimizer (default 1e-6 with --setup, 1e-3 "
                    "with --train)")
-    p.add_argument("--out", default=None, help="write the full check as JSON here")
+    p.add_argument("--out", default=None, metavar="FILE", help="output file: the full check as JSON")
     add_progress_argument(p, help="no progress on stderr (a line as each stage starts, shown on a terminal only; "
                           "the training's own output is its own)")
     p.set_defaults(func=run)

@@ -11,7 +11,8 @@ from attacks.planner import (
     single_threshold_trials_needed,
     trials_needed,
 )
-from reports.commands.common import number_arg
+from reports.commands.common import add_old_spelling, number_arg
+from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
 
 MAX_TRIALS = 1e18
 
@@ -25,7 +26,6 @@ def add_parser(subparsers) -> None:
         "Clopper-Pearson estimator, which the audit uses), or the trials a target epsilon needs.",
     )
     parser.add_argument("--trials", type=float, help="trials per world")
-    parser.add_argument("--target-epsilon", type=float, help="print the trials needed to certify this")
     parser.add_argument("--delta", type=float, required=True, help="delta of the claim to certify against")
     parser.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     parser.add_argument(
@@ -34,13 +34,16 @@ def add_parser(subparsers) -> None:
         "batches, pilot, memory), or why it cannot",
     )
     parser.add_argument("--workers", type=number_arg("workers", low=1, integer=True),
-                        help="parallel batches for --probe (default 1)")
+                        help="worker processes of the planned attack, each running a batch (default 1)")
     parser.add_argument(
         "--claim-epsilon",
         type=float,
-        help="with --probe: the power of the budget against this claim (the noise fraction refuted with "
-        "probability 0.9, and the trials that refute half the noise)",
+        help="the claim to certify against: print the trials it needs; with --probe and --trials also the power of "
+        "the budget against it (the noise fraction refuted with probability 0.9, and the trials that refute half "
+        "the noise)",
     )
+    add_old_spelling(parser, "--target-epsilon", "--claim-epsilon", "claim_epsilon", type=float)
+    add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
     parser.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     parser.set_defaults(func=run, _parser=parser)
 
@@ -86,12 +89,10 @@ def budget_power(probe_name: str, trials, claim_epsilon, delta, confidence) -> d
 
 
 def run(args) -> int:
-    if args.trials is None and args.target_epsilon is None:
-        args._parser.error("give --trials N or --target-epsilon E (or both)")
+    if args.trials is None and args.claim_epsilon is None:
+        args._parser.error("give --trials N or --claim-epsilon E (or both)")
     if args.trials is not None:  # the threshold grid counts trials in 64-bit integers
         require_number("trials", args.trials, low=1, high=MAX_TRIALS, integer=True)
-    if args.claim_epsilon is not None and args.probe is None:
-        args._parser.error("--claim-epsilon needs --probe and --trials")
     if args.workers is not None and args.probe is None:
         args._parser.error("--workers needs --probe and --trials")
     result = {"delta": args.delta, "confidence": args.confidence}
@@ -105,11 +106,11 @@ def run(args) -> int:
         result["attack_plan"] = attack_plan(args.probe, args.trials, args.workers, args.delta, args.confidence)
         if args.claim_epsilon is not None:
             result["power"] = budget_power(args.probe, args.trials, args.claim_epsilon, args.delta, args.confidence)
-    if args.target_epsilon is not None:
-        result["target_epsilon"] = args.target_epsilon
-        result["trials_needed"] = trials_needed(args.target_epsilon, args.delta, args.confidence)
+    if args.claim_epsilon is not None:
+        result["claim_epsilon"] = args.claim_epsilon
+        result["trials_needed"] = trials_needed(args.claim_epsilon, args.delta, args.confidence)
         result["single_threshold_trials_needed"] = single_threshold_trials_needed(
-            args.target_epsilon, args.delta, args.confidence
+            args.claim_epsilon, args.delta, args.confidence
         )
     if args.format == "json":
         print(json.dumps(result, indent=2))
@@ -132,7 +133,7 @@ def run(args) -> int:
             power["sentence"] if power else "not computed (the probe reduces to no Gaussian mechanism)"))
     if "trials_needed" in result:
         print(
-            f"Certifying epsilon = {args.target_epsilon:g} ({level}) with the default Clopper-Pearson "
+            f"Certifying epsilon = {args.claim_epsilon:g} ({level}) with the default Clopper-Pearson "
             f"estimator (the one `attack` and `audit` run) needs at least {result['trials_needed']} trials per "
             f"world, even with a perfect attack (one threshold fixed in advance would need "
             f"{result['single_threshold_trials_needed']})."

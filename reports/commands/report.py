@@ -1,7 +1,8 @@
 """``dpaudit report RESULT.json --format html|md [--out FILE]``: re-render a saved audit report.
 
 The report is checked first: against its schema, then for consistency (overall status, exit code,
-each target's verdict against the verdict table, curve lengths); a problem is one line naming its path."""
+each target's verdict against the verdict table, curve lengths); a problem is one line naming its path. The exit
+code is the saved verdict's: 0 PASS, 1 VIOLATION, 3 INCONCLUSIVE."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from accounting.errors import ConfigurationError
 from attacks.files import atomic_write_text
 from reports.commands.common import check_output_file
+from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
+from reports.exit_codes import exit_code_for_status
 from reports.model import load_report
 
 
@@ -41,7 +44,7 @@ def run(args) -> int:
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 0
+    return int(exit_code_for_status(report["status"]))  # the saved verdict's code, as --help lists
 
 
 def add_parser(subparsers) -> None:
@@ -55,5 +58,7 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument("result", help="a report.json written by `dpaudit audit`")
     parser.add_argument("--format", choices=["html", "md", "json"], default="md", help="output format")
-    parser.add_argument("--out", default=None, help="write to this file (atomically) instead of stdout")
+    add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="output file (written atomically) instead of stdout")
     parser.set_defaults(func=run)

@@ -53,6 +53,7 @@ DP_FLAGS = {
 RUN_OPTIONS = {"runs": 1, "seed": 0, "threshold": 10.0}
 # a DuetsConfig field whose flag is spelled as in the other commands: --delta (dp-fed-pne, dp-fedzero, dp-fkm)
 FLAG_NAMES = {"dp_delta": "delta"}
+CHOICES = {"unit": ("agent", "reward")}  # the unit of privacy is a choice in every command
 # DuetsConfig fields only dp-duets uses (``DuetsConfig``: "Privacy fields are used by dp-duets only")
 DP_FIELDS = ("unit", "rate", "noise_multiplier", "reward_clip", "agent_clip", "clip_scale", "neighbouring",
              "noise_correction", "noise_delta", "dp_delta")
@@ -64,14 +65,16 @@ def add_algorithms(subparsers) -> None:
         p.add_argument("--config", default=None, help="TOML file with DuetsConfig keys, runs, seed, threshold")
         flags = {**FLAGS, **(DP_FLAGS if name == "dp-duets" else {})}
         for key, text in flags.items():
-            p.add_argument("--" + FLAG_NAMES.get(key, key).replace("_", "-"), dest=key, default=None, help=text)
+            p.add_argument("--" + FLAG_NAMES.get(key, key).replace("_", "-"), dest=key, default=None, help=text,
+                           choices=CHOICES.get(key))
         if name == "dp-duets":
             add_accountants_argument(p)
         if name == "diskernelucb":
             p.add_argument("--threshold", default=None, help="event-trigger threshold D (default 10; inf: none)")
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
-        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plots")
+        p.add_argument("--out", default="dpaudit-out", metavar="DIR",
+                       help="output directory: the JSON result and the plots")
         add_force_argument(p)
         p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")
         add_progress_argument(p)

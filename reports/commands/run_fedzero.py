@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
+from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, add_old_spelling, format_number, number_arg
 from reports.commands.run_output import (
     add_run_arguments,
     claim_run_outputs,
@@ -35,14 +35,17 @@ def add_algorithms(subparsers) -> None:
         p = subparsers.add_parser(name, help=help_text)
         p.add_argument("--geometry", default="l2", help="l2 (ball, Euclidean; default) | l1 (simplex, entropy)")
         p.add_argument("--dim", type=number_arg("dim", low=3, integer=True), default=10, help="d (default 10)")
-        p.add_argument("--workers", type=number_arg("workers", **STEPS), default=4,
-                       help="federated workers m, the algorithm's clients (not processes; default 4)")
+        clients = number_arg("clients", **STEPS)
+        p.add_argument("--clients", type=clients, default=4,
+                       help="federated clients m, the algorithm's workers (not processes; default 4)")
+        add_old_spelling(p, "--workers", "--clients", "clients", type=clients)  # --workers: processes elsewhere
         p.add_argument("--rounds", type=number_arg("rounds", **STEPS), default=10_000, help="n (default 1e4)")
         p.add_argument("--estimator", default="two-point", help="two-point (default) | one-point")
         p.add_argument("--randomisation", default="l1", help="l1 (sign of an l1-sphere direction; default) | l2")
         p.add_argument("--records", type=number_arg("records", **STEPS), default=20, help="records per worker")
         if name == "dp-fedzero":
-            p.add_argument("--unit", default="worker", help="worker (default) | record")
+            p.add_argument("--unit", choices=("worker", "record"), default="worker",
+                           help="unit of privacy: worker (default: all its data) or record")
             p.add_argument("--noise", default="scalar", help="scalar (default) | vector (worker level)")
             p.add_argument("--rate", type=number_arg("rate", **RATE), default=1.0, help="sampling rate q")
             p.add_argument(
@@ -75,11 +78,11 @@ def execute(algorithm: str, args, on_rounds=None):
     from dpfed.fedzero import FedZeroConfig, run_dp_fedzero, run_fedzero
     from reports.commands.fedzero_sizes import check_fedzero_sizes
 
-    sizes = {f: int(getattr(args, f)) for f in ("rounds", "runs", "records", "workers", "dim")}
+    sizes = {f: int(getattr(args, f)) for f in ("rounds", "runs", "records", "clients", "dim")}
     check_fedzero_sizes(sizes, bool(args.save_transcript), getattr(args, "unit", "worker") == "record")
     config = FedZeroConfig(
         dim=int(args.dim),
-        workers=int(args.workers),
+        workers=int(args.clients),
         rounds=int(args.rounds),
         geometry=args.geometry,
         estimator=args.estimator,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from accounting.errors import ConfigurationError
-from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, format_number, number_arg
+from reports.commands.common import POSITIVE, PROBABILITY, RATE, STEPS, add_old_spelling, format_number, number_arg
 from reports.commands.run_output import (
     add_run_arguments,
     claim_run_outputs,
@@ -47,20 +47,20 @@ def add_algorithms(subparsers) -> None:
             help="step size eta (default: the corrected optimum)",
         )
         if name == "dp-fkm":
-            p.add_argument("--unit", default="event", help="event (default: one loss) | dataset (one record)")
-            p.add_argument(
-                "--epsilon",
-                type=number_arg("epsilon", **POSITIVE),
-                default=None,
-                help="event level: epsilon the Gaussian is calibrated to (default 1; exact calibration)",
-            )
+            p.add_argument("--unit", choices=("event", "dataset"), default="event",
+                           help="unit of privacy: event (default: one loss) or dataset (one record)")
+            epsilon = number_arg("claim_epsilon", **POSITIVE)
+            p.add_argument("--claim-epsilon", type=epsilon, default=None,
+                           help="event level: the epsilon to claim; the Gaussian is calibrated to it (default 1; exact "
+                           "calibration)")
+            add_old_spelling(p, "--epsilon", "--claim-epsilon", "claim_epsilon", type=epsilon)
             p.add_argument("--delta", type=number_arg("delta", **PROBABILITY), default=1e-5, help="default 1e-5")
             p.add_argument(
                 "--noise-multiplier",
                 dest="noise_multiplier",
                 type=number_arg("noise_multiplier", **POSITIVE),
                 default=None,
-                help="sigma (event level: instead of --epsilon)",
+                help="sigma (event level: instead of --claim-epsilon)",
             )
             p.add_argument(
                 "--records",
@@ -101,15 +101,15 @@ def execute(algorithm: str, args, on_rounds=None):
         for flag in ("records", "rate"):
             if getattr(args, flag) is not None:
                 raise ConfigurationError(flag, "only the dataset level (--unit dataset) samples records")
-        if args.epsilon is not None and args.noise_multiplier is not None:
-            raise ConfigurationError("epsilon", "give --epsilon or --noise-multiplier, not both")
-        epsilon = 1.0 if args.epsilon is None else args.epsilon
+        if args.claim_epsilon is not None and args.noise_multiplier is not None:
+            raise ConfigurationError("claim_epsilon", "give --claim-epsilon or --noise-multiplier, not both")
+        epsilon = 1.0 if args.claim_epsilon is None else args.claim_epsilon
         mech = event_mechanism(config, epsilon, args.delta, args.noise_multiplier)
         return run_dp_fkm(config, int(args.seed), mechanism=mech, **common)
     if args.unit != "dataset":
         raise ConfigurationError("unit", f"unknown {args.unit!r}; choose event or dataset")
-    if args.epsilon is not None:
-        raise ConfigurationError("epsilon", "the dataset level takes --noise-multiplier (T releases compose)")
+    if args.claim_epsilon is not None:
+        raise ConfigurationError("claim_epsilon", "the dataset level takes --noise-multiplier (T releases compose)")
     sigma = 1.0 if args.noise_multiplier is None else args.noise_multiplier
     records = 200 if args.records is None else int(args.records)
     rate = 0.1 if args.rate is None else args.rate

@@ -51,7 +51,8 @@ def add_algorithms(subparsers) -> None:
             "--seed", type=number_arg("seed", low=0, integer=True), default=0, help="base seed (run r uses seed [S, r])"
         )
         p.add_argument("--runs", default="1", help="number of runs (seeds [S, 0..R-1])")
-        p.add_argument("--out", default="dpaudit-out", help="directory for the JSON result and the plot")
+        p.add_argument("--out", default="dpaudit-out", metavar="DIR",
+                       help="output directory: the JSON result and the plot")
         add_force_argument(p)
         p.add_argument("--landmine-path", default=None, help="path of LandmineData.mat")
         p.add_argument("--rounds", default=None, help="override the number of rounds T")

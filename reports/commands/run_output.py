@@ -27,7 +27,8 @@ def add_run_arguments(parser, private: bool) -> None:
     parser.add_argument("--runs", type=number_arg("runs", **STEPS), default=1, help="independent runs (default 1)")
     parser.add_argument("--seed", type=number_arg("seed", low=0, integer=True), default=0, help="seed (default 0)")
     parser.add_argument(
-        "--out", default="dpaudit-out", help="directory for the JSON result and the plot (one name per variant)"
+        "--out", default="dpaudit-out", metavar="DIR",
+        help="output directory: the JSON result and the plot (one name per variant)"
     )
     add_force_argument(parser)
     parser.add_argument("--save-transcript", action="store_true", help="include the transcript in the JSON")

@@ -18,6 +18,7 @@ from accounting.strict import BOOLEAN, INTEGER, NUMBER, STRING, read_strict_toml
 from attacks.files import atomic_write_bytes
 from reports.commands.common import (
     add_accountants_argument,
+    add_old_spelling,
     available_memory,
     format_number,
     mean_and_standard_error,
@@ -93,7 +94,10 @@ def add_algorithms(subparsers) -> None:
             p.add_argument("--clients", default=None, help="number of clients M (default 10)")
         p.add_argument("--horizon", default=None, help="pulls per client T (default 1000)")
         if name == "dp-fed-pne":
-            p.add_argument("--epsilon", default=None, help="event-level epsilon (default 1)")
+            p.add_argument("--claim-epsilon", dest="epsilon", default=None,
+                           help="event-level epsilon to claim; the noise is calibrated to it (default 1; the config "
+                           "key epsilon)")
+            add_old_spelling(p, "--epsilon", "--claim-epsilon", "epsilon")
             p.add_argument("--delta", default=None, help="privacy delta (default 1e-5)")
             p.add_argument("--calibration", default=None, help="analytic (default, exact) | classic")
             add_accountants_argument(p)
@@ -107,7 +111,7 @@ def add_algorithms(subparsers) -> None:
         )
         p.add_argument("--seed", default=None, help="base seed S (run r uses seed [S, r]; default 0)")
         p.add_argument("--runs", default=None, help="number of runs R (default 1)")
-        p.add_argument("--out", default=None, help="directory for the JSON result and the plot")
+        p.add_argument("--out", default=None, metavar="DIR", help="output directory: the JSON result and the plot")
         add_force_argument(p)
         if name != "hct":  # HCT is centralised: nothing crosses a network
             p.add_argument("--save-transcript", action="store_true", help="include run 0's transcript in the JSON")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 NO_PROGRESS_HELP = "no progress bar on stderr"
+NO_PROGRESS_ACCEPTED = "accepted as by every command; this one shows no progress"
 ANNOUNCE_BYTES = 1 << 20  # results from 1 MB on are announced before they are written
 ANNOUNCE_POINTS = 100_000  # results with as many curve points (rounds x runs) are announced before encoding
 

@@ -65,16 +65,16 @@ def test_bad_input_one_line_exit_2(argv, field, capsys):
 
 
 def test_calibrate_commands(capsys):
-    assert main(["calibrate", "--check-classic", "--epsilon", "10", "--delta", "1e-5"]) == 1  # VIOLATION
+    assert main(["calibrate", "--check-classic", "--claim-epsilon", "10", "--delta", "1e-5"]) == 1  # VIOLATION
     out = capsys.readouterr().out
     assert "VIOLATION" in out and "2.26" in out
-    assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
+    assert main(["calibrate", "--check-classic", "--claim-epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["violated"] is False
     assert (
         main(
             [
                 "calibrate",
-                "--epsilon",
+                "--claim-epsilon",
                 "2",
                 "--delta",
                 "1e-5",
@@ -92,7 +92,7 @@ def test_calibrate_commands(capsys):
     )
     result = json.loads(capsys.readouterr().out)
     assert result["achieved_epsilon"] <= 2
-    assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5"]) == 2
+    assert main(["calibrate", "--claim-epsilon", "2", "--delta", "1e-5"]) == 2
     assert "rate" in capsys.readouterr().err
 
 
@@ -100,7 +100,7 @@ def test_calibrate_commands(capsys):
     "extra", [["--rate", "0.1"], ["--steps", "10"], ["--accountant", "rdp"], ["--neighbouring", "replace-one"]]
 )
 def test_check_classic_refuses_flags_it_would_ignore(extra, capsys):
-    assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", *extra]) == 2
+    assert main(["calibrate", "--check-classic", "--claim-epsilon", "1", "--delta", "1e-5", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and extra[0] in err
 
@@ -124,13 +124,13 @@ def test_the_delta_is_echoed_as_given(capsys):
         assert main(["account", "--rate", "0.1", "--noise", "1", "--steps", "5", "--delta", delta,
                      "--accountants", "rdp"]) == 0
         assert f"delta = {delta}\n" in capsys.readouterr().out
-    assert main(["calibrate", "--check-classic", "--epsilon", "0.5", "--delta", "0.9999999999"]) == 0
+    assert main(["calibrate", "--check-classic", "--claim-epsilon", "0.5", "--delta", "0.9999999999"]) == 0
     assert "(claimed 0.9999999999)" in capsys.readouterr().out
 
 
 def test_calibrate_prints_extreme_noise_in_scientific_notation(capsys):
     # '{:.4f}' printed the classic sigma of (1e-300, 1e-300), 3.7e301, as 302 digits (and 0.0010 for 9.998e-4)
-    assert main(["calibrate", "--check-classic", "--epsilon", "1e-300", "--delta", "1e-300"]) == 0
+    assert main(["calibrate", "--check-classic", "--claim-epsilon", "1e-300", "--delta", "1e-300"]) == 0
     out = capsys.readouterr().out
     classic = math.sqrt(2 * math.log(1.25e300)) / 1e-300
     assert f"= {classic:.3e}" in out and max(len(line) for line in out.splitlines()) < 200

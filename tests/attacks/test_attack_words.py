@@ -1,5 +1,5 @@
-"""`dpaudit attack` speaks the audit's empirical vocabulary, names planted bugs, shows a non-private
-probe's epsilon as inf, and lists probes in aligned columns."""
+"""`dpaudit attack` speaks the audit's vocabulary (PASS / VIOLATION / INCONCLUSIVE, exit 0 / 1 / 3), names planted
+bugs, shows a non-private probe's epsilon as inf, and lists probes in aligned columns."""
 
 from __future__ import annotations
 
@@ -11,19 +11,23 @@ from reports.cli import main
 
 
 def test_attack_and_audit_share_one_vocabulary():
-    assert set(STATUSES) == {e.value for e in Empirical}
-    assert "PASS" not in STATUSES and "INCONCLUSIVE" not in STATUSES
+    from reports.audit.model import Status
+    from reports.exit_codes import ExitCode
+
+    assert set(STATUSES) == {e.value for e in Empirical} == {s.value for s in Status}
+    assert all(ExitCode[status].name == status for status in STATUSES)
+    assert "CONSISTENT" not in STATUSES and "UNTESTABLE" not in STATUSES
 
 
-def test_no_evidence_is_consistent_and_too_few_trials_untestable():
-    assert decide(2.0, 1e-5, [], trials=10**5).status == "CONSISTENT"
-    assert decide(20.0, 1e-5, [], trials=100).status == "UNTESTABLE"
+def test_no_evidence_is_pass_and_too_few_trials_inconclusive():
+    assert decide(2.0, 1e-5, [], trials=10**5).status == "PASS"
+    assert decide(20.0, 1e-5, [], trials=100).status == "INCONCLUSIVE"
 
 
-def test_attack_prints_consistent_not_pass(capsys):
+def test_attack_prints_pass_not_consistent(capsys):
     assert main(["attack", "gaussian", "--trials", "2000", "--seed", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "verdict     CONSISTENT" in out and "PASS" not in out
+    assert "verdict     PASS" in out and "CONSISTENT" not in out
 
 
 @pytest.mark.parametrize(

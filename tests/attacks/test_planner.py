@@ -61,7 +61,7 @@ def test_bad_input_names_the_field(call, field):
 def test_cli_prints_ceiling_and_trials(capsys):
     assert main(["plan", "--trials", "1000", "--delta", "1e-5"]) == 0
     assert "5.6006" in capsys.readouterr().out
-    assert main(["plan", "--target-epsilon", "2", "--delta", "1e-5", "--format", "json"]) == 0
+    assert main(["plan", "--claim-epsilon", "2", "--delta", "1e-5", "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["trials_needed"] == trials_needed(2.0, 1e-5)
 

@@ -31,7 +31,7 @@ def scipy_ceiling(n: int, delta: float, confidence: float = 0.95) -> float:
 
 @pytest.mark.parametrize("target", [2.0, 4.0, 8.0])
 def test_plan_returns_a_budget_the_default_estimator_reaches(target, capsys):
-    assert main(["plan", "--target-epsilon", str(target), "--delta", str(DELTA), "--format", "json"]) == 0
+    assert main(["plan", "--claim-epsilon", str(target), "--delta", str(DELTA), "--format", "json"]) == 0
     n = json.loads(capsys.readouterr().out)["trials_needed"]
     assert scipy_ceiling(n, DELTA) >= target - 1e-9
     assert scipy_ceiling(n - 1, DELTA) < target  # and not more than needed (the grid is monotone here)
@@ -56,7 +56,7 @@ def test_the_verdict_ceiling_is_the_estimators_and_a_claim_above_it_is_not_a_pas
     between = (estimator + single) / 2
     verdict = decide(between, DELTA, bounds, trials)
     assert verdict.ceiling == pytest.approx(estimator, rel=1e-9)
-    assert verdict.status == "UNTESTABLE"
+    assert verdict.status == "INCONCLUSIVE"
     assert decide(estimator - 0.05, DELTA, bounds, trials).status == "VIOLATION"
 
 
@@ -67,4 +67,4 @@ def test_attack_cli_verdict_ceiling_equals_plan(capsys):
     code = main([*args, "--delta", str(DELTA), "--claim-epsilon", "9.8"])
     result = json.loads(capsys.readouterr().out)
     assert result["verdict"]["ceiling"] == pytest.approx(estimator, rel=1e-9)
-    assert 9.8 > estimator and result["verdict"]["status"] == "UNTESTABLE" and code == 3
+    assert 9.8 > estimator and result["verdict"]["status"] == "INCONCLUSIVE" and code == 3

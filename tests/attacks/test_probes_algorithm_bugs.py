@@ -2,7 +2,7 @@
 algorithms are not flagged.
 
 Budgets are small but certify: against a correct implementation the rigorous Clopper-Pearson bound
-exceeds the claim with probability at most 1 - confidence = 1% (validity of the bound), so a "CONSISTENT"
+exceeds the claim with probability at most 1 - confidence = 1% (validity of the bound), so a "PASS"
 check fails falsely with probability <= 1%; seeds are fixed, so each outcome is reproducible.
 """
 
@@ -37,7 +37,7 @@ def test_planted_algorithm_bug_caught_and_correct_algorithm_passes(bug, override
     assert result.status == "VIOLATION" and result.best_rigorous() > result.claim_epsilon
     correct = get_probe(bug, **overrides, planted_bug="none")
     result = run_attack(correct, trials, seed=32, confidence=0.99)
-    assert result.status == "CONSISTENT" and result.best_rigorous() <= result.claim_epsilon
+    assert result.status == "PASS" and result.best_rigorous() <= result.claim_epsilon
 
 
 def test_renormalising_server_rescales_by_the_sampled_weight():

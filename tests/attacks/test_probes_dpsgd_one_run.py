@@ -72,7 +72,7 @@ def test_opacus_dict_takes_a_per_canary_mask():
 def test_one_run_on_the_opacus_dict_and_a_count_the_setup_cannot_hold():
     probe = get_probe("dpsgd-one-run", setup=TINY)
     outcome = probe.run_once(12, 3, 3.0, 1e-5, 0.95)
-    assert outcome.status in ("CONSISTENT", "UNTESTABLE") and outcome.details["canaries"] == 12
+    assert outcome.status in ("PASS", "INCONCLUSIVE") and outcome.details["canaries"] == 12
     assert outcome.findings[0]["values"]["steps"] == 20
     with pytest.raises(ConfigurationError, match=r"trials: 13 canaries .*at most 12") as error:
         probe.check_canaries(13)

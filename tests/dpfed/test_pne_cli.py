@@ -32,7 +32,7 @@ def test_dp_fed_pne_reports_the_guarantee(tmp_path, capsys):
             "4",
             "--horizon",
             "500",
-            "--epsilon",
+            "--claim-epsilon",
             "2",
             "--delta",
             "1e-6",
@@ -58,7 +58,7 @@ def test_classic_calibration_warns_and_shows_the_true_delta(tmp_path, capsys):
             "dp-fed-pne",
             "--calibration",
             "classic",
-            "--epsilon",
+            "--claim-epsilon",
             "10",
             "--delta",
             "1e-5",
@@ -127,8 +127,8 @@ def test_hct_and_config_files(tmp_path, capsys):
     [
         (["run", "fed-pne", "--horizon", "0"], "horizon"),
         (["run", "fed-pne", "--clients", "0"], "clients"),
-        (["run", "dp-fed-pne", "--epsilon", "0"], "epsilon"),
-        (["run", "dp-fed-pne", "--epsilon", "-1"], "epsilon"),
+        (["run", "dp-fed-pne", "--claim-epsilon", "0"], "epsilon"),
+        (["run", "dp-fed-pne", "--claim-epsilon", "-1"], "epsilon"),
         (["run", "hct", "--objective", "rosenbrock"], "objective"),
         (["run", "dp-fed-pne", "--calibration", "moments"], "calibration"),
         (["run", "fed-pne", "--runs", "two"], "runs"),
@@ -168,7 +168,7 @@ def test_memory_estimate_covers_writing_the_result(tmp_path, capsys):
 def test_classic_calibration_at_a_tiny_epsilon_is_not_a_crash(tmp_path, capsys):
     # sigma = sqrt(2 ln(1.25/delta)) / 1e-300 = 4.8e300: the noise-aware constant c sqrt(1 + 4 sigma^2)
     # squared it and raised OverflowError (exit 4)
-    argv = ["run", "dp-fed-pne", "--horizon", "30", "--calibration", "classic", "--epsilon", "1e-300",
+    argv = ["run", "dp-fed-pne", "--horizon", "30", "--calibration", "classic", "--claim-epsilon", "1e-300",
             "--accountants", "exact", "--out", str(tmp_path)]
     assert main(argv) == 0
     assert json.loads((tmp_path / "pne_dp-fed-pne_garland_classic.json").read_text())["privacy"]["noise_std"] > 1e300

@@ -142,7 +142,7 @@ def test_the_summary_prints_the_transcript_check_and_its_power(tmp_path, monkeyp
 
 def test_a_claim_above_the_canaries_ceiling_is_untestable_saying_how_many_could(tmp_path, monkeypatch, capsys):
     """10 canaries can show at most epsilon 0.36: against a claim of 3 (below what the sampler provably spends: a
-    VIOLATION of the configuration check) they are UNTESTABLE, and the finding names the least count whose ceiling
+    VIOLATION of the configuration check) they are INCONCLUSIVE, and the finding names the least count whose ceiling
     exceeds 3 (checked against the ceiling itself); against the accounted 15.3 no count can (the one-run bound's
     ceiling peaks near 5 at delta 1e-5)."""
     from attacks.estimators.one_run import one_run_ceiling
@@ -150,12 +150,12 @@ def test_a_claim_above_the_canaries_ceiling_is_untestable_saying_how_many_could(
     code, result = audit(tmp_path, monkeypatch, "--canaries", "10", "--run-config", "num-sampled-clients=10",
                          "--claim-epsilon", "3")
     out = capsys.readouterr().out
-    assert code == 1 and result["canary_status"] == "UNTESTABLE" and codes(result) == {"understated-user-claim"}
+    assert code == 1 and result["canary_status"] == "INCONCLUSIVE" and codes(result) == {"understated-user-claim"}
     [finding] = [f for f in result["findings"] if f["code"] == "canaries-untestable"]
     least = finding["values"]["least_canaries"]
     assert one_run_ceiling(least - 1, 1e-5, 0.975) <= 3 < one_run_ceiling(least, 1e-5, 0.975)
     assert f"at least {least} canaries could" in finding["message"]
-    assert "canaries against epsilon 3: UNTESTABLE (the claim is above their ceiling" in out
+    assert "canaries against epsilon 3: INCONCLUSIVE (the claim is above their ceiling" in out
     code, result = audit(tmp_path, monkeypatch, "--canaries", "10", "--run-config", "num-sampled-clients=10")
     [finding] = [f for f in result["findings"] if f["code"] == "canaries-untestable"]
     assert finding["values"]["least_canaries"] is None and "no number of canaries can" in finding["message"]

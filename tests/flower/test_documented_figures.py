@@ -32,7 +32,7 @@ pytest.importorskip("flwr", reason="flwr is not installed (pip install -e '.[flo
 from tests.flower.documented import ROOT, between, find, printed, section, table_rows  # noqa: E402
 
 BENCHMARKS_FLOWER = "## Flower"
-EXAMPLE_COMMAND = ["flower", "dpfed/flower/example_app", "--num-supernodes", "40", "--claim",
+EXAMPLE_COMMAND = ["flower", "dpfed/flower/example_app", "--num-supernodes", "40", "--assumptions",
                    "no-amplification,poisson,z-unchanged"]
 EXAMPLE_BUGS = {"correct": "none", "noise-cut (x0.5)": "noise-cut", "skip-round (round 2)": "skip-round",
                 "unequal-weights": "unequal-weights"}

@@ -120,7 +120,7 @@ def issue_813():
 
 def understated_claim():
     setup = correct()
-    setup["claimed_epsilon"] = 1.0
+    setup["claim_epsilon"] = 1.0
     return setup
 
 

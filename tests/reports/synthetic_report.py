@@ -88,7 +88,7 @@ def _target(claim: Claim) -> TargetResult:
     )
     analytic = AnalyticResult(Analytic.PROVED, 0.75, "exact")
     empirical = EmpiricalResult(
-        Empirical.CONSISTENT,
+        Empirical.PASS,
         Bound(0.25, "clopper-pearson on probe gaussian"),
         7.4,
         1,
@@ -160,7 +160,7 @@ def _target(claim: Claim) -> TargetResult:
 
 def _second(claim: Claim) -> TargetResult:
     analytic = AnalyticResult(Analytic.UNDETERMINED, None, None)
-    empirical = EmpiricalResult(Empirical.UNTESTABLE, None, None, 0, (), (), 0.95, None)
+    empirical = EmpiricalResult(Empirical.INCONCLUSIVE, None, None, 0, (), (), 0.95, None)
     verdict = TargetVerdict(Status.INCONCLUSIVE, "untestable", analytic, empirical, None, None)
     return TargetResult(
         "second",

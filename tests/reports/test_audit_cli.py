@@ -67,7 +67,7 @@ def test_small_audit_writes_three_valid_files(small_audit):
 def test_report_command_gives_the_same_files(small_audit, capsys):
     _, out = small_audit
     for fmt, name in (("md", "report.md"), ("html", "report.html")):
-        assert main(["report", str(out / "report.json"), "--format", fmt]) == 0
+        assert main(["report", str(out / "report.json"), "--format", fmt]) == 1  # the saved VIOLATION's exit code
         assert capsys.readouterr().out == (out / name).read_text()
 
 

@@ -47,7 +47,7 @@ def test_tally_counts_attention_findings_and_names_the_worst():
 
 def test_a_pass_shows_its_high_finding_in_json_markdown_html_and_summary():
     report = passing_report_with_a_high_finding()
-    assert report["schema_version"] == "2.1"
+    assert report["schema_version"] == "2.2"
     assert report["findings"]["count"] == 1 and report["findings"]["worst"] == "high"
     md = render_markdown(report)
     assert md.splitlines()[2].startswith("**Overall verdict: PASS, with 1 finding (worst: high)**")

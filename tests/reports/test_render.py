@@ -67,11 +67,44 @@ def test_report_command_rerenders(tmp_path, capsys):
     report = synthetic_report()
     path = tmp_path / "report.json"
     save_report(report, path)
-    assert main(["report", str(path), "--format", "md"]) == 0
+    code = report["exit_code"]  # `report` exits with the saved verdict's code, as `audit` did
+    assert main(["report", str(path), "--format", "md"]) == code
     assert capsys.readouterr().out == render_markdown(json.loads(path.read_text()))
     out = tmp_path / "again.html"
-    assert main(["report", str(path), "--format", "html", "--out", str(out)]) == 0
+    assert main(["report", str(path), "--format", "html", "--out", str(out)]) == code
     assert out.read_text() == render_html(json.loads(path.read_text()))
+
+
+def test_report_exits_with_each_verdicts_code_and_reads_the_probe_words_of_21(tmp_path, capsys):
+    """0 PASS, 1 VIOLATION, 3 INCONCLUSIVE (``reports.exit_codes``); a 2.1 report's CONSISTENT / UNTESTABLE read as
+    PASS / INCONCLUSIVE."""
+    from reports.exit_codes import ExitCode
+
+    report = synthetic_report()
+    statuses = {t["verdict"]["status"] for t in report["targets"]}
+    assert report["status"] in statuses and report["exit_code"] == int(ExitCode[report["status"]])
+    first = {**report, "targets": report["targets"][:1]}
+    first["status"] = first["targets"][0]["verdict"]["status"]
+    first["exit_code"] = int(ExitCode[first["status"]])
+    from reports.findings_tally import findings_tally
+
+    first["findings"] = findings_tally(first["targets"])
+    for case in (report, first):
+        path = tmp_path / "r.json"
+        save_report(case, path)
+        assert main(["report", str(path), "--format", "json"]) == int(ExitCode[case["status"]])
+        capsys.readouterr()
+    old = json.loads(json.dumps(report).replace('"status": "PASS", "p_value"', '"status": "CONSISTENT", "p_value"'))
+    old["schema_version"] = "2.1"
+    for target in old["targets"]:
+        empirical = target["verdict"]["empirical"]
+        empirical["status"] = {"PASS": "CONSISTENT", "INCONCLUSIVE": "UNTESTABLE"}.get(empirical["status"],
+                                                                                       empirical["status"])
+    assert "UNTESTABLE" in json.dumps(old)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["report", str(tmp_path / "old.json"), "--format", "json"]) == report["exit_code"]
+    shown = json.loads(capsys.readouterr().out)
+    assert "CONSISTENT" not in json.dumps(shown) and "UNTESTABLE" not in json.dumps(shown)
 
 
 def test_report_command_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -129,7 +129,7 @@ def test_a_critical_finding_violation_is_consistent_only_with_a_critical_finding
 
 def _raise_probe_bound(report: dict) -> None:
     """The probe's rigorous bound raised above the claim, the lower bound and the gap edited to match, the
-    probe's status (CONSISTENT) and the target's verdict kept: rendered as before, with a bound above the
+    probe's status (PASS) and the target's verdict kept: rendered as before, with a bound above the
     claim and above the upper bound."""
     target = report["targets"][0]
     target["probes"][0]["bounds"][0]["epsilon"] = 1.5

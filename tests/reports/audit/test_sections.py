@@ -81,7 +81,7 @@ def test_findings_are_computed(fts_accounting):
 def _verdict(accounting, claim=FTS_CLAIM):
     from reports.audit.model import Empirical, EmpiricalResult, Status, TargetVerdict
 
-    empirical = EmpiricalResult(Empirical.UNTESTABLE, None, None, 0, (), (), 0.95, None)
+    empirical = EmpiricalResult(Empirical.INCONCLUSIVE, None, None, 0, (), (), 0.95, None)
     return TargetVerdict(Status.PASS, "proved", analytic_verdict(claim, accounting), empirical, None, None)
 
 

@@ -26,14 +26,14 @@ ROOT = Path(__file__).resolve().parents[3]
 CLAIM = Claim(1.0, 1e-5, "add-remove", "one record")
 EXPECTED = {  # issue 10: a proved claim passes unless a probe violates it; a refuted one never passes
     ("PROVED", "VIOLATION"): ("VIOLATION", "implementation-bug"),
-    ("PROVED", "CONSISTENT"): ("PASS", "proved"),
-    ("PROVED", "UNTESTABLE"): ("PASS", "proved"),
+    ("PROVED", "PASS"): ("PASS", "proved"),
+    ("PROVED", "INCONCLUSIVE"): ("PASS", "proved"),
     ("REFUTED", "VIOLATION"): ("VIOLATION", None),
-    ("REFUTED", "CONSISTENT"): ("VIOLATION", None),
-    ("REFUTED", "UNTESTABLE"): ("VIOLATION", None),
+    ("REFUTED", "PASS"): ("VIOLATION", None),
+    ("REFUTED", "INCONCLUSIVE"): ("VIOLATION", None),
     ("UNDETERMINED", "VIOLATION"): ("VIOLATION", None),
-    ("UNDETERMINED", "CONSISTENT"): ("PASS", None),
-    ("UNDETERMINED", "UNTESTABLE"): ("INCONCLUSIVE", None),
+    ("UNDETERMINED", "PASS"): ("PASS", None),
+    ("UNDETERMINED", "INCONCLUSIVE"): ("INCONCLUSIVE", None),
 }
 
 
@@ -80,14 +80,14 @@ def _probe(status, ceiling, epsilon=0.5, p_value=0.5, outcome="ran") -> ProbeSec
 
 
 def test_empirical_verdict_rules():
-    assert empirical_verdict(CLAIM, (_probe("PASS", 5.0),), 0.975).status is Empirical.CONSISTENT
+    assert empirical_verdict(CLAIM, (_probe("PASS", 5.0),), 0.975).status is Empirical.PASS
     # the ceiling of the estimator used decides testability, not the probe's own word
-    assert empirical_verdict(CLAIM, (_probe("PASS", 0.8),), 0.975).status is Empirical.UNTESTABLE
+    assert empirical_verdict(CLAIM, (_probe("PASS", 0.8),), 0.975).status is Empirical.INCONCLUSIVE
     both = empirical_verdict(CLAIM, (_probe("PASS", 5.0), _probe("VIOLATION", 5.0, 2.0, 0.01)), 0.975)
     assert both.status is Empirical.VIOLATION and both.p_value == pytest.approx(0.02)  # Bonferroni over 2
     assert both.lower_bound.epsilon == 2.0
     failed = empirical_verdict(CLAIM, (ProbeSection("q", "mechanism", "failed", "killed"),), 0.95)
-    assert failed.status is Empirical.UNTESTABLE and failed.failed == ("q",) and failed.probes_run == 0
+    assert failed.status is Empirical.INCONCLUSIVE and failed.failed == ("q",) and failed.probes_run == 0
 
 
 def test_worst_status():
