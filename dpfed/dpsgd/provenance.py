@@ -1,0 +1,476 @@
+"""Where the data of each non-private optimizer step came from: private records, other data, or not established.
+
+While a training runs inside ``dpfed.dpsgd.observe.observing_opacus``, a ``torch`` function mode follows data
+through every torch operation of the user's forward code: each tensor carries the set of its *sources*, and an
+operation's outputs carry the union of its inputs' sources. A source is
+
+- a batch of a data set: every tensor a ``DataLoader`` yields is marked with the loader's data set (whichever the
+  loader, before or after ``make_private``);
+- a tensor that entered an operation with no sources: made by a factory (``torch.randn``, ``torch.full``: generated
+  values; ``torch.tensor``/``from_numpy`` of an array: its data), or made before the block; each is known by the
+  memory it occupies (a tensor viewing the private data set's tensors, e.g. ``X[i:j]``, is private).
+
+Parameters (tensors that require gradients) are never sources: the private mechanism's output (its noised
+parameters) is post-processed freely. At each ``backward`` the sources of the loss are attributed to the gradient
+of every parameter it reaches (cleared by ``zero_grad``); at each step of an optimizer that is not private at that
+moment (a second optimizer, or the one later made private, before ``make_private``), the sources of each updated
+parameter's gradient are kept. When the training is over, the private data sets are those of the data loaders
+given to ``make_private``, and each plain step is
+
+- ``private``: a source is the private data set (the same object, a ``Subset``/``ConcatDataset`` sharing it, or a
+  data set or tensor sharing memory with its tensors or arrays);
+- ``other``: every source is another data set, generated values or another tensor: post-processing;
+- ``not established``: a source was data built from Python values, or a tensor freed before the end whose memory
+  overlaps the private data set's (memory reused or a view: it cannot be told).
+
+Not seen (documented limits): values taken out of torch and back (``.item()``, ``.tolist()``, numpy copies made
+with ``.numpy()``), copies of private records made before the block or outside torch, ``torch.autograd.grad``
+(it fills no ``.grad``) and a gradient written to ``.grad`` by hand from data the mode did not see.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+ATTR = "_dpaudit_sources"
+PIN_BYTES = 1 << 28  # raw sources of plain steps are kept alive (to compare memory at the end) up to this many bytes
+DATA_FACTORIES = {"tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "new_tensor"}
+LIKE_FACTORIES = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+                  "new_zeros", "new_ones", "new_full", "new_empty"}
+PRIVATE, OTHER, UNKNOWN = "private", "other", "not established"
+
+
+def _tensors(obj, depth: int = 0):
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 3 and isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _tensors(item, depth + 1)
+    elif depth < 3 and isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors(item, depth + 1)
+
+
+def _is_parameter(t) -> bool:
+    import torch
+
+    return isinstance(t, torch.nn.Parameter) or (t.is_leaf and t.requires_grad)
+
+
+def tensor_range(t) -> tuple[int, int] | None:
+    """The bytes a tensor (or view) spans: ``(first, past the last)``; None where it has no plain memory."""
+    try:
+        if t.numel() == 0:
+            return None
+        start = t.data_ptr()
+        span = sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True)) + 1
+        return (start, start + span * t.element_size()) if start else None
+    except Exception:  # noqa: BLE001 - a functorch/meta/sparse tensor: no plain memory
+        return None
+
+
+def array_range(a) -> tuple[int, int] | None:
+    import numpy as np
+
+    try:
+        low, high = np.byte_bounds(a)
+        return (low, high) if high > low else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _overlaps(a, b) -> bool:
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
+
+
+class Source:
+    """One raw source: its kind (``generated``, ``data``, ``python data``, ``earlier``), what made it, its memory."""
+
+    __slots__ = ("kind", "made_by", "range", "ref", "origin", "origin_ref", "pinned", "__weakref__")
+
+    def __init__(self, kind, made_by, tensor, origin=None):
+        self.kind, self.made_by, self.range = kind, made_by, tensor_range(tensor)
+        self.ref = _weak(tensor)
+        self.origin = array_range(origin) if origin is not None else None
+        self.origin_ref = _weak(origin) if origin is not None else None
+        self.pinned = None
+
+    def alive(self) -> bool:
+        return self.pinned is not None or (self.ref is not None and self.ref() is not None)
+
+    def describe(self) -> str:
+        what = {"generated": f"values generated by torch.{self.made_by}", "data": f"data given to torch.{self.made_by}",
+                "python data": f"Python values given to torch.{self.made_by}",
+                "earlier": "a tensor made before the training or outside torch",
+                "unseen": "a tensor computed where the observer could not follow"}[self.kind]
+        return what
+
+
+def _weak(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
+
+
+class DataProvenance:
+    """The function mode, loader and autograd patches of one observed block, and the plain steps they saw."""
+
+    def __init__(self):
+        self.sources: list = []  # index -> Source or ("dataset", dataset)
+        self.dataset_keys: dict = {}  # id(dataset) -> index in sources
+        self.private_datasets: list = []
+        self.grads: dict = {}  # id(parameter) -> [weakref(grad), frozenset of source indices]
+        self.plain_steps: list = []  # dicts: optimizer, class, before_private, params {id: tensor}, sources
+        self.pinned_bytes = 0
+        self.private_made = False
+        self.mode = None
+        self.originals = {}
+        self.paused = 0  # inside an optimizer's step: its updates are not followed
+        self.hooks = []
+
+    # --- install / uninstall -----------------------------------------------------------------------------------
+    def install(self) -> None:
+        import torch
+        from torch.overrides import TorchFunctionMode
+        from torch.utils.data import dataloader
+
+        provenance = self
+
+        class _Mode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return provenance.call(func, args, kwargs or {})
+
+        self.originals = {"next": dataloader._BaseDataLoaderIter.__next__,
+                          "optimizer_zero_grad": torch.optim.Optimizer.zero_grad,
+                          "module_zero_grad": torch.nn.Module.zero_grad}
+        following_next = self.originals["next"]
+
+        def marked_next(iterator):
+            batch = following_next(iterator)
+            provenance.mark_batch(batch, getattr(iterator, "_dataset", None))
+            return batch
+
+        dataloader._BaseDataLoaderIter.__next__ = marked_next
+        optimizer_zero_grad = self.originals["optimizer_zero_grad"]
+        module_zero_grad = self.originals["module_zero_grad"]
+
+        def optimizer_zeroed(optimizer, *a, **k):
+            provenance.forget(p for group in optimizer.param_groups for p in group["params"])
+            return optimizer_zero_grad(optimizer, *a, **k)
+
+        def module_zeroed(module, *a, **k):
+            provenance.forget(module.parameters())
+            return module_zero_grad(module, *a, **k)
+
+        torch.optim.Optimizer.zero_grad = optimizer_zeroed
+        torch.nn.Module.zero_grad = module_zeroed
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        def pause(*_):
+            provenance.paused += 1
+
+        def resume(*_):
+            provenance.paused = max(0, provenance.paused - 1)
+
+        self.hooks = [register_optimizer_step_pre_hook(pause), register_optimizer_step_post_hook(resume)]
+        function = torch.autograd.function.Function
+        self.originals["apply"] = function.__dict__["apply"]
+        apply = self.originals["apply"].__func__
+
+        def applied(cls, *args, **kwargs):  # a custom autograd Function: the mode does not see inside it
+            out = apply(cls, *args, **kwargs)
+            if not provenance.paused:
+                try:
+                    provenance._follow("apply", args, kwargs, out)
+                except Exception:  # noqa: BLE001
+                    pass
+            return out
+
+        function.apply = classmethod(applied)
+        self.mode = _Mode()
+        self.mode.__enter__()
+
+    def uninstall(self) -> None:
+        import torch
+        from torch.utils.data import dataloader
+
+        if self.mode is not None:
+            self.mode.__exit__(None, None, None)
+            self.mode = None
+        for hook in self.hooks:
+            hook.remove()
+        dataloader._BaseDataLoaderIter.__next__ = self.originals["next"]
+        torch.optim.Optimizer.zero_grad = self.originals["optimizer_zero_grad"]
+        torch.autograd.function.Function.apply = self.originals["apply"]
+        torch.nn.Module.zero_grad = self.originals["module_zero_grad"]
+
+    # --- following data ----------------------------------------------------------------------------------------
+    def _labels(self, t):
+        labels = getattr(t, ATTR, None)
+        if labels is not None or _is_parameter(t):
+            return labels or frozenset()
+        base = getattr(t, "_base", None)
+        if base is not None:  # a view made where the mode does not run (a custom autograd Function's output)
+            labels = self._labels(base)
+        else:
+            labels = frozenset((self._add(Source("earlier" if t.grad_fn is None else "unseen", None, t)),))
+        _set(t, labels)
+        return labels
+
+    def _add(self, source) -> int:
+        self.sources.append(source)
+        return len(self.sources) - 1
+
+    def call(self, func, args, kwargs):
+        import torch
+
+        if self.paused:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if func is torch.Tensor.backward or func is torch.autograd.backward:
+            return self.backward(func, args, kwargs)
+        out = func(*args, **kwargs)
+        if name == "__get__" and getattr(getattr(func, "__self__", None), "__name__", "") != "data":
+            return out  # .grad, .shape and the like: not an operation on the data
+        try:
+            self._follow(name, args, kwargs, out)
+        except Exception:  # noqa: BLE001 - following data never breaks the user's training
+            pass
+        return out
+
+    def _follow(self, name, args, kwargs, out) -> None:
+        outputs = [t for t in _tensors(out) if not _is_parameter(t)]
+        inputs = list(_tensors(args)) + list(_tensors(kwargs))
+        if name in LIKE_FACTORIES or not inputs:
+            if not outputs:
+                return
+            if name in DATA_FACTORIES:
+                origin = args[0] if args else kwargs.get("data")
+                import numpy as np
+
+                kind = "data" if isinstance(origin, np.ndarray) else ("generated" if _scalar(origin) else "python data")
+                labels = frozenset((self._add(Source(kind, name, outputs[0],
+                                                     origin if isinstance(origin, np.ndarray) else None)),))
+            else:
+                labels = frozenset((self._add(Source("generated", name, outputs[0])),))
+        else:
+            labels = frozenset().union(*(self._labels(t) for t in inputs))
+            if name.endswith("_") or name in ("__setitem__",) or name.startswith("__i"):
+                target = inputs[0]
+                if not _is_parameter(target):
+                    _set(target, labels)
+        for t in outputs:
+            _set(t, labels)
+
+    def mark_batch(self, batch, dataset) -> None:
+        """Every tensor of a loader's batch comes from its data set (whatever made its values)."""
+        if dataset is None:
+            return
+        key = self.dataset_keys.get(id(dataset))
+        if key is None or self.sources[key][1] is not dataset:
+            key = self._add(("dataset", dataset))
+            self.dataset_keys[id(dataset)] = key
+        for t in _tensors(batch):
+            _set(t, frozenset((key,)))
+
+    def backward(self, func, args, kwargs):
+        """The loss's sources attributed to the gradient of every parameter its graph reaches."""
+        roots = list(_tensors(args[:1])) + list(_tensors(kwargs.get("tensors", ())))
+        try:
+            labels = frozenset().union(*(getattr(t, ATTR, None) or frozenset() for t in roots))
+            labels = labels.union(*(getattr(t, ATTR, None) or frozenset()
+                                    for t in _tensors(args[1:2]) if not _is_parameter(t)))
+            leaves = _leaves(roots)
+        except Exception:  # noqa: BLE001
+            labels, leaves = None, []
+        out = func(*args, **kwargs)
+        for p in leaves:
+            grad = p.grad
+            if grad is None:
+                continue
+            entry = self.grads.get(id(p))
+            if entry is not None and entry[0]() is grad and entry[1] is not None:
+                entry[1] = None if labels is None else entry[1] | labels
+            else:
+                self.grads[id(p)] = [weakref.ref(grad), labels]
+        return out
+
+    def forget(self, parameters) -> None:
+        for p in parameters:
+            self.grads.pop(id(p), None)
+
+    # --- plain steps -------------------------------------------------------------------------------------------
+    def plain_step(self, optimizer, params: dict) -> None:
+        """An optimizer step outside the private mechanism: ``params`` (id -> tensor) updated, and their sources."""
+        labels, seen = set(), True
+        for pid, p in params.items():
+            entry = self.grads.get(pid)
+            if entry is not None and entry[0]() is p.grad and entry[1] is not None:
+                labels |= entry[1]
+            elif getattr(p.grad, ATTR, None) is not None:  # a gradient written by the user's own torch code
+                labels |= getattr(p.grad, ATTR)
+            else:
+                seen = False
+        for key in labels:
+            source = self.sources[key]
+            if isinstance(source, Source) and source.pinned is None and source.ref is not None:
+                t = source.ref()
+                size = 0 if t is None or source.range is None else source.range[1] - source.range[0]
+                if t is not None and self.pinned_bytes + size <= PIN_BYTES:
+                    source.pinned, self.pinned_bytes = t, self.pinned_bytes + size
+        self.plain_steps.append({"optimizer": id(optimizer), "class": type(optimizer).__name__,
+                                 "before_private": not self.private_made, "params": dict(params),
+                                 "sources": frozenset(labels), "seen": seen})
+
+    def made_private(self, data_loader) -> None:
+        self.private_made = True
+        dataset = getattr(data_loader, "dataset", None)
+        if dataset is not None and all(d is not dataset for d in self.private_datasets):
+            self.private_datasets.append(dataset)
+
+    # --- judging -----------------------------------------------------------------------------------------------
+    def judge(self) -> list[dict]:
+        """Each plain step's data: ``private``, ``other`` or ``not established``, with its sources described."""
+        memory = private_memory(self.private_datasets, self.sources)
+        out = []
+        for step in self.plain_steps:
+            kinds, words = set(), set()
+            for key in step["sources"]:
+                kind, word = self._classify(self.sources[key], memory)
+                kinds.add(kind)
+                words.add(word)
+            if not step["seen"]:
+                kinds.add(UNKNOWN)
+                words.add("a gradient the observer did not see computed")
+            data = PRIVATE if PRIVATE in kinds else (UNKNOWN if UNKNOWN in kinds else OTHER)
+            if not words:
+                words.add("no data (the parameters alone)")
+            out.append({**step, "data": data, "words": sorted(words)})
+        return out
+
+    def _classify(self, source, memory) -> tuple[str, str]:
+        if isinstance(source, tuple):
+            dataset = source[1]
+            name = f"{type(dataset).__name__} of {_length(dataset)} records"
+            if same_data(dataset, self.private_datasets, memory):
+                return PRIVATE, f"batches of the private data set ({name})"
+            return OTHER, f"batches of another data set ({name})"
+        hit = _overlaps_any(source.range, memory) or _overlaps_any(source.origin, memory)
+        origin_alive = source.origin_ref is not None and source.origin_ref() is not None
+        if hit and (source.alive() or (source.origin is not None and origin_alive)):
+            return PRIVATE, f"the private data set's tensors ({source.describe()})"
+        if hit:
+            return UNKNOWN, f"{source.describe()}, freed before the end, in memory the private data set now holds"
+        if source.kind in ("python data", "unseen"):
+            return UNKNOWN, source.describe()
+        return OTHER, source.describe()
+
+
+def _overlaps_any(r, ranges) -> bool:
+    return r is not None and any(_overlaps(r, m) for m in ranges)
+
+
+def private_memory(datasets, sources) -> list:
+    """Byte ranges of everything the private data sets hold (tensors, arrays, and the arrays tensors were copied
+    from, as far as the mode saw them made)."""
+    import numpy as np
+    import torch
+
+    ranges = []
+    for obj in _members(datasets):
+        for value in _held(obj):
+            if isinstance(value, torch.Tensor):
+                ranges.append(tensor_range(value))
+                for key in getattr(value, ATTR, None) or ():
+                    source = sources[key] if key < len(sources) else None
+                    if isinstance(source, Source) and source.origin is not None:
+                        ranges.append(source.origin)
+            elif isinstance(value, np.ndarray):
+                ranges.append(array_range(value))
+    return [r for r in ranges if r is not None]
+
+
+def _members(datasets):
+    """The data sets and every data set they wrap (``.dataset``, ``.datasets``)."""
+    seen, stack, out = set(), list(datasets), []
+    while stack:
+        d = stack.pop()
+        if id(d) in seen:
+            continue
+        seen.add(id(d))
+        out.append(d)
+        inner = getattr(d, "dataset", None)
+        if inner is not None:
+            stack.append(inner)
+        stack.extend(getattr(d, "datasets", None) or ())
+    return out
+
+
+def _held(obj):
+    import numpy as np
+    import torch
+
+    for value in getattr(obj, "__dict__", {}).values():
+        if isinstance(value, (torch.Tensor, np.ndarray)):
+            yield value
+        elif isinstance(value, (list, tuple)) and len(value) <= 16:
+            yield from (v for v in value if isinstance(v, (torch.Tensor, np.ndarray)))
+
+
+def same_data(dataset, private, memory) -> bool:
+    """``dataset`` is (or shares records with) a private one: the same object, wrapping one (a ``Subset`` of the
+    same base with common indices, a ``ConcatDataset``), or holding tensors/arrays in the private ones' memory."""
+    from torch.utils.data import Subset
+
+    if any(dataset is d for d in private):
+        return True
+    for p in private:
+        if isinstance(dataset, Subset) and isinstance(p, Subset) and dataset.dataset is p.dataset:
+            if set(map(int, dataset.indices)) & set(map(int, p.indices)):
+                return True
+            continue
+        if any(m is p for m in _members([dataset])) or any(m is dataset for m in _members([p])):
+            return True
+    for obj in _members([dataset]):
+        for value in _held(obj):
+            r = tensor_range(value) if hasattr(value, "data_ptr") else array_range(value)
+            if _overlaps_any(r, memory):
+                return True
+    return False
+
+
+def _length(dataset) -> str:
+    try:
+        return str(len(dataset))
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def _scalar(value) -> bool:
+    return isinstance(value, (int, float, bool, complex))
+
+
+def _set(t, labels) -> None:
+    try:
+        setattr(t, ATTR, labels)
+    except Exception:  # noqa: BLE001 - a tensor that takes no attributes (functorch wrappers): not followed
+        pass
+
+
+def _leaves(roots) -> list:
+    """The leaf tensors (parameters) whose ``.grad`` a backward from ``roots`` fills."""
+    out, seen = [], set()
+    stack = [t.grad_fn for t in roots if getattr(t, "grad_fn", None) is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            out.append(variable)
+        stack.extend(n for n, _ in node.next_functions)
+    return out
