@@ -375,37 +375,55 @@ def _overlaps_any(r, ranges) -> bool:
 
 def private_memory(datasets, sources) -> list:
     """Byte ranges of everything the private data sets hold (tensors, arrays, and the arrays tensors were copied
-    from, as far as the mode saw them made)."""
-    import numpy as np
+    from, as far as the mode saw them made); a ``Subset``'s only at its rows."""
+    out = []
+    for dataset in datasets:
+        out += data_ranges(dataset, sources)
+    return _merged(out)
+
+
+def data_ranges(dataset, sources=(), rows=None, depth: int = 0) -> list:
+    """The memory of a data set's records: its held tensors and arrays (at ``rows`` of their first dimension where a
+    ``Subset`` names them), through ``Subset``, ``ConcatDataset`` and wrappers' ``.dataset``."""
     import torch
+    from torch.utils.data import Subset
 
-    ranges = []
-    for obj in _members(datasets):
-        for value in _held(obj):
-            if isinstance(value, torch.Tensor):
-                ranges.append(tensor_range(value))
-                for key in getattr(value, ATTR, None) or ():
-                    source = sources[key] if key < len(sources) else None
-                    if isinstance(source, Source) and source.origin is not None:
-                        ranges.append(source.origin)
-            elif isinstance(value, np.ndarray):
-                ranges.append(array_range(value))
-    return [r for r in ranges if r is not None]
+    if depth > 8:
+        return []
+    if isinstance(dataset, Subset):
+        indices = [int(i) for i in dataset.indices]
+        inner = indices if rows is None else [indices[int(r)] for r in rows]
+        return data_ranges(dataset.dataset, sources, inner, depth + 1)
+    out = []
+    for inner in (getattr(dataset, "datasets", None) or ()):
+        out += data_ranges(inner, sources, None, depth + 1)
+    wrapped = getattr(dataset, "dataset", None)
+    if wrapped is not None:
+        out += data_ranges(wrapped, sources, None, depth + 1)
+    length = _length(dataset)
+    for value in _held(dataset):
+        whole = tensor_range(value) if isinstance(value, torch.Tensor) else array_range(value)
+        if rows is not None and whole is not None and value.ndim >= 1 and str(value.shape[0]) == length:
+            step = (value.stride(0) * value.element_size() if isinstance(value, torch.Tensor) else value.strides[0])
+            width = (whole[1] - whole[0]) // max(1, value.shape[0]) if step > 0 else 0
+            if step > 0 and width > 0:
+                out += [(whole[0] + r * step, whole[0] + r * step + width) for r in rows]
+                continue
+        out.append(whole)
+        for key in (getattr(value, ATTR, None) or ()) if isinstance(value, torch.Tensor) else ():
+            source = sources[key] if key < len(sources) else None
+            if isinstance(source, Source) and source.origin is not None:
+                out.append(source.origin)
+    return [r for r in out if r is not None]
 
 
-def _members(datasets):
-    """The data sets and every data set they wrap (``.dataset``, ``.datasets``)."""
-    seen, stack, out = set(), list(datasets), []
-    while stack:
-        d = stack.pop()
-        if id(d) in seen:
-            continue
-        seen.add(id(d))
-        out.append(d)
-        inner = getattr(d, "dataset", None)
-        if inner is not None:
-            stack.append(inner)
-        stack.extend(getattr(d, "datasets", None) or ())
+def _merged(ranges) -> list:
+    out = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
     return out
 
 
@@ -421,25 +439,11 @@ def _held(obj):
 
 
 def same_data(dataset, private, memory) -> bool:
-    """``dataset`` is (or shares records with) a private one: the same object, wrapping one (a ``Subset`` of the
-    same base with common indices, a ``ConcatDataset``), or holding tensors/arrays in the private ones' memory."""
-    from torch.utils.data import Subset
-
+    """``dataset`` is (or shares records with) a private one: the same object, or holding records in the memory of
+    the private ones' records (a view, a ``Subset`` with common rows, a ``ConcatDataset`` or wrapper of one)."""
     if any(dataset is d for d in private):
         return True
-    for p in private:
-        if isinstance(dataset, Subset) and isinstance(p, Subset) and dataset.dataset is p.dataset:
-            if set(map(int, dataset.indices)) & set(map(int, p.indices)):
-                return True
-            continue
-        if any(m is p for m in _members([dataset])) or any(m is dataset for m in _members([p])):
-            return True
-    for obj in _members([dataset]):
-        for value in _held(obj):
-            r = tensor_range(value) if hasattr(value, "data_ptr") else array_range(value)
-            if _overlaps_any(r, memory):
-                return True
-    return False
+    return any(_overlaps_any(r, memory) for r in data_ranges(dataset))
 
 
 def _length(dataset) -> str:
