@@ -108,6 +108,15 @@ class Source:
         return what
 
 
+class DatasetSource:
+    """A data set whose loader yielded a batch (kept alive, to be compared with the private ones at the end)."""
+
+    __slots__ = ("dataset",)
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+
 def _weak(obj):
     try:
         return weakref.ref(obj)
@@ -119,8 +128,7 @@ class DataProvenance:
     """The function mode, loader and autograd patches of one observed block, and the plain steps they saw."""
 
     def __init__(self):
-        self.sources: list = []  # index -> Source or ("dataset", dataset)
-        self.dataset_keys: dict = {}  # id(dataset) -> index in sources
+        self.datasets: dict = {}  # id(dataset) -> its DatasetSource (the data set kept alive)
         self.private_datasets: list = []
         self.grads: dict = {}  # id(parameter) -> [weakref(grad), frozenset of source indices]
         self.plain_steps: list = []  # dicts: optimizer, class, before_private, params {id: tensor}, sources
@@ -220,9 +228,9 @@ class DataProvenance:
         _set(t, labels)
         return labels
 
-    def _add(self, source) -> int:
-        self.sources.append(source)
-        return len(self.sources) - 1
+    @staticmethod
+    def _add(source):
+        return source  # held only by the tensors that carry it (and the plain steps that read it)
 
     def call(self, func, args, kwargs):
         import torch
@@ -269,26 +277,34 @@ class DataProvenance:
         """Every tensor of a loader's batch comes from its data set (whatever made its values)."""
         if dataset is None:
             return
-        key = self.dataset_keys.get(id(dataset))
-        if key is None or self.sources[key][1] is not dataset:
-            key = self._add(("dataset", dataset))
-            self.dataset_keys[id(dataset)] = key
+        key = self.datasets.get(id(dataset))
+        if key is None or key.dataset is not dataset:
+            key = self.datasets[id(dataset)] = DatasetSource(dataset)
         for t in _tensors(batch):
             _set(t, frozenset((key,)))
 
     def backward(self, func, args, kwargs):
         """The loss's sources attributed to the gradient of every parameter its graph reaches."""
-        roots = list(_tensors(args[:1])) + list(_tensors(kwargs.get("tensors", ())))
         try:
-            labels = frozenset().union(*(getattr(t, ATTR, None) or frozenset() for t in roots))
-            labels = labels.union(*(getattr(t, ATTR, None) or frozenset()
-                                    for t in _tensors(args[1:2]) if not _is_parameter(t)))
+            roots = list(_tensors(args[:1])) + list(_tensors(kwargs.get("tensors", ())))
+            given = [*_tensors(args[1:2]), *_tensors(kwargs.get("gradient"))]
+            labels = frozenset().union(*(self._labels(t) for t in roots + given))
             leaves = _leaves(roots)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - following data never breaks the user's training
             labels, leaves = None, []
         out = func(*args, **kwargs)
+        try:
+            self._attribute(leaves, labels)
+        except Exception:  # noqa: BLE001
+            pass
+        return out
+
+    def _attribute(self, leaves, labels) -> None:
         for p in leaves:
-            grad = p.grad
+            try:
+                grad = p.grad
+            except Exception:  # noqa: BLE001 - a tensor subclass (opacus's ExpandedWeight) that hides its .grad
+                continue
             if grad is None:
                 continue
             entry = self.grads.get(id(p))
@@ -296,7 +312,6 @@ class DataProvenance:
                 entry[1] = None if labels is None else entry[1] | labels
             else:
                 self.grads[id(p)] = [weakref.ref(grad), labels]
-        return out
 
     def forget(self, parameters) -> None:
         for p in parameters:
@@ -314,8 +329,7 @@ class DataProvenance:
                 labels |= getattr(p.grad, ATTR)
             else:
                 seen = False
-        for key in labels:
-            source = self.sources[key]
+        for source in labels:
             if isinstance(source, Source) and source.pinned is None and source.ref is not None:
                 t = source.ref()
                 size = 0 if t is None or source.range is None else source.range[1] - source.range[0]
@@ -334,12 +348,12 @@ class DataProvenance:
     # --- judging -----------------------------------------------------------------------------------------------
     def judge(self) -> list[dict]:
         """Each plain step's data: ``private``, ``other`` or ``not established``, with its sources described."""
-        memory = private_memory(self.private_datasets, self.sources)
+        memory = private_memory(self.private_datasets)
         out = []
         for step in self.plain_steps:
             kinds, words = set(), set()
-            for key in step["sources"]:
-                kind, word = self._classify(self.sources[key], memory)
+            for source in step["sources"]:
+                kind, word = self._classify(source, memory)
                 kinds.add(kind)
                 words.add(word)
             if not step["seen"]:
@@ -352,8 +366,8 @@ class DataProvenance:
         return out
 
     def _classify(self, source, memory) -> tuple[str, str]:
-        if isinstance(source, tuple):
-            dataset = source[1]
+        if isinstance(source, DatasetSource):
+            dataset = source.dataset
             name = f"{type(dataset).__name__} of {_length(dataset)} records"
             if same_data(dataset, self.private_datasets, memory):
                 return PRIVATE, f"batches of the private data set ({name})"
@@ -373,16 +387,16 @@ def _overlaps_any(r, ranges) -> bool:
     return r is not None and any(_overlaps(r, m) for m in ranges)
 
 
-def private_memory(datasets, sources) -> list:
+def private_memory(datasets) -> list:
     """Byte ranges of everything the private data sets hold (tensors, arrays, and the arrays tensors were copied
     from, as far as the mode saw them made); a ``Subset``'s only at its rows."""
     out = []
     for dataset in datasets:
-        out += data_ranges(dataset, sources)
+        out += data_ranges(dataset)
     return _merged(out)
 
 
-def data_ranges(dataset, sources=(), rows=None, depth: int = 0) -> list:
+def data_ranges(dataset, rows=None, depth: int = 0) -> list:
     """The memory of a data set's records: its held tensors and arrays (at ``rows`` of their first dimension where a
     ``Subset`` names them), through ``Subset``, ``ConcatDataset`` and wrappers' ``.dataset``."""
     import torch
@@ -393,13 +407,13 @@ def data_ranges(dataset, sources=(), rows=None, depth: int = 0) -> list:
     if isinstance(dataset, Subset):
         indices = [int(i) for i in dataset.indices]
         inner = indices if rows is None else [indices[int(r)] for r in rows]
-        return data_ranges(dataset.dataset, sources, inner, depth + 1)
+        return data_ranges(dataset.dataset, inner, depth + 1)
     out = []
     for inner in (getattr(dataset, "datasets", None) or ()):
-        out += data_ranges(inner, sources, None, depth + 1)
+        out += data_ranges(inner, None, depth + 1)
     wrapped = getattr(dataset, "dataset", None)
     if wrapped is not None:
-        out += data_ranges(wrapped, sources, None, depth + 1)
+        out += data_ranges(wrapped, None, depth + 1)
     length = _length(dataset)
     for value in _held(dataset):
         whole = tensor_range(value) if isinstance(value, torch.Tensor) else array_range(value)
@@ -410,8 +424,7 @@ def data_ranges(dataset, sources=(), rows=None, depth: int = 0) -> list:
                 out += [(whole[0] + r * step, whole[0] + r * step + width) for r in rows]
                 continue
         out.append(whole)
-        for key in (getattr(value, ATTR, None) or ()) if isinstance(value, torch.Tensor) else ():
-            source = sources[key] if key < len(sources) else None
+        for source in (getattr(value, ATTR, None) or ()) if isinstance(value, torch.Tensor) else ():
             if isinstance(source, Source) and source.origin is not None:
                 out.append(source.origin)
     return [r for r in out if r is not None]
