@@ -39,8 +39,8 @@ def add_parser(sub) -> None:
                    "e.g. '--epochs 1 --device cpu'")
     claim = number_arg("claim-epsilon", low=0.0, low_open=True)
     p.add_argument("--claim-epsilon", type=claim, default=None,
-                   help="the epsilon claimed (default: with --train the last one the training asked its engine for; with "
-                   "--setup the set-up's claimed_epsilon, else opacus's accountant over the planned steps)")
+                   help="the epsilon claimed (default: with --train the last one the training asked its engine for; "
+                   "with --setup the set-up's claimed_epsilon, else opacus's accountant over the planned steps)")
     # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
     p.add_argument("--claimed-epsilon", dest="claim_epsilon", type=claim, default=None, help=argparse.SUPPRESS)
     p.add_argument("--canaries", type=number_arg("canaries", low=0, integer=True), default=0,
