@@ -70,7 +70,7 @@ class OpacusLog:
             group = groups.setdefault(key, {"optimizer": step["class"], "before_make_private": step["before_private"],
                                             "private_later": step["optimizer"] in self.private_optimizers,
                                             "data": step["data"], "steps": 0, "parameters": {}, "sources": set()})
-            group["steps"] += 1
+            group["steps"] += step["count"]
             group["parameters"].update({pid: self._name(pid, t) for pid, t in step["params"].items()})
             group["sources"].update(step["words"])
         return [{**g, "parameters": sorted(set(g["parameters"].values())), "sources": sorted(g["sources"])}

@@ -14,8 +14,9 @@ Parameters (tensors that require gradients) are never sources: the private mecha
 parameters) is post-processed freely. At each ``backward`` the sources of the loss are attributed to the gradient
 of every parameter it reaches (cleared by ``zero_grad``); at each step of an optimizer that is not private at that
 moment (a second optimizer, or the one later made private, before ``make_private``), the sources of each updated
-parameter's gradient are kept. When the training is over, the private data sets are those of the data loaders
-given to ``make_private``, and each plain step is
+parameter's gradient are kept. The private data sets are those of the data loaders given to ``make_private``; a
+plain step after it is judged when it runs (against the private data sets known then), one before it when the
+training is over (its raw sources kept alive until then, up to ``PIN_BYTES``). Each plain step is
 
 - ``private``: a source is the private data set (the same object, a ``Subset``/``ConcatDataset`` sharing it, or a
   data set or tensor sharing memory with its tensors or arrays);
@@ -131,7 +132,9 @@ class DataProvenance:
         self.datasets: dict = {}  # id(dataset) -> its DatasetSource (the data set kept alive)
         self.private_datasets: list = []
         self.grads: dict = {}  # id(parameter) -> [weakref(grad), frozenset of source indices]
-        self.plain_steps: list = []  # dicts: optimizer, class, before_private, params {id: tensor}, sources
+        self.plain_steps: list = []  # steps before make_private, judged at the end: optimizer, params, sources
+        self.judged: dict = {}  # steps judged when they ran (after make_private), aggregated with their count
+        self.memory: list = []  # byte ranges of the private data sets known so far
         self.pinned_bytes = 0
         self.private_made = False
         self.mode = None
@@ -319,7 +322,9 @@ class DataProvenance:
 
     # --- plain steps -------------------------------------------------------------------------------------------
     def plain_step(self, optimizer, params: dict) -> None:
-        """An optimizer step outside the private mechanism: ``params`` (id -> tensor) updated, and their sources."""
+        """An optimizer step outside the private mechanism: ``params`` (id -> tensor) updated, and their sources.
+        After ``make_private`` it is judged at once (against the private data sets known then, every source still
+        alive); before it, kept (its raw sources pinned, up to ``PIN_BYTES``) and judged at the end."""
         labels, seen = set(), True
         for pid, p in params.items():
             entry = self.grads.get(pid)
@@ -329,41 +334,56 @@ class DataProvenance:
                 labels |= getattr(p.grad, ATTR)
             else:
                 seen = False
+        step = {"optimizer": id(optimizer), "class": type(optimizer).__name__, "before_private": not self.private_made,
+                "params": dict(params), "sources": frozenset(labels), "seen": seen}
+        if self.private_datasets:
+            self._aggregate(self.judged, self._judge_one(step, self.memory))
+            return
         for source in labels:
             if isinstance(source, Source) and source.pinned is None and source.ref is not None:
                 t = source.ref()
                 size = 0 if t is None or source.range is None else source.range[1] - source.range[0]
                 if t is not None and self.pinned_bytes + size <= PIN_BYTES:
                     source.pinned, self.pinned_bytes = t, self.pinned_bytes + size
-        self.plain_steps.append({"optimizer": id(optimizer), "class": type(optimizer).__name__,
-                                 "before_private": not self.private_made, "params": dict(params),
-                                 "sources": frozenset(labels), "seen": seen})
+        self.plain_steps.append(step)
 
     def made_private(self, data_loader) -> None:
         self.private_made = True
         dataset = getattr(data_loader, "dataset", None)
         if dataset is not None and all(d is not dataset for d in self.private_datasets):
             self.private_datasets.append(dataset)
+            self.memory = private_memory(self.private_datasets)
 
     # --- judging -----------------------------------------------------------------------------------------------
     def judge(self) -> list[dict]:
-        """Each plain step's data: ``private``, ``other`` or ``not established``, with its sources described."""
+        """The plain steps by optimizer, phase, data (``private``, ``other`` or ``not established``) and sources
+        described, each with its ``count`` of steps."""
         memory = private_memory(self.private_datasets)
-        out = []
+        out = {key: dict(value) for key, value in self.judged.items()}
         for step in self.plain_steps:
-            kinds, words = set(), set()
-            for source in step["sources"]:
-                kind, word = self._classify(source, memory)
-                kinds.add(kind)
-                words.add(word)
-            if not step["seen"]:
-                kinds.add(UNKNOWN)
-                words.add("a gradient the observer did not see computed")
-            data = PRIVATE if PRIVATE in kinds else (UNKNOWN if UNKNOWN in kinds else OTHER)
-            if not words:
-                words.add("no data (the parameters alone)")
-            out.append({**step, "data": data, "words": sorted(words)})
-        return out
+            self._aggregate(out, self._judge_one(step, memory))
+        return list(out.values())
+
+    @staticmethod
+    def _aggregate(into: dict, step: dict) -> None:
+        key = (step["optimizer"], step["before_private"], step["data"], tuple(step["words"]), tuple(step["params"]))
+        entry = into.setdefault(key, {**step, "count": 0})
+        entry["count"] += 1
+
+    def _judge_one(self, step: dict, memory) -> dict:
+        kinds, words = set(), set()
+        for source in step["sources"]:
+            kind, word = self._classify(source, memory)
+            kinds.add(kind)
+            words.add(word)
+        if not step["seen"]:
+            kinds.add(UNKNOWN)
+            words.add("a gradient the observer did not see computed")
+        data = PRIVATE if PRIVATE in kinds else (UNKNOWN if UNKNOWN in kinds else OTHER)
+        if not words:
+            words.add("no data (the parameters alone)")
+        return {"optimizer": step["optimizer"], "class": step["class"], "before_private": step["before_private"],
+                "params": step["params"], "data": data, "words": sorted(words)}
 
     def _classify(self, source, memory) -> tuple[str, str]:
         if isinstance(source, DatasetSource):

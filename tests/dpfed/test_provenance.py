@@ -25,7 +25,9 @@ def _run(loop, private_dataset):
         provenance.made_private(DataLoader(private_dataset))
     finally:
         provenance.uninstall()
-    return [s["data"] for s in provenance.judge()]
+    judged = provenance.judge()
+    assert all(s["count"] == 1 for s in judged)  # each step its own (different sources or data)
+    return [s["data"] for s in judged]
 
 
 def _data(seed, n=32):
