@@ -3,7 +3,8 @@ dpfed-audit inside), for the set-up form's premise checks.
 
 ``make_setup_run_longer``: ``make_private_with_epsilon(target_epsilon=3, epochs=1)``, then a loop of 2 epochs (the
 claim of 3 is for half the steps that run). ``make_setup_head_plain``: the body made private, the head (a separate
-module after it) trained by a second, plain optimizer.
+module after it) trained by a second, plain optimizer. ``make_setup_head_in_module``: the whole model given to
+``make_private`` but its optimizer over the body only, the head trained by a second, plain optimizer.
 """
 
 import torch
@@ -41,5 +42,18 @@ def make_setup_head_plain():
         module=body, optimizer=torch.optim.SGD(body.parameters(), lr=LR), data_loader=_loader(),
         noise_multiplier=1.0, max_grad_norm=CLIP)
     model = nn.Sequential(body, head)
+    head_optimizer = torch.optim.SGD(head.parameters(), lr=LR)  # noqa: F841 - the loop steps it after each batch
+    return {"model": model, "optimizer": optimizer, "data_loader": loader, "privacy_engine": engine, "epochs": 1}
+
+
+def make_setup_head_in_module():
+    torch.manual_seed(0)
+    body = nn.Sequential(nn.Linear(64, 32), nn.ReLU())
+    head = nn.Linear(32, 10)
+    model = nn.Sequential(body, head)
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(body.parameters(), lr=LR), data_loader=_loader(),
+        noise_multiplier=1.0, max_grad_norm=CLIP)
     head_optimizer = torch.optim.SGD(head.parameters(), lr=LR)  # noqa: F841 - the loop steps it after each batch
     return {"model": model, "optimizer": optimizer, "data_loader": loader, "privacy_engine": engine, "epochs": 1}
