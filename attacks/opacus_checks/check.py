@@ -273,8 +273,11 @@ def _claim_findings(claimed: float | None, opacus_eps: float) -> list[OpacusFind
 
 
 def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int | None = None,
-                       false_alarm: float | None = None) -> dict:
-    """Load ``file.py:function``, read its loader, measure its noise and check it (one dict)."""
+                       false_alarm: float | None = None, claimed_epsilon: float | None = None) -> dict:
+    """Load ``file.py:function``, read its loader, measure its noise and check it (one dict); ``claimed_epsilon``
+    (the command's) replaces the set-up's own."""
+    import dataclasses
+
     from attacks.opacus_checks.load import build_setup
     from attacks.opacus_checks.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
     from attacks.opacus_checks.parameters import parameters_outside
@@ -282,6 +285,8 @@ def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int |
     from attacks.opacus_checks.sampler import read_loader
 
     setup = build_setup(spec)
+    if claimed_epsilon is not None:
+        setup = dataclasses.replace(setup, claimed_epsilon=float(claimed_epsilon))
     delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)
     outside = parameters_outside(setup.model, setup.optimizer)  # before a step fails on their gradients
     facts = read_loader(setup.data_loader, setup.optimizer)

@@ -155,10 +155,12 @@ def measurement_batch_sizes(expected: float, population: int) -> tuple[int, ...]
 
 
 class _SetAside:
-    """While measuring: the user's queued skip signals set aside and ``outside`` parameters' gradients off."""
+    """While measuring: the user's queued skip signals set aside and ``outside`` parameters' gradients off; a layer
+    whose parameters are all outside has its backward hooks (opacus's per-sample hooks) set aside too, since opacus
+    would look for the activations it did not capture of a layer with no gradient ("No activations detected")."""
 
-    def __init__(self, optimizer, outside):
-        self.optimizer, self.outside = optimizer, list(outside)
+    def __init__(self, optimizer, outside, model=None):
+        self.optimizer, self.outside, self.model = optimizer, list(outside), model
 
     def __enter__(self):
         self.queue = list(getattr(self.optimizer, "_step_skip_queue", []))
@@ -167,12 +169,22 @@ class _SetAside:
         self.requires = [p.requires_grad for p in self.outside]
         for p in self.outside:
             p.requires_grad_(False)
+        self.hooks = []
+        held = {id(p) for p in self.outside}
+        for module in (self.model.modules() if self.outside and hasattr(self.model, "modules") else ()):
+            own = list(module.parameters(recurse=False))
+            hooks = getattr(module, "_backward_hooks", None)
+            if own and hooks and all(id(p) in held for p in own):
+                self.hooks.append((module, dict(hooks)))
+                hooks.clear()
         return self
 
     def __exit__(self, *exc):
         self.optimizer._step_skip_queue, self.optimizer._is_last_step_skipped = self.queue, self.skipped
         for p, requires in zip(self.outside, self.requires, strict=True):
             p.requires_grad_(requires)
+        for module, hooks in self.hooks:
+            module._backward_hooks.update(hooks)
         return False
 
 
@@ -206,7 +218,7 @@ def measure_noise(model, optimizer, privacy_engine, data, *, repetitions: int = 
     level = false_alarm / len(sizes)
     results = {}
     try:
-        with warnings.catch_warnings(), _SetAside(optimizer, outside):
+        with warnings.catch_warnings(), _SetAside(optimizer, outside, model):
             warnings.simplefilter("ignore")  # torch's note on full backward hooks with inputs not requiring grad
             for size in sizes:
                 values = _zero_gradient_steps(model, optimizer, batches[size], repetitions,

@@ -18,8 +18,12 @@ written; else the last epsilon the training asked its engine for):
   the steps' epsilon not established, with the bounds that hold (every pass within its step's own batches; any);
 - ``accountant-missed-steps``: the engine's accountant counts fewer steps than ran (a fresh engine per epoch or
   round, a restored history cut short): critical when the claim is below the composed epsilon, else medium;
-- ``parameter-outside-private-optimizer``: a parameter some other optimizer updated (a head trained outside
-  ``make_private``, a second optimizer): trained with no clipping and no noise, its epsilon is unbounded;
+- ``parameter-outside-private-optimizer``: a parameter updated by an optimizer step outside the private mechanism
+  (a head trained outside ``make_private``, a second optimizer, or a step before ``make_private``, by any optimizer)
+  whose gradient was computed from the private records (``dpfed.dpsgd.provenance``): trained with no clipping and
+  no noise, its epsilon is unbounded; such a step on other data (generated data, a public data set, a private
+  model's outputs on them) is ``post-processing`` (info), one whose data was not established is
+  ``plain-step-data-not-observed`` (medium);
 - ``not-poisson``: ``make_private(poisson_sampling=False)``: the Poisson analysis does not hold; the valid bound is
   one Gaussian of sensitivity 2C per epoch (replace-one); critical when the claim is below it;
 - ``clip-exceeded``: a record's share of a noised sum (solved from the clipped sum and the per-sample gradients,
@@ -284,18 +288,50 @@ def reuse_findings(record: dict, rows: dict, delta: float) -> list:
                           f"{anywhere:.4g} whatever they used (no amplification by sampling)",
                           {"passes": passes, "batches_drawn": drawn, "within_step_bound": within,
                            "unsampled_bound": anywhere})]
+
+
 def _reported(rows: dict) -> str:
     """The epsilon the training reported, as printed (4 significant digits), or that it asked for none."""
     value = rows.get("reported_epsilon")
     return "never asked for" if value is None else f"{value:.4g}"
 
 
+def _when(group: dict) -> str:
+    if not group["before_make_private"]:
+        return "after make_private"
+    return "before make_private" + (" (the optimizer then made private)" if group["private_later"] else "")
+
+
 def _outside_findings(record: dict) -> list:
-    return [OpacusFinding("parameter-outside-private-optimizer", "critical",
-                          f"{name} was updated by an optimizer other than the private one: trained with no clipping "
-                          "and no noise, so no finite epsilon holds for the model (give it to make_private's module "
-                          "and optimizer, or freeze it)", {"parameter": name})
-            for name in record["updated_outside"]]
+    """Each plain (non-private) optimizer step by its data: private records (critical, per parameter), other data
+    (post-processing, info), or data not established (medium: the premise is not observed)."""
+    out = []
+    for group in record.get("plain_steps", []):
+        steps = f"{group['steps']} step{'s' if group['steps'] > 1 else ''} of a plain {group['optimizer']} " \
+                f"{_when(group)}"
+        sources = "; ".join(group["sources"])
+        values = {"optimizer": group["optimizer"], "steps": group["steps"], "sources": group["sources"],
+                  "before_make_private": group["before_make_private"]}
+        if group["data"] == "private":
+            out += [OpacusFinding("parameter-outside-private-optimizer", "critical",
+                                  f"{name} was updated by {steps}, computed from the private records ({sources}): "
+                                  "trained with no clipping and no noise, so no finite epsilon holds for the model "
+                                  "(train it only through make_private's optimizer, or freeze it)",
+                                  {"parameter": name, **values})
+                    for name in group["parameters"]]
+        elif group["data"] == "other":
+            out.append(OpacusFinding("post-processing", "info",
+                                     f"{steps} updated {len(group['parameters'])} parameter(s) "
+                                     f"({', '.join(group['parameters'])}) from data other than the private records "
+                                     f"({sources}): post-processing, which leaves the epsilon unchanged",
+                                     {"parameters": group["parameters"], **values}))
+        else:
+            out.append(OpacusFinding("plain-step-data-not-observed", "medium",
+                                     f"{steps} updated {len(group['parameters'])} parameter(s) "
+                                     f"({', '.join(group['parameters'])}) from data whose origin was not established "
+                                     f"({sources}): whether they are private records was not observed, so the claim "
+                                     "rests on them not being", {"parameters": group["parameters"], **values}))
+    return out
 
 
 def _poisson_findings(rows: dict, claim: float | None, delta: float) -> list:

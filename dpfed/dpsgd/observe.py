@@ -25,9 +25,13 @@ yields an ``OpacusLog`` of what ran inside the block:
 - each accountant's ``get_epsilon`` (``PrivacyEngine.get_epsilon`` or ``engine.accountant.get_epsilon``, opacus's
   RDP, PRV and Gaussian accountants): each epsilon the code asked for (what a training typically reports);
 - every optimizer step (torch's global step hook): which parameters it updated (those with a gradient), and
-  whether the optimizer is the one a ``DPOptimizer`` wraps (private) or any other (a module trained outside
-  ``make_private``, a second optimizer); another optimizer stepping a parameter whose gradient is still the one
-  the private optimizer left (the same tensor, unmodified) only post-processes it and is not counted;
+  whether the optimizer is, at that step, the one a ``DPOptimizer`` wraps (private) or any other (a module trained
+  outside ``make_private``, a second optimizer, or the one later made private before ``make_private``); another
+  optimizer stepping a parameter whose gradient is still the one the private optimizer left (the same tensor,
+  unmodified) only post-processes it and is not counted;
+- for each such plain step, the data its gradient was computed from (``dpfed.dpsgd.provenance``): the private data
+  set (the one behind the loader given to ``make_private``, before or after it), other data (post-processing), or
+  not established;
 - at the end, each engine's accountant history as opacus holds it (what its epsilon counts).
 
 Nothing the user's code computes is changed. A subclass defined after the block starts, overriding ``pre_step``
@@ -68,17 +72,32 @@ class OpacusLog:
     batches_drawn: int | None = None  # batches opacus's Poisson samplers yielded (None: none iterated)
     clipping: dict = field(default_factory=lambda: {"verified": 0, "unverified": 0, "exceeded": 0,
                                                     "worst_ratio": None})  # dpfed.dpsgd.clip_check, per add_noise
+    provenance: object = None  # dpfed.dpsgd.provenance.DataProvenance: the plain steps and their data
+
+    def _name(self, pid, tensor) -> str:
+        return self.names.get(pid, f"a parameter of shape {tuple(tensor.shape)} outside make_private")
+
+    def plain_steps(self) -> list[dict]:
+        """Steps of optimizers not private at that moment, grouped by optimizer, phase (before or after the first
+        ``make_private``) and data (``private``, ``other``, ``not established``), with their parameters' names."""
+        if self.provenance is None:
+            return []
+        groups = {}
+        for step in self.provenance.judge():
+            key = (step["optimizer"], step["before_private"], step["data"])
+            group = groups.setdefault(key, {"optimizer": step["class"], "before_make_private": step["before_private"],
+                                            "private_later": step["optimizer"] in self.private_optimizers,
+                                            "data": step["data"], "steps": 0, "parameters": {}, "sources": set()})
+            group["steps"] += step["count"]
+            group["parameters"].update({pid: self._name(pid, t) for pid, t in step["params"].items()})
+            group["sources"].update(step["words"])
+        return [{**g, "parameters": sorted(set(g["parameters"].values())), "sources": sorted(g["sources"])}
+                for g in groups.values()]
 
     def updated_outside(self) -> list[str]:
-        """Parameters some optimizer other than a private one updated (named where make_private's module has
-        them, else by shape): each is trained with no clipping and no noise."""
-        out = {}
-        for key, entry in self.optimizers.items():
-            if key in self.private_optimizers:
-                continue
-            for pid, tensor in entry["params"].items():
-                out[pid] = self.names.get(pid, f"a parameter of shape {tuple(tensor.shape)} outside make_private")
-        return sorted(out.values())
+        """Parameters a plain (non-private) optimizer step updated from the private data set's records (named where
+        make_private's module has them, else by shape): trained with no clipping and no noise."""
+        return sorted({p for g in self.plain_steps() if g["data"] == "private" for p in g["parameters"]})
 
     def to_dict(self) -> dict:
         """JSON-ready record, with each engine's accountant history at this moment."""
@@ -91,7 +110,7 @@ class OpacusLog:
         return {"engines_made": list(self.engines_made),
                 "optimizers": [{"private": key in self.private_optimizers, "steps": e["steps"],
                                 "parameters": len(e["params"])} for key, e in self.optimizers.items()],
-                "updated_outside": self.updated_outside(),
+                "updated_outside": self.updated_outside(), "plain_steps": self.plain_steps(),
                 "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n,
                            "accumulated": k, "moved": moved} for (e, z, c, q, k, moved), n in self.steps.items()],
                 "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
@@ -146,6 +165,9 @@ class _Observer:
         self.samplers = _poisson_samplers()
         self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
         self.hook = None
+        from dpfed.dpsgd.provenance import DataProvenance
+
+        self.provenance = log.provenance = DataProvenance()
 
     def install(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -163,8 +185,10 @@ class _Observer:
             module.promote_current_grad_sample = self.promoted
         for cls in self.samplers:
             cls.__iter__ = self._drawing(cls)
+        self.provenance.install()
 
     def uninstall(self) -> None:
+        self.provenance.uninstall()
         self.hook.remove()
         self.engine_class.make_private = self.originals["make_private"]
         self.engine_class.make_private_with_epsilon = self.originals["make_private_with_epsilon"]
@@ -213,6 +237,9 @@ class _Observer:
             log.names.update({id(p): name for name, p in module.named_parameters()})
         if loader is not None:
             log.loaders.append(loader)
+        for given in (kwargs.get("data_loader"), loader):
+            if given is not None:
+                self.provenance.made_private(given)
         dataset = getattr(loader, "dataset", None)
         log.engines_made.append({"engine": key, "noise_multiplier": float(kwargs.get("noise_multiplier", float("nan"))),
                                  "clip": _float(kwargs.get("max_grad_norm")), "sample_rate": rate,
@@ -364,11 +391,14 @@ class _Observer:
         entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})
         entry["steps"] += 1
         private = id(optimizer) in log.private_optimizers
+        updated = {}
         for group in optimizer.param_groups:
             for p in group["params"]:
                 # another optimizer applying the private (noisy) gradient again is post-processing, not a leak
                 if p.grad is not None and (private or log.private_grads.get(id(p)) != (id(p.grad), p.grad._version)):
-                    entry["params"][id(p)] = p
+                    entry["params"][id(p)] = updated[id(p)] = p
+        if not private and updated:
+            self.provenance.plain_step(optimizer, updated)
 
 
 def _accumulated(optimizer) -> int:
@@ -398,6 +428,8 @@ def _promoter_modules() -> list:
         if hasattr(module, "promote_current_grad_sample"):
             out.append(module)
     return out
+
+
 def private_optimizer_classes() -> list[type]:
     """``DPOptimizer`` and every subclass of it: each class opacus's ``get_optimizer_class`` dispatches on, each
     one ``opacus.optimizers`` exports, and any other imported so far (a user's own)."""

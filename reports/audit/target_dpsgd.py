@@ -123,7 +123,7 @@ class DpsgdTarget(BaseTarget):
 
             self.canaries = min(self.canaries, most_canaries(built))
             if not self.untracked:  # a parameter outside the optimizer is critical on its own
-                self.check = _opacus_check(built, spec.claim.delta, p)
+                self.check = _opacus_check(built, spec.claim.delta, p, spec.claim.epsilon)
         self.examples, self.steps = int(built.examples), int(built.steps)
         self.mechanism = SubsampledGaussian(built.sample_rate, built.noise_multiplier, built.clip)
         self.releases = self.steps
@@ -357,8 +357,12 @@ def _refuse_train_keys(params: dict) -> None:
             raise ConfigurationError(f"parameters.{key}", "applies to the train form only")
 
 
-def _opacus_check(run, delta: float, params: dict) -> dict:
-    """opacus-check on the user's objects: the loader read over one epoch, the noise measured, findings."""
+def _opacus_check(run, delta: float, params: dict, claim: float | None = None) -> dict:
+    """opacus-check on the user's objects: the loader read over one epoch, the noise measured, findings; the claim
+    written in the configuration is the one checked (against the epsilon of the steps the loop runs, as the train
+    form checks it), whatever the set-up's dict says."""
+    import dataclasses
+
     from attacks.opacus_checks.check import check_setup
     from attacks.opacus_checks.noise import DEFAULT_FALSE_ALARM, DEFAULT_REPETITIONS, measure_noise
     from attacks.opacus_checks.sampler import read_loader
@@ -370,6 +374,8 @@ def _opacus_check(run, delta: float, params: dict) -> dict:
                               repetitions=int(params.get("noise_repetitions", DEFAULT_REPETITIONS)),
                               false_alarm=float(params.get("noise_false_alarm", DEFAULT_FALSE_ALARM)),
                               input_key=setup.input_key, label_key=setup.label_key)
+        if claim is not None:
+            setup = dataclasses.replace(setup, claimed_epsilon=float(claim))
         return check_setup(setup, facts, noise, delta)
     except ConfigurationError as exc:
         raise ConfigurationError("parameters.setup", f"opacus-check: {str(exc).split(': ', 1)[-1]}") from None

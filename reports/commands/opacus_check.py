@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
                    "e.g. '--epochs 1 --device cpu'")
     claim = number_arg("claim-epsilon", low=0.0, low_open=True)
     p.add_argument("--claim-epsilon", type=claim, default=None,
-                   help="--train only: the epsilon claimed (default: the last one the training asked its engine for)")
+                   help="the epsilon claimed (default: with --train the last one the training asked its engine for; "
+                   "with --setup the set-up's claimed_epsilon, else opacus's accountant over the planned steps)")
     # the earlier spelling (README's commands), kept working but not shown: --claim-epsilon as attack, estimate, plan
     add_old_spelling(p, "--claimed-epsilon", "--claim-epsilon", "claim_epsilon", type=claim)
     p.add_argument("--canaries", type=number_arg("canaries", low=0, integer=True), default=0,
@@ -132,8 +133,7 @@ def run(args) -> int:
         check_output_file("out", args.out)  # before the user's code runs, not after the check
     if args.train is not None:
         return run_train(args)
-    for name, flag in (("train_argv", "argv"), ("claim_epsilon", "claim-epsilon"), ("user_key", "user-key"),
-                       ("canaries", "canaries")):
+    for name, flag in (("train_argv", "argv"), ("user_key", "user-key"), ("canaries", "canaries")):
         if getattr(args, name):
             raise ConfigurationError(flag, "applies to --train only")
     for name in ("seed", "confidence"):
@@ -144,7 +144,8 @@ def run(args) -> int:
     stage(args, f"building the set-up {args.setup}, reading its loader and measuring its noise")
     result = check_opacus_setup(args.setup, delta=args.delta,
                                 repetitions=REPETITIONS if args.repetitions is None else args.repetitions,
-                                false_alarm=SETUP_FALSE_ALARM if args.false_alarm is None else args.false_alarm)
+                                false_alarm=SETUP_FALSE_ALARM if args.false_alarm is None else args.false_alarm,
+                                claimed_epsilon=args.claim_epsilon)
     print("\n".join(summary_lines(result)))
     if args.out:
         from attacks.files import atomic_write_text, dumps_json
