@@ -67,6 +67,7 @@ def test_each_path_gets_its_verdict_from_opacus_check(tmp_path, function, exit_c
     observed = {p["premise"]: p["observed"] for p in result["premises"]}
     assert observed["clipping"] == (function not in ("ghost", "ghost_half_noise", "clip_raised"))  # ghost: no
     assert observed["multiplicity"]  # each step's backward passes and the Poisson batches drawn both counted
+    assert observed["updates"]  # no plain optimizer step, so no data whose origin was not established
     assert observed["accounting"] and observed["claim"]
     if function == "more_epochs_than_asked":  # nothing printed: the target it asked make_private_with_epsilon for
         assert result["claim"] == TARGET_EPSILON and "make_private_with_epsilon" in result["claim_source"]
