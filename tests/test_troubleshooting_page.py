@@ -14,31 +14,12 @@ from pathlib import Path
 import pytest
 
 from reports.cli import main
+from tests.bad_input_files import GOOD_AUDIT
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "how-to" / "troubleshooting.md"
 NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
-GOOD_AUDIT = """title = "tiny"
-seed = 1
-[[target]]
-name = "Gaussian"
-algorithm = "mechanism"
-accountants = ["exact"]
-[target.parameters]
-type = "gaussian"
-calibration = "classic"
-steps = 1
-[target.claim]
-epsilon = 1.0
-delta = 1e-5
-neighbouring = "add-remove"
-unit = "one record"
-[[target.probes]]
-name = "gaussian"
-kind = "mechanism"
-trials = 200
-"""
 FILES = {
     "tiny.toml": GOOD_AUDIT,
     "syntax.toml": GOOD_AUDIT.replace("steps = 1\n", "steps = 1 x\n"),
