@@ -176,7 +176,7 @@ def _shared_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from reports.vocabulary import flush_old_spellings
+    from accounting.vocabulary import flush_old_spellings
 
     parser = _shared_parser()
     flush_old_spellings(show=False)

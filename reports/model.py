@@ -201,7 +201,7 @@ def load_report(path) -> dict:
 
 def _in_todays_words(report: dict) -> dict:
     """A report before schema 2.2 with its probes' CONSISTENT / UNTESTABLE read as PASS / INCONCLUSIVE."""
-    from reports.vocabulary import OLD_VERDICT_WORDS
+    from accounting.vocabulary import OLD_VERDICT_WORDS
 
     for target in report.get("targets", []) if isinstance(report.get("targets"), list) else []:
         if not isinstance(target, dict):

@@ -213,7 +213,7 @@ def estimator_rows() -> list[tuple[str, str, str, str]]:
     included = rng.integers(0, 2, size=1000).astype(bool)
     one_run = e.estimate_one_run(rng.normal(size=1000) + included, included, 1e-5, methods=e.ONE_RUN_METHODS)
     kinds = [("multi-run", b) for b in multi] + [("one-run", b) for b in one_run]
-    from reports.vocabulary import bound_kind
+    from accounting.vocabulary import bound_kind
 
     return [(b.method, scores, bound_kind(b.rigorous), b.assumptions) for scores, b in kinds]
 

@@ -399,9 +399,9 @@ def test_version_and_a_bare_dpaudit_name_the_commands_as_typed(capsys):
 
 @pytest.mark.parametrize("words, argv, dest, value", OLD_SPELLINGS, ids=lambda x: x if isinstance(x, str) else None)
 def test_an_old_spelling_works_and_warns_once(words, argv, dest, value, capsys, monkeypatch):
-    monkeypatch.setattr("reports.vocabulary._warned", set())
+    monkeypatch.setattr("accounting.vocabulary._warned", set())
     assert getattr(build_parser().parse_args([*words, *argv]), dest) == value
-    from reports.vocabulary import flush_old_spellings, warn_old_spelling
+    from accounting.vocabulary import flush_old_spellings, warn_old_spelling
 
     flush_old_spellings(show=False)
     old = next(a for a in argv if a.startswith("--") and a not in ("--setup", "--delta", "--check-classic", "--rate",
@@ -412,14 +412,14 @@ def test_an_old_spelling_works_and_warns_once(words, argv, dest, value, capsys, 
 
 
 def test_an_old_spelling_warns_in_one_line_once_the_command_has_run(capsys, monkeypatch):
-    monkeypatch.setattr("reports.vocabulary._warned", set())
+    monkeypatch.setattr("accounting.vocabulary._warned", set())
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err == ["dpaudit: warning: --epsilon is deprecated; use --claim-epsilon (it works the same)"]
     assert main(["calibrate", "--check-classic", "--epsilon", "1", "--delta", "1e-5", "--format", "json"]) == 0
     assert capsys.readouterr().err == ""  # once per process
     # a usage error stays the only line: no warning before it
-    monkeypatch.setattr("reports.vocabulary._warned", set())
+    monkeypatch.setattr("accounting.vocabulary._warned", set())
     assert main(["calibrate", "--epsilon", "1"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     # the same numbers either way
@@ -432,7 +432,7 @@ def test_an_old_spelling_warns_in_one_line_once_the_command_has_run(capsys, monk
 def test_an_old_opacus_setup_key_is_read_with_a_warning(capsys, monkeypatch):
     from attacks.opacus_checks.load import _with_todays_keys
 
-    monkeypatch.setattr("reports.vocabulary._warned", set())
+    monkeypatch.setattr("accounting.vocabulary._warned", set())
     assert _with_todays_keys({"claimed_epsilon": 2.0, "epochs": 1}) == {"claim_epsilon": 2.0, "epochs": 1}
     assert "'claimed_epsilon' is deprecated; use 'claim_epsilon'" in capsys.readouterr().err
     from accounting.errors import ConfigurationError

@@ -286,7 +286,7 @@ def check_opacus_setup(spec: str, delta: float | None = None, repetitions: int |
 
     setup = build_setup(spec)
     if claimed_epsilon is not None:
-        setup = dataclasses.replace(setup, claimed_epsilon=float(claimed_epsilon))
+        setup = dataclasses.replace(setup, claim_epsilon=float(claimed_epsilon))
     delta = setup.delta if delta is None and setup.delta is not None else (delta if delta is not None else 1e-5)
     outside = parameters_outside(setup.model, setup.optimizer)  # before a step fails on their gradients
     facts = read_loader(setup.data_loader, setup.optimizer)

@@ -147,7 +147,7 @@ def build_setup(spec: str) -> OpacusSetup:
 
 def _with_todays_keys(value: dict) -> dict:
     """``value`` with an old key (``OLD_KEYS``) renamed, warning once; both spellings at once are refused."""
-    from reports.vocabulary import warn_old_spelling
+    from accounting.vocabulary import warn_old_spelling
 
     for old, new in OLD_KEYS.items():
         if old in value:

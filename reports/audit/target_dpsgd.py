@@ -375,7 +375,7 @@ def _opacus_check(run, delta: float, params: dict, claim: float | None = None) -
                               false_alarm=float(params.get("noise_false_alarm", DEFAULT_FALSE_ALARM)),
                               input_key=setup.input_key, label_key=setup.label_key)
         if claim is not None:
-            setup = dataclasses.replace(setup, claimed_epsilon=float(claim))
+            setup = dataclasses.replace(setup, claim_epsilon=float(claim))
         return check_setup(setup, facts, noise, delta)
     except ConfigurationError as exc:
         raise ConfigurationError("parameters.setup", f"opacus-check: {str(exc).split(': ', 1)[-1]}") from None

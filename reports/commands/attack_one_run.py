@@ -12,7 +12,7 @@ import sys
 import time
 
 from accounting.errors import ConfigurationError
-from reports.vocabulary import bound_kind
+from accounting.vocabulary import bound_kind
 
 # memory of one run, by probe: (fixed bytes, bytes per canary squared). dpsgd-one-run's canaries join the training as
 # examples and as coordinates, so its per-example gradients grow with their square; measured on the default set-up:

@@ -30,7 +30,7 @@ def add_old_spelling(parser, old: str, new: str, dest: str, **kwargs) -> None:
     warns once on stderr that ``new`` is the spelling now. ``parser`` may be a mutually exclusive group."""
     import argparse
 
-    from reports.vocabulary import defer_old_spelling
+    from accounting.vocabulary import defer_old_spelling
 
     base = parser._registry_get("action", kwargs.pop("action", None), None)
 

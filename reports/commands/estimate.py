@@ -21,7 +21,7 @@ import sys
 from accounting.errors import ConfigurationError
 from reports.commands.estimate_input import SELECTION
 from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
-from reports.vocabulary import bound_kind
+from accounting.vocabulary import bound_kind
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
 # from the canaries' continuous scores: rigorous; model-based

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from accounting.errors import ConfigurationError
 from reports.exit_codes import ExitCode
-from reports.vocabulary import bound_kind
+from accounting.vocabulary import bound_kind
 
 
 def add_parser(sub) -> None:

@@ -58,14 +58,14 @@ def test_a_main_that_stops_is_accounted_and_reported_at_the_rounds_that_ran(tmp_
     assert row < _flower_accountant_epsilon(3) * 0.95  # not the configured 3
     [count] = [f for f in result["findings"] if f["code"] == "release-count"]
     assert count["severity"] == "medium" and count["values"] == {"recorded": 2, "configured": 3, "false_alarm": 0.0}
-    assert any(line.endswith("2 rounds run (of 3 configured)") for line in lines), lines
+    assert any("2 rounds run (of 3 configured)" in line for line in lines), lines
     assert any(line.startswith("  transcript check: 2 rounds,") for line in lines), lines
 
     code, result, lines = _audit(tmp_path, monkeypatch, capsys, "finetune-rounds=1")
     assert [(s["rounds"], s["rounds_run"]) for s in result["starts"]] == [(3, 2), (1, 1)]
     [several] = [f for f in result["findings"] if f["code"] == "several-strategies"]
     assert several["values"]["rounds_run"] == [2, 1] and "3 releases in all" in several["message"]
-    assert any(line.endswith(": 1 round") for line in lines), lines
+    assert any(": 1 round, around " in line or line.endswith(": 1 round") for line in lines), lines
     assert "its first DP strategy's rounds" in lines[0]
 
 
@@ -76,4 +76,4 @@ def test_should_stop_ends_the_run_early_and_the_report_says_so(tmp_path, monkeyp
     [start] = result["starts"]
     assert (start["rounds"], start["rounds_run"]) == (3, 2)
     assert result["rows"]["no-amplification"]["epsilon"] == pytest.approx(_flower_accountant_epsilon(2), rel=0.01)
-    assert any(line.endswith("2 rounds run (of 3 configured)") for line in lines), lines
+    assert any("2 rounds run (of 3 configured)" in line for line in lines), lines

@@ -13,7 +13,7 @@ def _target(rule: str, missing=None) -> dict:
     parameters = {} if missing is None else {"premises_not_observed": missing}
     return {"claim": {"epsilon": 3.0, "delta": 1e-5}, "parameters": parameters, "findings": [],
             "verdict": {"rule": rule, "analytic": {"accountant": "pld", "epsilon": 2.99},
-                        "empirical": {"status": "UNTESTABLE", "probes_run": 0, "failed": [], "lower_bound": None,
+                        "empirical": {"status": "INCONCLUSIVE", "probes_run": 0, "failed": [], "lower_bound": None,
                                       "ceiling": None}}}
 
 
