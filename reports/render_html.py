@@ -13,12 +13,12 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from accounting.vocabulary import NOT_RIGOROUS
 from reports import plots
 from reports import render_text as words
 from reports.model import findings_tally, fmt_number
 from reports.power_words import audit_power_text
 from reports.render_markdown import collapsed_rows
-from accounting.vocabulary import NOT_RIGOROUS
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 _ID = re.compile(r'\bid="([^"]+)"')

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import re
 
+from accounting.vocabulary import NOT_RIGOROUS
 from reports import render_text as words
 from reports.model import fmt_number as f
 from reports.model import is_available
 from reports.power_words import audit_power_text
-from accounting.vocabulary import NOT_RIGOROUS
 
 _TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 

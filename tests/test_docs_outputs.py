@@ -3,8 +3,8 @@
 The shown commands are seeded (the estimate example's bootstrap and random half, the opacus check's noise
 measurement, the audit's probe), so their figures repeat and are compared as printed (no false failure from
 randomness: two runs here gave the same bytes; another NumPy or torch build could move a last digit, which then
-shows as a difference to look at); a block whose figures are random states its ``tolerance``. A failure lists the lines that differ; ``python -m tests.docs_outputs
---update`` rewrites the blocks after a deliberate change.
+shows as a difference to look at); a block whose figures are random states its ``tolerance``. A failure lists the
+lines that differ; ``python -m tests.docs_outputs --update`` rewrites the blocks after a deliberate change.
 """
 
 from __future__ import annotations

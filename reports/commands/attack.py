@@ -12,9 +12,9 @@ import tomllib
 
 from accounting.errors import ConfigurationError
 from accounting.strict import ANY_TABLE, INTEGER, NUMBER, STRING, STRINGS, OneOf, read_strict_toml
+from accounting.vocabulary import bound_kind
 from reports.commands.common import probe_title
 from reports.commands.run_progress import add_progress_argument
-from accounting.vocabulary import bound_kind
 
 # What an attack --config file may hold (top level, or all under one [attack] table), with types;
 # ``params`` is checked against the chosen probe's parameters once the probe is known.

@@ -19,9 +19,9 @@ from __future__ import annotations
 import sys
 
 from accounting.errors import ConfigurationError
+from accounting.vocabulary import bound_kind
 from reports.commands.estimate_input import SELECTION
 from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
-from accounting.vocabulary import bound_kind
 
 SPLIT_MEDIAN_METHODS = ("one-run-split-median", "fdp-one-run-split-median")
 # from the canaries' continuous scores: rigorous; model-based

@@ -12,8 +12,8 @@ the transcript check, the clients' epsilons composed over their rounds, and the 
 from __future__ import annotations
 
 from accounting.errors import ConfigurationError
-from reports.exit_codes import ExitCode
 from accounting.vocabulary import bound_kind
+from reports.exit_codes import ExitCode
 
 
 def add_parser(sub) -> None:
