@@ -46,6 +46,8 @@ import uuid
 from dataclasses import dataclass, field
 
 _lock = threading.RLock()
+_INHERITED = object()  # an attribute a patch set where the owner only inherited it
+_ACTIVE: list = []  # the installed observers, in install order (their patches stack: each wraps the one below)
 ENGINE_ID = "_dpaudit_engine_id"
 OPTIMIZER_RATE = "_dpaudit_sample_rate"
 PENDING_NOISE = "_dpaudit_pending_noise"  # (sum of squares, count) of the last add_noise, until pre_step returns
@@ -139,11 +141,22 @@ def observing_opacus(canaries=None):
     observer = _Observer(OpacusLog(), canaries)
     with _lock:
         observer.install()
+        _ACTIVE.append(observer)
     try:
         yield observer.log
     finally:
         with _lock:
-            observer.uninstall()
+            observer.active = False
+            _unwind()
+
+
+def _unwind() -> None:
+    """Take out the patches of every ended observer at the top of the stack. An observer that ends while a later one
+    is still installed (blocks left out of order, as by two threads) stays patched but passes every call through
+    (``active`` false) until the ones above it end, so no patch outlives its block and none is restored out of
+    order."""
+    while _ACTIVE and not _ACTIVE[-1].active:
+        _ACTIVE.pop().uninstall()
 
 
 class _Observer:
@@ -156,58 +169,80 @@ class _Observer:
 
         self.log, self.canaries = log, canaries
         self.engine_class, self.optimizer_class = PrivacyEngine, DPOptimizer
-        self.originals = {"make_private": PrivacyEngine.make_private,
-                          "make_private_with_epsilon": PrivacyEngine.make_private_with_epsilon}
-        self.methods = {(cls, name): cls.__dict__[name] for cls in private_optimizer_classes()
-                        for name in OBSERVED_METHODS if name in cls.__dict__}
-        self.accountants = {cls: cls.get_epsilon for cls in (RDPAccountant, PRVAccountant, GaussianAccountant)}
-        self.promoters = _promoter_modules()
-        self.samplers = _poisson_samplers()
-        self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
-        self.hook = None
+        self.accountant_classes = (RDPAccountant, PRVAccountant, GaussianAccountant)
+        self.hook, self.active, self.undo = None, True, []
         from dpfed.dpsgd.provenance import DataProvenance
 
         self.provenance = log.provenance = DataProvenance()
 
+    def _patch(self, owner, name: str, value) -> None:
+        """Set ``owner.name`` to ``value``, remembering what it was (``uninstall`` restores it, or takes the
+        attribute out where it was inherited)."""
+        self.undo.append((owner, name, vars(owner).get(name, _INHERITED)))
+        setattr(owner, name, value)
+
     def install(self) -> None:
+        """Every patch, or none: a patch that fails takes out those made before it."""
+        try:
+            self._install()
+        except BaseException:
+            self.uninstall()
+            raise
+
+    def _capture(self) -> None:
+        """What each patch wraps, as it stands when this observer installs (an earlier observer's wrapper, if one
+        is installed)."""
+        engine = self.engine_class
+        self.originals = {"make_private": engine.make_private,
+                          "make_private_with_epsilon": engine.make_private_with_epsilon}
+        self.methods = {(cls, name): cls.__dict__[name] for cls in private_optimizer_classes()
+                        for name in OBSERVED_METHODS if name in cls.__dict__}
+        self.accountants = {cls: cls.get_epsilon for cls in self.accountant_classes}
+        self.promoters = _promoter_modules()
+        self.samplers = _poisson_samplers()
+        self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
+
+    def _install(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
+        self._capture()
         observer = self
         self.hook = register_optimizer_step_post_hook(self.stepped)
-        self.engine_class.make_private = lambda engine, *a, **k: observer.make_private(engine, *a, **k)
-        self.engine_class.make_private_with_epsilon = (
-            lambda engine, *a, **k: observer.make_private_with_epsilon(engine, *a, **k))
+        self._patch(self.engine_class, "make_private", lambda engine, *a, **k: observer.make_private(engine, *a, **k))
+        self._patch(self.engine_class, "make_private_with_epsilon",
+                    lambda engine, *a, **k: observer.make_private_with_epsilon(engine, *a, **k))
         for cls in self.accountants:
-            cls.get_epsilon = self._epsilon_of(cls)
+            self._patch(cls, "get_epsilon", self._epsilon_of(cls))
         for (cls, name), original in self.methods.items():
-            setattr(cls, name, self._observed_method(name, original))
+            self._patch(cls, name, self._observed_method(name, original))
         for module in self.promoters:
-            module.promote_current_grad_sample = self.promoted
+            self._patch(module, "promote_current_grad_sample", self.promoted)
         for cls in self.samplers:
-            cls.__iter__ = self._drawing(cls)
+            self._patch(cls, "__iter__", self._drawing(cls))
         self.provenance.install()
+        self.undo.append((self.provenance, None, None))
 
     def uninstall(self) -> None:
-        self.provenance.uninstall()
-        self.hook.remove()
-        self.engine_class.make_private = self.originals["make_private"]
-        self.engine_class.make_private_with_epsilon = self.originals["make_private_with_epsilon"]
-        for cls, original in self.accountants.items():
-            cls.get_epsilon = original
-        for (cls, name), original in self.methods.items():
-            setattr(cls, name, original)
-        for module in self.promoters:
-            module.promote_current_grad_sample = self.promote
-        for cls, original in self.samplers.items():
-            cls.__iter__ = original
+        """Restore what ``install`` patched, last patch first."""
+        while self.undo:
+            owner, name, value = self.undo.pop()
+            if name is None:
+                owner.uninstall()
+            elif value is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+        if self.hook is not None:
+            self.hook.remove()
+            self.hook = None
 
     def _observed_method(self, name: str, original):
         """``original`` (one class's own ``pre_step`` or ``add_noise``) logged by ``self.<name>`` when it is the
         outermost call of that method on the optimizer; a subclass's ``super().<name>()`` inside it runs as is."""
-        handler, depth = getattr(self, name), f"_dpaudit_in_{name}"
+        observer, handler, depth = self, getattr(self, name), f"_dpaudit_in_{name}"
 
         def method(optimizer, *args, **kwargs):
-            if optimizer.__dict__.get(depth):
+            if optimizer.__dict__.get(depth) or not observer.active:
                 return original(optimizer, *args, **kwargs)
             optimizer.__dict__[depth] = True
             try:
@@ -223,6 +258,8 @@ class _Observer:
 
         log = self.log
         out = self.originals["make_private"](engine, *args, **kwargs)
+        if not self.active:
+            return out
         key = engine_id(engine)
         log.engines[key] = engine
         optimizer = _first_of(out, self.optimizer_class)
@@ -253,6 +290,8 @@ class _Observer:
         logged with the user's ``target_epsilon``, ``target_delta`` and ``epochs``."""
         made = len(self.log.engines_made)
         out = self.originals["make_private_with_epsilon"](engine, *args, **kwargs)
+        if not self.active:
+            return out
         target = {"target_epsilon": _float(kwargs.get("target_epsilon")),
                   "target_delta": _float(kwargs.get("target_delta")),
                   "epochs": None if kwargs.get("epochs") is None else int(kwargs["epochs"])}
@@ -261,10 +300,12 @@ class _Observer:
         return out
 
     def _epsilon_of(self, cls):
-        log, original = self.log, self.accountants[cls]
+        observer, log, original = self, self.log, self.accountants[cls]
 
         def get_epsilon(accountant, delta, *args, **kwargs):
             value = original(accountant, delta, *args, **kwargs)
+            if not observer.active:
+                return value
             engine = next((e for e in log.engines.values() if getattr(e, "accountant", None) is accountant), None)
             key = engine_id(engine) if engine is not None else "accountant"
             log.epsilons.append({"engine": key, "delta": float(delta), "epsilon": float(value),
@@ -274,9 +315,12 @@ class _Observer:
         return get_epsilon
 
     def _drawing(self, cls):
-        log, original = self.log, self.samplers[cls]
+        observer, log, original = self, self.log, self.samplers[cls]
 
         def __iter__(sampler):
+            if not observer.active:
+                yield from original(sampler)
+                return
             log.batches_drawn = log.batches_drawn or 0
             for batch in original(sampler):
                 log.batches_drawn += 1
@@ -287,7 +331,7 @@ class _Observer:
     def promoted(self, p) -> None:
         """opacus stores a backward pass's per-sample gradients of ``p``: its version then (it changes when the
         parameter is updated in place)."""
-        if p.requires_grad:
+        if p.requires_grad and self.active:
             self.log.passes.setdefault(id(p), []).append(p._version)
         self.promote(p)
 
@@ -387,6 +431,8 @@ class _Observer:
 
     def stepped(self, optimizer, args, kwargs) -> None:
         """torch's global optimizer step hook: the parameters each optimizer updated."""
+        if not self.active:
+            return
         log = self.log
         entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})
         entry["steps"] += 1

@@ -162,3 +162,40 @@ def test_each_grad_sample_mode_through_make_private_is_observed(mode):
     [noise] = record["noise"]
     assert noise["count"] == 8 * 210 and 0.9 < (noise["sum_squares"] / noise["count"]) ** 0.5 / (Z * C) < 1.1
     assert record["clipping"]["unverified" if mode == "ghost" else "verified"] == 8
+
+
+def _patched() -> list[str]:
+    """The observed methods that still carry an observer's wrapper."""
+    from dpfed.dpsgd.observe import OBSERVED_METHODS
+
+    return [f"{cls.__name__}.{name}" for cls in dispatched_classes() for name in OBSERVED_METHODS
+            if hasattr(getattr(cls, name), "__wrapped__")]
+
+
+def test_blocks_left_out_of_order_leave_no_patch_and_log_only_while_open():
+    """Two observing blocks entered A then B and left A first (as two threads may): after A is left, a step is
+    logged by B only; after both, no wrapper is left on any class."""
+    from dpfed.dpsgd.observe import observing_opacus
+
+    optimizer, params = _instance(optimizers.DPOptimizer)
+    first, second = observing_opacus(), observing_opacus()
+    log_a, log_b = first.__enter__(), second.__enter__()
+    first.__exit__(None, None, None)
+    _gradients(optimizer, params)
+    optimizer.step()
+    second.__exit__(None, None, None)
+    assert not log_a.steps and sum(log_b.steps.values()) == 1
+    assert _patched() == []
+
+
+def test_an_install_that_fails_leaves_no_patch(monkeypatch):
+    from dpfed.dpsgd import provenance
+    from dpfed.dpsgd.observe import observing_opacus
+
+    def fail(self):
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setattr(provenance.DataProvenance, "install", fail)
+    with pytest.raises(RuntimeError, match="planted failure"), observing_opacus():
+        pass
+    assert _patched() == []
