@@ -143,7 +143,11 @@ def observing_opacus(canaries=None):
         observer.install()
         _ACTIVE.append(observer)
     try:
-        yield observer.log
+        observer.provenance.enter_mode()
+        try:
+            yield observer.log
+        finally:
+            observer.provenance.exit_mode()
     finally:
         with _lock:
             observer.active = False
@@ -171,6 +175,7 @@ class _Observer:
         self.engine_class, self.optimizer_class = PrivacyEngine, DPOptimizer
         self.accountant_classes = (RDPAccountant, PRVAccountant, GaussianAccountant)
         self.hook, self.active, self.undo = None, True, []
+        self.thread = threading.get_ident()  # the block's thread: what runs in other threads is not its training
         from dpfed.dpsgd.provenance import DataProvenance
 
         self.provenance = log.provenance = DataProvenance()
@@ -222,19 +227,32 @@ class _Observer:
         self.provenance.install()
         self.undo.append((self.provenance, None, None))
 
+    @property
+    def sees(self) -> bool:
+        """Whether a call now belongs to this observer: its block is open and the call runs in the block's thread
+        (patches are process-wide; two threads' blocks, as a legacy Flower server's client threads, each see their
+        own)."""
+        return self.active and threading.get_ident() == self.thread
+
     def uninstall(self) -> None:
-        """Restore what ``install`` patched, last patch first."""
+        """Restore what ``install`` patched, last patch first; every patch is restored even if one fails."""
+        failure = None
         while self.undo:
             owner, name, value = self.undo.pop()
-            if name is None:
-                owner.uninstall()
-            elif value is _INHERITED:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, value)
+            try:
+                if name is None:
+                    owner.uninstall()
+                elif value is _INHERITED:
+                    delattr(owner, name)
+                else:
+                    setattr(owner, name, value)
+            except Exception as error:  # noqa: BLE001 -- restore the rest, then say so
+                failure = failure or error
         if self.hook is not None:
             self.hook.remove()
             self.hook = None
+        if failure is not None:
+            raise failure
 
     def _observed_method(self, name: str, original):
         """``original`` (one class's own ``pre_step`` or ``add_noise``) logged by ``self.<name>`` when it is the
@@ -242,7 +260,7 @@ class _Observer:
         observer, handler, depth = self, getattr(self, name), f"_dpaudit_in_{name}"
 
         def method(optimizer, *args, **kwargs):
-            if optimizer.__dict__.get(depth) or not observer.active:
+            if optimizer.__dict__.get(depth) or not observer.sees:
                 return original(optimizer, *args, **kwargs)
             optimizer.__dict__[depth] = True
             try:
@@ -258,7 +276,7 @@ class _Observer:
 
         log = self.log
         out = self.originals["make_private"](engine, *args, **kwargs)
-        if not self.active:
+        if not self.sees:
             return out
         key = engine_id(engine)
         log.engines[key] = engine
@@ -290,7 +308,7 @@ class _Observer:
         logged with the user's ``target_epsilon``, ``target_delta`` and ``epochs``."""
         made = len(self.log.engines_made)
         out = self.originals["make_private_with_epsilon"](engine, *args, **kwargs)
-        if not self.active:
+        if not self.sees:
             return out
         target = {"target_epsilon": _float(kwargs.get("target_epsilon")),
                   "target_delta": _float(kwargs.get("target_delta")),
@@ -304,7 +322,7 @@ class _Observer:
 
         def get_epsilon(accountant, delta, *args, **kwargs):
             value = original(accountant, delta, *args, **kwargs)
-            if not observer.active:
+            if not observer.sees:
                 return value
             engine = next((e for e in log.engines.values() if getattr(e, "accountant", None) is accountant), None)
             key = engine_id(engine) if engine is not None else "accountant"
@@ -318,7 +336,7 @@ class _Observer:
         observer, log, original = self, self.log, self.samplers[cls]
 
         def __iter__(sampler):
-            if not observer.active:
+            if not observer.sees:
                 yield from original(sampler)
                 return
             log.batches_drawn = log.batches_drawn or 0
@@ -331,7 +349,7 @@ class _Observer:
     def promoted(self, p) -> None:
         """opacus stores a backward pass's per-sample gradients of ``p``: its version then (it changes when the
         parameter is updated in place)."""
-        if p.requires_grad and self.active:
+        if p.requires_grad and self.sees:
             self.log.passes.setdefault(id(p), []).append(p._version)
         self.promote(p)
 
@@ -431,7 +449,7 @@ class _Observer:
 
     def stepped(self, optimizer, args, kwargs) -> None:
         """torch's global optimizer step hook: the parameters each optimizer updated."""
-        if not self.active:
+        if not self.sees:
             return
         log = self.log
         entry = log.optimizers.setdefault(id(optimizer), {"steps": 0, "params": {}})

@@ -141,6 +141,25 @@ class DataProvenance:
         self.originals = {}
         self.paused = 0  # inside an optimizer's step: its updates are not followed
         self.hooks = []
+        self.thread = None  # the thread whose work is followed (the observing block's); others pass through
+
+    def following(self) -> bool:
+        """Whether the current thread's work is followed (the class patches are process-wide)."""
+        import threading
+
+        return self.thread == threading.get_ident()
+
+    def enter_mode(self) -> None:
+        """Start following this thread's torch calls (a torch function mode is per thread: entered and left in the
+        observing block's own thread)."""
+        import threading
+
+        self.thread = threading.get_ident()
+        self.mode.__enter__()
+
+    def exit_mode(self) -> None:
+        self.mode.__exit__(None, None, None)
+        self.thread = None
 
     # --- install / uninstall -----------------------------------------------------------------------------------
     def install(self) -> None:
@@ -161,6 +180,8 @@ class DataProvenance:
 
         def marked_next(iterator):
             batch = following_next(iterator)
+            if not provenance.following():
+                return batch
             provenance.mark_batch(batch, getattr(iterator, "_dataset", None))
             return batch
 
@@ -169,11 +190,13 @@ class DataProvenance:
         module_zero_grad = self.originals["module_zero_grad"]
 
         def optimizer_zeroed(optimizer, *a, **k):
-            provenance.forget(p for group in optimizer.param_groups for p in group["params"])
+            if provenance.following():
+                provenance.forget(p for group in optimizer.param_groups for p in group["params"])
             return optimizer_zero_grad(optimizer, *a, **k)
 
         def module_zeroed(module, *a, **k):
-            provenance.forget(module.parameters())
+            if provenance.following():
+                provenance.forget(module.parameters())
             return module_zero_grad(module, *a, **k)
 
         torch.optim.Optimizer.zero_grad = optimizer_zeroed
@@ -181,10 +204,12 @@ class DataProvenance:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
         def pause(*_):
-            provenance.paused += 1
+            if provenance.following():
+                provenance.paused += 1
 
         def resume(*_):
-            provenance.paused = max(0, provenance.paused - 1)
+            if provenance.following():
+                provenance.paused = max(0, provenance.paused - 1)
 
         self.hooks = [register_optimizer_step_pre_hook(pause), register_optimizer_step_post_hook(resume)]
         function = torch.autograd.function.Function
@@ -193,7 +218,7 @@ class DataProvenance:
 
         def applied(cls, *args, **kwargs):  # a custom autograd Function: the mode does not see inside it
             out = apply(cls, *args, **kwargs)
-            if not provenance.paused:
+            if not provenance.paused and provenance.following():
                 try:
                     provenance._follow("apply", args, kwargs, out)
                 except Exception:  # noqa: BLE001
@@ -201,16 +226,13 @@ class DataProvenance:
             return out
 
         function.apply = classmethod(applied)
-        self.mode = _Mode()
-        self.mode.__enter__()
+        self.mode = _Mode()  # entered by ``enter_mode`` in the observing block's thread
 
     def uninstall(self) -> None:
         import torch
         from torch.utils.data import dataloader
 
-        if self.mode is not None:
-            self.mode.__exit__(None, None, None)
-            self.mode = None
+        self.mode = None
         for hook in self.hooks:
             hook.remove()
         dataloader._BaseDataLoaderIter.__next__ = self.originals["next"]

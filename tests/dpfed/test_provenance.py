@@ -14,6 +14,7 @@ def _run(loop, private_dataset):
     """Run ``loop(step)`` observed; ``step(model, optimizer, loss)`` backpropagates and steps a plain optimizer."""
     provenance = DataProvenance()
     provenance.install()
+    provenance.enter_mode()
     try:
         def step(model, optimizer, loss):
             optimizer.zero_grad()
@@ -24,6 +25,7 @@ def _run(loop, private_dataset):
         loop(step)
         provenance.made_private(DataLoader(private_dataset))
     finally:
+        provenance.exit_mode()
         provenance.uninstall()
     judged = provenance.judge()
     assert all(s["count"] == 1 for s in judged)  # each step its own (different sources or data)

@@ -199,3 +199,33 @@ def test_an_install_that_fails_leaves_no_patch(monkeypatch):
     with pytest.raises(RuntimeError, match="planted failure"), observing_opacus():
         pass
     assert _patched() == []
+
+
+def test_two_threads_blocks_each_log_their_own_steps_and_leave_no_patch():
+    """Two observing blocks open at once in two threads (as a legacy Flower server's client threads): each logs
+    only the step its own thread took, and leaving them in either order leaves no wrapper."""
+    import threading
+
+    from dpfed.dpsgd.observe import observing_opacus
+
+    logs, opened, step_now, done = {}, threading.Barrier(2), threading.Barrier(2), threading.Barrier(2)
+
+    def client(name, steps):
+        optimizer, params = _instance(optimizers.DPOptimizer)
+        with observing_opacus() as log:
+            opened.wait()
+            step_now.wait()
+            for _ in range(steps):
+                optimizer.zero_grad()
+                _gradients(optimizer, params)
+                optimizer.step()
+            done.wait()
+        logs[name] = log
+
+    threads = [threading.Thread(target=client, args=("a", 1)), threading.Thread(target=client, args=("b", 2))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert sum(logs["a"].steps.values()) == 1 and sum(logs["b"].steps.values()) == 2
+    assert _patched() == []
