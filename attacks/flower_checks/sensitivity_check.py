@@ -102,15 +102,7 @@ def sensitivity_findings(measurements: dict, a) -> list:
         return []
     tested = {r: m for r, m in measurements.items() if m.get("tested")}
     name = sorted({m["strategy"] for m in measurements.values()})[0]
-    findings = []
-    untested = sorted(r for r in measurements if r not in tested)
-    if untested:
-        reason = measurements[untested[0]]["reason"]
-        findings.append(FlowerFinding("sensitivity-untested", "medium",
-                                      f"the sensitivity of what the wrapper noises (the inner strategy {name}'s "
-                                      f"aggregation) was not tested in {len(untested)} of {len(measurements)} rounds "
-                                      f"(round {untested[0]}: {reason}): the premise that it is C/m is unchecked there",
-                                      {"strategy": name, "rounds": untested, "reason": reason, "false_alarm": 0.0}))
+    findings = _untested_findings(measurements, tested, name)
     if not tested:
         return findings
     carried = carried_squares(measurements)
@@ -127,24 +119,7 @@ def sensitivity_findings(measurements: dict, a) -> list:
               "round_ratio": ratio["round"], "carried_in_c_over_m": ratio["carried_in_c_over_m"],
               "lower_bound": True, "false_alarm": 0.0}
     if above:
-        implied = implied_epsilon(a, {r: ratios[r]["replace"] for r in tested})
-        accounted = a.accounted_epsilon()
-        z_eff = a.update_z / ratio["replace"]
-        mu = math.sqrt(sum((2.0 * max(1.0, v["replace"]) / a.update_z) ** 2 for v in ratios.values()))
-        spent = "an epsilon our accountant cannot bound" if implied is None else f"epsilon {implied:.4g}"
-        findings.append(FlowerFinding(
-            "sensitivity-above-accounted", "critical",
-            f"the wrapper noises the output of its inner strategy {name}, which one client moves by up to "
-            f"{ratio['in_c_over_m']:.4g} C/m ({common['measured_sensitivity']:.4g} with C = {worst['clip']:g}, m = "
-            f"{worst['replies']}; round {worst_round}, client {worst['replace_client']}'s reply replaced by "
-            f"{worst['replace_neighbour']}{carried_words(ratio)}): {ratio['replace']:.4g} times the 2C/m the noise "
-            f"z C/m is calibrated for (replace-one), in {len(above)} of {len(tested)} rounds replayed. At the measured "
-            f"sensitivity a round is a Gaussian mechanism of multiplier {z_eff:.4g} instead of {a.update_z:g} (mu "
-            f"{mu:.4g} over the rounds without sampling), and the run spends {spent} (accounted {accounted:.4g}); "
-            f"measured over {common['neighbours']} neighbouring reply sets, a lower bound on the sensitivity",
-            {**common, "rounds_above": sorted(int(r) for r in above), "effective_noise_multiplier": z_eff,
-             "implied_epsilon": implied, "accounted_epsilon": accounted, "mu": mu, "delta": a.delta}))
-        return findings
+        return findings + [_above_finding(a, name, worst, worst_round, ratio, ratios, above, common)]
     if common["zero_ratio"] > 1 + RELATIVE:
         findings.append(FlowerFinding(
             "sensitivity-above-add-remove", "medium",
@@ -159,3 +134,37 @@ def sensitivity_findings(measurements: dict, a) -> list:
         f"{common['zero_ratio']:.4g} C/m with its update taken out), over {common['neighbours']} neighbouring reply "
         f"sets in {len(tested)} rounds (a lower bound: a neighbour not tried may move it further)", common))
     return findings
+
+
+def _untested_findings(measurements: dict, tested: dict, name: str) -> list:
+    """``sensitivity-untested`` where some rounds could not be replayed (the premise unchecked there)."""
+    untested = sorted(r for r in measurements if r not in tested)
+    if not untested:
+        return []
+    reason = measurements[untested[0]]["reason"]
+    return [FlowerFinding("sensitivity-untested", "medium",
+                          f"the sensitivity of what the wrapper noises (the inner strategy {name}'s "
+                          f"aggregation) was not tested in {len(untested)} of {len(measurements)} rounds "
+                          f"(round {untested[0]}: {reason}): the premise that it is C/m is unchecked there",
+                          {"strategy": name, "rounds": untested, "reason": reason, "false_alarm": 0.0})]
+
+
+def _above_finding(a, name: str, worst: dict, worst_round, ratio: dict, ratios: dict, above: dict, common: dict):
+    """``sensitivity-above-accounted``: the measured sensitivity, the multiplier and epsilon it implies."""
+    implied = implied_epsilon(a, {r: v["replace"] for r, v in ratios.items()})
+    accounted = a.accounted_epsilon()
+    z_eff = a.update_z / ratio["replace"]
+    mu = math.sqrt(sum((2.0 * max(1.0, v["replace"]) / a.update_z) ** 2 for v in ratios.values()))
+    spent = "an epsilon our accountant cannot bound" if implied is None else f"epsilon {implied:.4g}"
+    return FlowerFinding(
+        "sensitivity-above-accounted", "critical",
+        f"the wrapper noises the output of its inner strategy {name}, which one client moves by up to "
+        f"{ratio['in_c_over_m']:.4g} C/m ({common['measured_sensitivity']:.4g} with C = {worst['clip']:g}, m = "
+        f"{worst['replies']}; round {worst_round}, client {worst['replace_client']}'s reply replaced by "
+        f"{worst['replace_neighbour']}{carried_words(ratio)}): {ratio['replace']:.4g} times the 2C/m the noise "
+        f"z C/m is calibrated for (replace-one), in {len(above)} of {len(ratios)} rounds replayed. At the measured "
+        f"sensitivity a round is a Gaussian mechanism of multiplier {z_eff:.4g} instead of {a.update_z:g} (mu "
+        f"{mu:.4g} over the rounds without sampling), and the run spends {spent} (accounted {accounted:.4g}); "
+        f"measured over {common['neighbours']} neighbouring reply sets, a lower bound on the sensitivity",
+        {**common, "rounds_above": sorted(int(r) for r in above), "effective_noise_multiplier": z_eff,
+         "implied_epsilon": implied, "accounted_epsilon": accounted, "mu": mu, "delta": a.delta})

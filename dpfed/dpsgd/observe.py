@@ -224,8 +224,8 @@ class _Observer:
             self._patch(module, "promote_current_grad_sample", self.promoted)
         for cls in self.samplers:
             self._patch(cls, "__iter__", self._drawing(cls))
+        self.undo.append((self.provenance, None, None))  # undone as far as it got, if its install fails
         self.provenance.install()
-        self.undo.append((self.provenance, None, None))
 
     @property
     def sees(self) -> bool:

@@ -163,9 +163,9 @@ class DataProvenance:
 
     # --- install / uninstall -----------------------------------------------------------------------------------
     def install(self) -> None:
-        import torch
+        """Patch what carries data to a plain step: the DataLoader's batches, ``zero_grad``, custom autograd
+        Functions; the torch function mode is made here and entered by ``enter_mode``."""
         from torch.overrides import TorchFunctionMode
-        from torch.utils.data import dataloader
 
         provenance = self
 
@@ -173,21 +173,34 @@ class DataProvenance:
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 return provenance.call(func, args, kwargs or {})
 
-        self.originals = {"next": dataloader._BaseDataLoaderIter.__next__,
-                          "optimizer_zero_grad": torch.optim.Optimizer.zero_grad,
-                          "module_zero_grad": torch.nn.Module.zero_grad}
-        following_next = self.originals["next"]
+        self._patch_loader()
+        self._patch_zero_grad()
+        self._add_step_hooks()
+        self._patch_apply()
+        self.mode = _Mode()  # entered by ``enter_mode`` in the observing block's thread
+
+    def _patch_loader(self) -> None:
+        """Each batch a DataLoader yields is marked with its data set."""
+        from torch.utils.data import dataloader
+
+        provenance, following_next = self, dataloader._BaseDataLoaderIter.__next__
+        self.originals["next"] = following_next
 
         def marked_next(iterator):
             batch = following_next(iterator)
-            if not provenance.following():
-                return batch
-            provenance.mark_batch(batch, getattr(iterator, "_dataset", None))
+            if provenance.following():
+                provenance.mark_batch(batch, getattr(iterator, "_dataset", None))
             return batch
 
         dataloader._BaseDataLoaderIter.__next__ = marked_next
-        optimizer_zero_grad = self.originals["optimizer_zero_grad"]
-        module_zero_grad = self.originals["module_zero_grad"]
+
+    def _patch_zero_grad(self) -> None:
+        """``zero_grad`` (an optimizer's or a module's) clears its parameters' gradient marks."""
+        import torch
+
+        provenance = self
+        optimizer_zero_grad = self.originals["optimizer_zero_grad"] = torch.optim.Optimizer.zero_grad
+        module_zero_grad = self.originals["module_zero_grad"] = torch.nn.Module.zero_grad
 
         def optimizer_zeroed(optimizer, *a, **k):
             if provenance.following():
@@ -201,7 +214,12 @@ class DataProvenance:
 
         torch.optim.Optimizer.zero_grad = optimizer_zeroed
         torch.nn.Module.zero_grad = module_zeroed
+
+    def _add_step_hooks(self) -> None:
+        """Inside an optimizer's own step, its updates are not followed."""
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        provenance = self
 
         def pause(*_):
             if provenance.following():
@@ -212,11 +230,16 @@ class DataProvenance:
                 provenance.paused = max(0, provenance.paused - 1)
 
         self.hooks = [register_optimizer_step_pre_hook(pause), register_optimizer_step_post_hook(resume)]
-        function = torch.autograd.function.Function
+
+    def _patch_apply(self) -> None:
+        """A custom autograd Function's outputs carry its inputs' marks (the mode does not see inside it)."""
+        import torch
+
+        provenance, function = self, torch.autograd.function.Function
         self.originals["apply"] = function.__dict__["apply"]
         apply = self.originals["apply"].__func__
 
-        def applied(cls, *args, **kwargs):  # a custom autograd Function: the mode does not see inside it
+        def applied(cls, *args, **kwargs):
             out = apply(cls, *args, **kwargs)
             if not provenance.paused and provenance.following():
                 try:
@@ -226,19 +249,24 @@ class DataProvenance:
             return out
 
         function.apply = classmethod(applied)
-        self.mode = _Mode()  # entered by ``enter_mode`` in the observing block's thread
 
     def uninstall(self) -> None:
+        """Restore what ``install`` patched (as far as it got)."""
         import torch
         from torch.utils.data import dataloader
 
         self.mode = None
         for hook in self.hooks:
             hook.remove()
-        dataloader._BaseDataLoaderIter.__next__ = self.originals["next"]
-        torch.optim.Optimizer.zero_grad = self.originals["optimizer_zero_grad"]
-        torch.autograd.function.Function.apply = self.originals["apply"]
-        torch.nn.Module.zero_grad = self.originals["module_zero_grad"]
+        self.hooks = []
+        owners = {"next": (dataloader._BaseDataLoaderIter, "__next__"),
+                  "optimizer_zero_grad": (torch.optim.Optimizer, "zero_grad"),
+                  "module_zero_grad": (torch.nn.Module, "zero_grad"),
+                  "apply": (torch.autograd.function.Function, "apply")}
+        for key, original in self.originals.items():
+            owner, name = owners[key]
+            setattr(owner, name, original)
+        self.originals = {}
 
     # --- following data ----------------------------------------------------------------------------------------
     def _labels(self, t):
