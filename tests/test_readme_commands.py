@@ -399,13 +399,42 @@ def _child(jobs_path: str, results_path: str) -> None:
     if len(DaskExecutor.__init__.__defaults__ or ()) == 3:  # README's placeholder HOST: 1 s, not 10 s, to refuse
         DaskExecutor.__init__.__defaults__ = DaskExecutor.__init__.__defaults__[:2] + (1.0,)
 
-    results = []
-    for job in json.loads(Path(jobs_path).read_text()):
+    def run(job) -> dict:
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             code = main(shlex.split(job["run"])[1:])
-        results.append({"code": code, "tail": out.getvalue()[-600:]})
+        return {"code": code, "tail": out.getvalue()[-600:], "critical": critical_codes(out.getvalue())}
+
+    results = []
+    for job in json.loads(Path(jobs_path).read_text()):
+        result = run(job)
+        if statistical_false_alarm(job, result):  # once more: both runs flag a correct run w.p. <= alpha^2
+            result = {**run(job), "first_run": result}
+        results.append(result)
         Path(results_path).write_text(json.dumps(results))
+
+
+# The findings that are statistical tests of a run's randomness (noise below the accounted level, noise correlated
+# across releases, a sampler not as accounted): each flags a correct, unseeded run with the probability its
+# ``false_alarm`` states (1e-3 by default). On Flower's simulation engine the clients' noise is drawn in Ray's
+# worker processes, unseeded, so a documented correct app fails such a test in about 1 run of 1,000 (it happened
+# once in CI: p = 6.2e-5 against 1e-3 / 6 on ``opacus_kept``). A command promised to pass that is a VIOLATION
+# through these tests alone runs once more, and must pass then: a correct run fails both with probability at most
+# alpha^2 = 1e-6, while a real noise bug (the documented planted ones are refuted at p < 1e-10) fails both.
+STATISTICAL_TESTS = frozenset({"noise-below-accounted", "client-noise-below-accounted", "noise-part-below-accounted",
+                               "noise-correlated", "sampling-scheme", "sampler-not-uniform",
+                               "sampler-not-independent"})
+
+
+def critical_codes(output: str) -> list[str]:
+    """The codes of the CRITICAL findings a command printed."""
+    return re.findall(r"CRITICAL ([a-z][a-z-]*)\b", output)
+
+
+def statistical_false_alarm(job: dict, result: dict) -> bool:
+    """A command promised to pass that is a VIOLATION through statistical tests only (``STATISTICAL_TESTS``)."""
+    return (job["code"] == 0 and result["code"] == 1 and bool(result["critical"])
+            and set(result["critical"]) <= STATISTICAL_TESTS)
 
 
 def plan_jobs(commands) -> tuple[list[dict], list[str]]:
@@ -423,8 +452,34 @@ def judge(job: dict, result: dict) -> str | None:
     """Why a job's result fails, or None (only the exit code is judged, never the time taken)."""
     if result["code"] != job["code"]:
         shown = job["run"] if job["run"] == job["readme"] else f"{job['run']} (for `{job['readme']}`)"
-        return f"`{shown}` exited {result['code']}, expected {job['code']}: {result['tail']!r}"
+        again = " (run twice: its first run was a VIOLATION through statistical tests only)" if "first_run" in result \
+            else ""
+        return f"`{shown}` exited {result['code']}, expected {job['code']}{again}: {result['tail']!r}"
     return None
+
+
+def test_only_a_promised_pass_flagged_by_statistical_tests_alone_runs_again():
+    printed = ("  CRITICAL client-noise-below-accounted: client 7 (partition 0), round 3: ...\n"
+               "  MEDIUM   release-count: ...\n")
+    assert critical_codes(printed) == ["client-noise-below-accounted"]
+    flagged = {"code": 1, "critical": critical_codes(printed)}
+    assert statistical_false_alarm({"code": 0}, flagged)
+    assert not statistical_false_alarm({"code": 1}, flagged)  # a VIOLATION promised: nothing to repeat
+    assert not statistical_false_alarm({"code": 0}, {"code": 2, "critical": []})  # a refusal is no test's chance
+    assert not statistical_false_alarm({"code": 0}, {"code": 1, "critical": []})  # a VIOLATION we cannot attribute
+    both = critical_codes(printed + "  CRITICAL sensitivity-above-accounted: ...\n")
+    assert not statistical_false_alarm({"code": 0}, {"code": 1, "critical": both})  # a deterministic finding too
+    twice = {"code": 1, "tail": "x", "first_run": flagged}
+    assert "run twice" in judge({"code": 0, "run": "dpaudit flower a", "readme": "dpaudit flower a"}, twice)
+
+
+def test_every_statistical_test_named_is_a_finding_the_checks_make():
+    """Every code ``STATISTICAL_TESTS`` names is still made by the Flower or opacus checks (a renamed finding would
+    otherwise leave a stale name here)."""
+    sources = "".join(path.read_text() for folder in ("attacks/flower_checks", "attacks/opacus_checks")
+                      for path in sorted((ROOT / folder).glob("*.py")))
+    for code in STATISTICAL_TESTS:
+        assert f'"{code}"' in sources, code
 
 
 def test_the_extraction_reads_blocks_continuations_and_comments():
