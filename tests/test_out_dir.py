@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reports.cli import main
+from tests.flower.test_cli_refusals import no_flower_run  # noqa: F401 - a fixture: Flower's run fails the test
 
 SETUP = "tests/opacus_setup/tiny_setups.py:correct"
 DIGITS = Path(__file__).resolve().parent / "flower_apps" / "digits_dp"
@@ -121,38 +122,26 @@ def test_flower_writes_dir_report_json_and_the_old_form_still_works(tmp_path, mo
 
 # ----- refusals: one line, exit 2, before any work, nothing written ------------------------------------------------
 
-def _no_flower_run(monkeypatch):
-    pytest.importorskip("flwr")
-    from attacks.probes.flower import FlowerAppProbe
-
-    def reached(*args, **kwargs):
-        raise AssertionError("the app's code or Flower started")
-
-    monkeypatch.setattr(FlowerAppProbe, "observe", reached)
-    monkeypatch.setattr(FlowerAppProbe, "run_once", reached)
-
-
 MISTAKES = {  # --out value (afile: a regular file in the working directory) -> words of the one line
     "empty": ("", "out: is empty"),
     "blank": ("  ", "out: is empty"),
     "a-file-without-a-report-ending": ("afile", "out: afile is a file, not a directory: --out DIR writes DIR/"),
     "a-dir-under-a-file": ("afile/x", "which is a file, not a directory"),
-    "a-file-under-a-file": ("afile/x.json", "out: "),
+    "a-file-under-a-file": ("afile/x.json", "afile exists and is not a directory"),
     "proc-dir": ("/proc/dpaudit/x", "out: cannot write"),
     "proc-file": ("/proc/dpaudit/x.json", "out: cannot write"),
     "proc-self": ("/proc/self", "out: cannot write"),
-    "the-file-is-a-directory": ("taken", "out: taken/report."),
+    "the-file-is-a-directory": ("taken", "out: taken/report.json is a directory"),
     "name-too-long": ("9" * 400, "out: cannot write"),
 }
 COMMANDS = {"report": ["report", "saved.json", "--format", "json"], "flower": FLOWER,
             "opacus-check": ["opacus-check", "--setup", SETUP, "--no-progress"]}
 
 
+@pytest.mark.usefixtures("no_flower_run")
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("mistake", MISTAKES)
 def test_a_bad_out_is_one_line_and_exit_2_before_any_work(saved, tmp_path, monkeypatch, capsys, command, mistake):
-    if command == "flower":
-        _no_flower_run(monkeypatch)
     if command == "opacus-check":  # the set-up's code would run after the check
         monkeypatch.setattr("attacks.opacus_checks.check.check_opacus_setup",
                             lambda *a, **k: pytest.fail("the set-up ran"))
