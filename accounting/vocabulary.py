@@ -11,9 +11,11 @@ every command, whether tested (attack, estimate, plan, flower, opacus-check) or 
 audit configuration's ``[target.claim] epsilon`` is the same figure as a field of the claim. ``--workers`` counts
 worker processes (a run's federated clients are ``--clients``), ``--executor`` defaults to auto, ``--false-alarm``
 is the noise test's level, ``--assumptions`` names Flower's accounting assumptions, ``--unit`` is a choice, every
-command takes ``--no-progress``, ``--out DIR`` is an output directory and ``--out FILE`` an output file (each
-command's help and metavar say which), and no option may be abbreviated. Old spellings are hidden aliases that
-warn once (``reports.commands.common.add_old_spelling``).
+command takes ``--no-progress``, ``--out DIR`` is always an output directory (the commands that wrote one file,
+``flower``, ``opacus-check`` and ``report``, write ``DIR/report.json`` or ``DIR/report.FORMAT`` in it), and no
+option may be abbreviated. Old spellings are hidden aliases that warn once
+(``reports.commands.common.add_old_spelling``); the old form ``--out FILE.json`` (``.md``, ``.html``) of those three
+still writes that file and warns once (``reports.commands.common.report_path``).
 """
 
 from __future__ import annotations
@@ -36,26 +38,37 @@ def bound_kind(rigorous: bool) -> str:
 
 
 _warned: set[str] = set()
-_pending: list[tuple[str, str]] = []
+_pending: list[tuple[str, str]] = []  # (key, warning) pairs, shown once the command has run
+
+
+def _warn_once(key: str, warning: str) -> None:
+    """``dpaudit: warning: WARNING`` on stderr, once per process and ``key``."""
+    if key in _warned:
+        return
+    _warned.add(key)
+    print(f"dpaudit: warning: {warning}", file=sys.stderr)
 
 
 def warn_old_spelling(old: str, new: str) -> None:
     """One line on stderr, once per process and spelling: ``old`` still works but is now spelled ``new``."""
-    if old in _warned:
-        return
-    _warned.add(old)
-    print(f"dpaudit: warning: {old} is deprecated; use {new} (it works the same)", file=sys.stderr)
+    _warn_once(old, f"{old} is deprecated; use {new} (it works the same)")
 
 
 def defer_old_spelling(old: str, new: str) -> None:
     """``warn_old_spelling`` once the command line has parsed (``flush_old_spellings``): a usage error stays the
     only line on stderr."""
-    _pending.append((old, new))
+    _pending.append((old, f"{old} is deprecated; use {new} (it works the same)"))
+
+
+def defer_old_form(form: str, warning: str) -> None:
+    """The sibling of ``defer_old_spelling`` for an old form of a value (``--out FILE``, where ``--out`` names a
+    directory now): ``warning``, once per process and ``form``, shown once the command has run."""
+    _pending.append((form, warning))
 
 
 def flush_old_spellings(show: bool = True) -> None:
-    """Print (or, ``show`` false, drop) the warnings ``defer_old_spelling`` collected."""
+    """Print (or, ``show`` false, drop) the warnings ``defer_old_spelling`` and ``defer_old_form`` collected."""
     pending = list(_pending)
     _pending.clear()
-    for old, new in pending if show else ():
-        warn_old_spelling(old, new)
+    for key, warning in pending if show else ():
+        _warn_once(key, warning)

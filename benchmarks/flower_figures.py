@@ -88,11 +88,11 @@ def run(argv: list[str]) -> dict:
     logging.getLogger("flwr").setLevel(logging.WARNING)
 
     with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "audit.json")
+        out = os.path.join(folder, "audit", "report.json")  # --out DIR writes DIR/report.json
         started = time.perf_counter()
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            code = main([*argv, "--out", out])
+            code = main([*argv, "--out", os.path.dirname(out)])
         seconds = time.perf_counter() - started
         if not os.path.exists(out):
             raise RuntimeError(f"dpaudit {' '.join(argv)} exited {code}: {printed.getvalue()[-2000:]}")

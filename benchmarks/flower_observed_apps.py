@@ -43,7 +43,7 @@ def run(command: str, out: Path) -> dict:
     seconds = time.perf_counter() - started
     if done.returncode == 2:
         return {"exit": 2, "seconds": seconds, "error": done.stderr.strip().splitlines()[-1]}
-    audit = json.loads(out.read_text())
+    audit = json.loads((out / "report.json").read_text())  # --out DIR writes DIR/report.json
     return {"exit": done.returncode, "seconds": seconds, "verdict": audit["verdict"], "audit": audit}
 
 
@@ -76,7 +76,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as work:
         for index, command in enumerate(COMMANDS):
-            print("\n".join(summary(command, run(command, Path(work) / f"{index}.json"))), flush=True)
+            print("\n".join(summary(command, run(command, Path(work) / str(index)))), flush=True)
     return 0
 
 

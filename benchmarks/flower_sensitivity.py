@@ -52,11 +52,12 @@ def audit(api: str, strategy: str, rounds: int, extra: str = "") -> dict:
     from reports.cli import main
 
     with tempfile.TemporaryDirectory() as directory:
-        out = os.path.join(directory, "audit.json")
+        out = os.path.join(directory, "audit", "report.json")  # --out DIR writes DIR/report.json
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             code = main(["flower", APPS[api], "--num-supernodes", "6", "--no-progress", "--run-config",
-                         f'strategy="{strategy}" num-server-rounds={rounds} {extra}'.strip(), "--out", out])
+                         f'strategy="{strategy}" num-server-rounds={rounds} {extra}'.strip(), "--out",
+                         os.path.dirname(out)])
         seconds = time.perf_counter() - started
         with open(out) as handle:
             result = json.load(handle)

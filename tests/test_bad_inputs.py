@@ -605,9 +605,12 @@ REPORT_CASES = bad(
         "directory": ["."],
         "binary": ["binary.toml"],
         "format": ["report.json", "--format", "pdf"],
-        "out-directory": ["report.json", "--out", "."],
+        "out-empty": ["report.json", "--out", ""],
+        "out-is-file": ["report.json", "--out", "afile"],  # --out names a directory; afile has no .md/.html ending
         "out-proc": ["report.json", "--out", "/proc/dpaudit/x.html"],
+        "out-proc-dir": ["report.json", "--out", "/proc/dpaudit/x"],
         "out-under-file": ["report.json", "--out", "afile/x.html"],
+        "out-dir-under-file": ["report.json", "--out", "afile/x"],
         "schema-error": ["report_schema_error.json"],
         "version": ["report_version.json"],
     },
@@ -786,7 +789,8 @@ FLOWER_CASES = (
                              "claim-empty-item": ["--claim", "poisson,"],
                              "seed-beyond-numpy": ["--seed", str(2**32)],
                              "confidence-without-canaries": ["--confidence", "0.9"],
-                             "out-directory": ["--out", "."], "out-empty": ["--out", ""],
+                             **{f"out-{name}": extra for name, extra in OUT_MISTAKES.items()},
+                             "out-old-form-under-file": ["--out", "afile/x.json"], "out-empty": ["--out", ""],
                              "alpha-one": ["--false-alarm", "1"]})
 )
 
@@ -795,7 +799,9 @@ OPACUS = ["opacus-check", "--setup"]
 OPACUS_CASES = bad("opacus-check", OPACUS, {
     "missing-file": ["no_such_setup.py:make_setup"], "not-python": ["ds.toml:make_setup"],
     "no-setup": [],
-}) + bad("opacus-check", ["opacus-check", "--setup", "no_such_setup.py"], {
+}) + [case(f"opacus-check-out-{name}", [*OPACUS, "no_such_setup.py", *extra], BAD, words="error: out: ")  # first
+        for name, extra in {**OUT_MISTAKES, "empty": ["--out", ""], "old-form-proc": ["--out", "/proc/x.json"]}.items()
+        ] + bad("opacus-check", ["opacus-check", "--setup", "no_such_setup.py"], {
     "delta-one": ["--delta", "1"], "repetitions-one": ["--repetitions", "1"],
     "false-alarm-zero": ["--false-alarm", "0"],
 }) + [  # batches the check cannot split into the model's input and the label (tests/opacus_setup/batch_setups.py)

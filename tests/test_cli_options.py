@@ -358,10 +358,10 @@ def test_every_command_takes_no_progress():
 
 def test_shared_options_have_one_default_and_one_kind():
     """--executor: same choices and default; --unit: always a choice; --workers: always processes; --out: an output
-    directory (DIR) for the commands that write several files, an output file (FILE) for those that write one."""
+    directory in every command (metavar DIR; flower, opacus-check and report once took --out FILE, issue 47)."""
     from reports.commands.attack import DEFAULTS  # attack's defaults apply after its --config file's values
 
-    executors = {}
+    executors, outs = {}, []
     for words, parser in COMMANDS:
         for action in _visible_options(parser):
             if action.dest == "executor":
@@ -371,9 +371,11 @@ def test_shared_options_have_one_default_and_one_kind():
             if action.dest == "workers":
                 assert "process" in action.help, words
             if action.dest == "out":
-                kind = {"DIR": "output directory", "FILE": "output file"}[action.metavar]
-                assert action.help.startswith(kind), (words, action.help)
+                assert action.metavar == "DIR", f"{' '.join(words)} --out {action.metavar}: --out names a directory"
+                assert action.help.startswith("output directory"), (words, action.help)
+                outs.append(words[0])
     assert len(set(executors.values())) == 1 and next(iter(executors.values()))[1] == "auto", executors
+    assert {"audit", "estimate", "run", "flower", "opacus-check", "report"} <= set(outs), outs
 
 
 def test_no_parser_takes_abbreviations(capsys):

@@ -84,14 +84,14 @@ FLOWER_INSTALLED = importlib.util.find_spec("flwr") is not None
 VARIANTS: dict[str, tuple[str | None, int, str]] = {
     # (keys as extracted: shlex tokens joined by one space; the variants keep the run config quoted, one argument)
     "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
-    "--out flower-audit.json": (
+    "--out flower-audit": (
         "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config 'num-server-rounds=2' "
-        "--out flower-audit.json", 0 if FLOWER_INSTALLED else 2,
+        "--out flower-audit", 0 if FLOWER_INSTALLED else 2,
         "as written (2 rounds, 6 nodes); exit 2 without the flower extra"),
     "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config num-server-rounds=2 "
-    "noise-scale=0.5 --out flower-half-noise.json": (
+    "noise-scale=0.5 --out flower-half-noise": (
         "dpaudit flower tests/flower_apps/digits_dp --num-supernodes 6 --run-config "
-        "'num-server-rounds=2 noise-scale=0.5' --out flower-half-noise.json", 1 if FLOWER_INSTALLED else 2,
+        "'num-server-rounds=2 noise-scale=0.5' --out flower-half-noise", 1 if FLOWER_INSTALLED else 2,
         "as written (VIOLATION: half the noise); exit 2 without the flower extra"),
     "dpaudit opacus-check --train tests/dpsgd_examples/mnist.py:main --argv --device cpu --epochs 1": (
         "dpaudit opacus-check --train tests/dpsgd_examples/mnist.py:main --argv '--device cpu --epochs 1'", 0,

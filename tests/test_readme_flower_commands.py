@@ -32,8 +32,8 @@ def test_every_readme_flower_command_runs(tmp_path):
     work = run_readme_jobs(tmp_path, flower=True)
     if not FLOWER_INSTALLED:
         return  # each command exited 2 saying the extra is missing (checked by run_readme_jobs)
-    check_digits_dp_figures(json.loads((work / "flower-audit.json").read_text()),
-                            json.loads((work / "flower-half-noise.json").read_text()))
+    check_digits_dp_figures(json.loads((work / "flower-audit" / "report.json").read_text()),
+                            json.loads((work / "flower-half-noise" / "report.json").read_text()))
     check_audit_flower_figures(json.loads((work / "out" / "flower" / "report.json").read_text()))
 
 

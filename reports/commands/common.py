@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -102,6 +103,52 @@ def check_output_file(field: str, path) -> Path:
             raise ConfigurationError(field, f"{path} is not writable")
     except OSError as exc:  # a name too long, a loop of links, ...
         raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
+    return path
+
+
+#: the endings of the old form of ``--out`` in the commands that write one file: ``--out FILE`` (see ``report_path``)
+OLD_OUT_SUFFIXES = (".json", ".md", ".html")
+
+
+def _old_out_form(path: Path) -> bool:
+    """``--out FILE``, the old form: a name ending in .json, .md or .html that is not an existing directory."""
+    return path.suffix.lower() in OLD_OUT_SUFFIXES and not path.is_dir()
+
+
+def report_path(field: str, out, name: str) -> Path:
+    """The file ``--out DIR`` of a command that writes one (``flower``, ``opacus-check``, ``report``): ``DIR/name``,
+    the directory made when the file is written; in the old form ``--out FILE`` (``_old_out_form``) the file itself,
+    as before (``write_report`` warns once). Checked before any work: ConfigurationError, one line, for an empty
+    name, an existing file without one of those endings, a path under a file, one that cannot be written."""
+    if not str(out).strip():
+        raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
+    path = Path(out)
+    try:
+        if _old_out_form(path):
+            return check_output_file(field, path)
+        if path.exists() and not path.is_dir():
+            raise ConfigurationError(field, f"{path} is a file, not a directory: --out DIR writes DIR/{name} (the "
+                                     "old form --out FILE takes a name ending in .json, .md or .html)")
+        target = check_output_dir(field, path) / name
+        if target.is_dir():
+            raise ConfigurationError(field, f"{target} is a directory; --out DIR writes the file {name} there")
+    except OSError as exc:  # a name too long, a loop of links, ...
+        raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
+    return target
+
+
+def write_report(out, name: str, text: str) -> Path:
+    """Write ``text`` atomically to the file ``report_path`` checked (the directory made if missing) and name it in
+    one line on stderr; the old form ``--out FILE`` warns once too, after the command has run."""
+    from accounting.vocabulary import defer_old_form
+    from attacks.files import atomic_write_text
+
+    old = _old_out_form(Path(out))
+    path = atomic_write_text(Path(out) if old else Path(out) / name, text)
+    print(f"wrote {path}", file=sys.stderr)
+    if old:
+        defer_old_form("--out FILE", f"--out FILE is the old form; --out names a directory now (it writes "
+                                     f"DIR/{name}); wrote {path} this time")
     return path
 
 

@@ -54,8 +54,9 @@ def add_parser(sub) -> None:
     p.add_argument("--false-alarm", type=float, default=1e-3,
                    help="probability that each transcript test flags a correct run (default 1e-3)")
     add_old_spelling(p, "--transcript-alpha", "--false-alarm", "false_alarm", type=float)
-    p.add_argument("--out", default=None, metavar="FILE",
-                   help="output file: the full audit (findings, bounds, canary scores) as JSON")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory: DIR/report.json, the full audit (findings, bounds, canary scores) as JSON "
+                   "(made if missing)")
     add_progress_argument(p, help="no progress on stderr: Flower's own INFO log (each round, its sampling, its "
                           "mods' notes) is left out; warnings and errors are still shown")
     p.set_defaults(func=run)
@@ -196,7 +197,7 @@ def check_arguments(args) -> None:
     from accounting.errors import require_number
     from attacks.probes.flower_bounds import check_canary_count
     from attacks.probes.one_run import check_canary_count as check_client_canaries
-    from reports.commands.common import check_output_file
+    from reports.commands.common import report_path
 
     require_number("num-supernodes", args.num_supernodes, low=1, integer=True)
     require_number("canaries", args.canaries, low=0, integer=True)
@@ -217,7 +218,7 @@ def check_arguments(args) -> None:
     if args.claim_epsilon is not None:
         require_number("claim-epsilon", args.claim_epsilon, low=0, low_open=True)
     if args.out is not None:
-        check_output_file("out", args.out)  # before the run, not after it
+        report_path("out", args.out, "report.json")  # before the run, not after it
 
 
 def run(args) -> int:
@@ -260,7 +261,8 @@ def run(args) -> int:
              "seconds": time.perf_counter() - started}
     print("\n".join(summary_lines(audit)))
     if args.out is not None:
-        from attacks.files import atomic_write_text, dumps_json
+        from attacks.files import dumps_json
+        from reports.commands.common import write_report
 
-        atomic_write_text(args.out, dumps_json(audit, indent=1))  # "inf", never Infinity; no half-written file
+        write_report(args.out, "report.json", dumps_json(audit, indent=1))  # "inf", never Infinity; atomic
     return int({"VIOLATION": ExitCode.VIOLATION, "INCONCLUSIVE": ExitCode.INCONCLUSIVE}.get(verdict, ExitCode.PASS))

@@ -63,7 +63,8 @@ def add_parser(sub) -> None:
     p.add_argument("--false-alarm", type=number_arg("false_alarm", low=0.0, high=0.5, low_open=True), default=None,
                    help="probability that the noise test flags a correct optimizer (default 1e-6 with --setup, 1e-3 "
                    "with --train)")
-    p.add_argument("--out", default=None, metavar="FILE", help="output file: the full check as JSON")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output directory: DIR/report.json, the full check as JSON (made if missing)")
     add_progress_argument(p, help="no progress on stderr (a line as each stage starts, shown on a terminal only; "
                           "the training's own output is its own)")
     p.set_defaults(func=run)
@@ -126,11 +127,11 @@ def summary_lines(result: dict) -> list[str]:
 
 def run(args) -> int:
     from attacks.opacus_checks.check import check_opacus_setup
-    from reports.commands.common import check_output_file
+    from reports.commands.common import report_path
     from reports.exit_codes import ExitCode
 
-    if args.out:
-        check_output_file("out", args.out)  # before the user's code runs, not after the check
+    if args.out is not None:
+        report_path("out", args.out, "report.json")  # before the user's code runs, not after the check
     if args.train is not None:
         return run_train(args)
     for name, flag in (("train_argv", "argv"), ("user_key", "user-key"), ("canaries", "canaries")):
@@ -147,11 +148,17 @@ def run(args) -> int:
                                 false_alarm=SETUP_FALSE_ALARM if args.false_alarm is None else args.false_alarm,
                                 claimed_epsilon=args.claim_epsilon)
     print("\n".join(summary_lines(result)))
-    if args.out:
-        from attacks.files import atomic_write_text, dumps_json
-
-        atomic_write_text(args.out, dumps_json(result, indent=1))  # "inf", never Infinity; no half-written file
+    write_out(args, result)
     return int(ExitCode.VIOLATION if result["verdict"] == "VIOLATION" else ExitCode.PASS)
+
+
+def write_out(args, result: dict) -> None:
+    """``--out DIR``: the full check as DIR/report.json ("inf", never Infinity; no half-written file)."""
+    if args.out is not None:
+        from attacks.files import dumps_json
+        from reports.commands.common import write_report
+
+        write_report(args.out, "report.json", dumps_json(result, indent=1))
 
 
 def train_lines(result: dict) -> list[str]:
@@ -233,10 +240,7 @@ def run_train(args) -> int:
               "canaries": checked.get("canaries"), "premises": checked.get("premises"),
               "observed": training.record}
     print("\n".join(train_lines(result)))
-    if args.out:
-        from attacks.files import atomic_write_text, dumps_json
-
-        atomic_write_text(args.out, dumps_json(result, indent=1))
+    write_out(args, result)
     return int(ExitCode.VIOLATION if verdict == "VIOLATION" else ExitCode.PASS)
 
 

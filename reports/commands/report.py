@@ -1,4 +1,4 @@
-"""``dpaudit report RESULT.json --format html|md [--out FILE]``: re-render a saved audit report.
+"""``dpaudit report RESULT.json --format html|md|json [--out DIR]``: re-render a saved audit report.
 
 The report is checked first: against its schema, then for consistency (overall status, exit code,
 each target's verdict against the verdict table, curve lengths); a problem is one line naming its path. The exit
@@ -7,11 +7,9 @@ code is the saved verdict's: 0 PASS, 1 VIOLATION, 3 INCONCLUSIVE."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from accounting.errors import ConfigurationError
-from attacks.files import atomic_write_text
-from reports.commands.common import check_output_file
+from reports.commands.common import report_path, write_report
 from reports.commands.run_progress import NO_PROGRESS_ACCEPTED, add_progress_argument
 from reports.exit_codes import exit_code_for_status
 from reports.model import load_report
@@ -35,13 +33,13 @@ def render(report: dict, fmt: str) -> str:
 
 
 def run(args) -> int:
-    if args.out:
-        check_output_file("out", args.out)
+    name = f"report.{args.format}"
+    if args.out is not None:  # an empty --out is refused, not read as stdout
+        report_path("out", args.out, name)
     report = load_report(args.result)
     text = render(report, args.format)
-    if args.out:
-        atomic_write_text(Path(args.out), text)
-        print(f"wrote {args.out}", file=sys.stderr)
+    if args.out is not None:
+        write_report(args.out, name, text)
     else:
         sys.stdout.write(text)
     return int(exit_code_for_status(report["status"]))  # the saved verdict's code, as --help lists
@@ -59,6 +57,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("result", help="a report.json written by `dpaudit audit`")
     parser.add_argument("--format", choices=["html", "md", "json"], default="md", help="output format")
     add_progress_argument(parser, help=NO_PROGRESS_ACCEPTED)
-    parser.add_argument("--out", default=None, metavar="FILE",
-                        help="output file (written atomically) instead of stdout")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="output directory: DIR/report.md, .html or .json as --format says, written atomically, "
+                        "instead of stdout (made if missing)")
     parser.set_defaults(func=run)

@@ -127,9 +127,9 @@ def test_an_adaptive_apps_audit_states_the_effective_multiplier_in_its_summary(t
     from tests.flower.inprocess_grid import flower_runtime_in_process
 
     flower_runtime_in_process(monkeypatch)
-    out = tmp_path / "audit.json"
+    out = tmp_path / "audit" / "report.json"
     main(["flower", str(Path(__file__).resolve().parents[1] / "flower_apps" / "digits_dp"), "--num-supernodes", "6",
-          "--run-config", 'clipping="server-adaptive" num-server-rounds=2', "--out", str(out), "--no-progress"])
+          "--run-config", 'clipping="server-adaptive" num-server-rounds=2', "--out", str(out.parent), "--no-progress"])
     sigma_b, z_u = compute_adaptive_noise_params(1.0, 4, 2.0)
     expected = (z_u ** -2 + sigma_b ** -2) ** -0.5
     [finding] = [f for f in json.loads(out.read_text())["findings"] if f["code"] == "adaptive-count-noise"]

@@ -1,5 +1,7 @@
 """``dpaudit flower`` refuses, with one line and exit 2, before Flower starts: too few canaries for the one-run
-estimators, and an empty ``--out``. Flower's run is replaced by a function that fails the test if it is reached."""
+estimators, and an ``--out`` that cannot be a directory (empty, a file without a .json, .md or .html ending, under a
+file, in /proc; ``tests/test_out_dir.py`` has the rest). Flower's run is replaced by a function that fails the test
+if it is reached."""
 
 import pytest
 
@@ -23,6 +25,9 @@ def no_flower_run(monkeypatch):
     (["--canaries", "10", "--confidence", "0.99"], "use at least 11"),
     (["--out", ""], "out: is empty"),
     (["--out", "", "--canaries", "20"], "out: is empty"),
+    (["--out", "README.md/audit"], "which is a file, not a directory"),
+    (["--out", "pyproject.toml"], "--out DIR writes DIR/report.json"),
+    (["--out", "/proc/dpaudit/audit.json"], "out: cannot write"),
 ])
 def test_refused_before_flower_starts(argv, words, no_flower_run, capsys):
     assert main(["flower", "tests/flower_apps/digits_dp", "--num-supernodes", "6", *argv]) == 2

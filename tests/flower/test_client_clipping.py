@@ -129,9 +129,9 @@ def _audit(tmp_path, monkeypatch, app: str) -> tuple[int, dict]:
     from tests.flower.inprocess_grid import flower_runtime_in_process
 
     flower_runtime_in_process(monkeypatch)
-    out = tmp_path / f"{app}.json"
+    out = tmp_path / app
     code = main(["flower", str(APPS / app), "--num-supernodes", "6", "--out", str(out), "--no-progress"])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def _largest_norm(result: dict) -> float:

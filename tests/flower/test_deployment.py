@@ -40,8 +40,8 @@ def audit(tmp_path, monkeypatch, *argv, connecting=None) -> tuple[int, dict]:
 
     monkeypatch.setattr(probe, "_RUNS", {})
     flower_runtime_in_process(monkeypatch, connecting=connecting)
-    out = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.json"
-    code = main(["flower", str(APP), "--num-supernodes", "10", *argv, "--out", str(out)])
+    out = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}" / "report.json"
+    code = main(["flower", str(APP), "--num-supernodes", "10", *argv, "--out", str(out.parent)])
     return code, json.loads(out.read_text()) if out.exists() else {}
 
 

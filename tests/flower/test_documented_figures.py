@@ -49,10 +49,10 @@ def audit(argv, tmp_path, capsys) -> tuple[int, dict]:
     """``dpaudit flower ARGV --out ...``: its exit code and the audit it wrote."""
     from reports.cli import main
 
-    out = tmp_path / "audit.json"
+    out = tmp_path / "audit"
     code = main([*argv, "--out", str(out)])
     capsys.readouterr()
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def critical(result: dict, code: str) -> list[dict]:
@@ -255,10 +255,10 @@ def test_all_sampled_canary_table_reproduces(in_process, tmp_path, capsys):
             check_all_sampled_row(rows[str(seed)], stored[runtime][f"all-sampled seed {seed}"]["figures"])
     from reports.cli import main
 
-    out = tmp_path / "audit.json"
+    out = tmp_path / "audit"
     code = main([*benchmark.RUNS["all-sampled seed 0"], "--out", str(out)])
     capsys.readouterr()
-    check_all_sampled_row(rows["0"], benchmark.summary(code, json.loads(out.read_text()), 0.0))
+    check_all_sampled_row(rows["0"], benchmark.summary(code, json.loads((out / "report.json").read_text()), 0.0))
     gaussian = find(r"the exact Gaussian epsilon of one sign is ([\d.]+) \(mu = ([\d.]+)\)", text)
     mu = 2 * 3 ** 0.5 / 2.5  # 3 rounds of a replace-one sign flip (sensitivity 2C) at z = 2.5
 

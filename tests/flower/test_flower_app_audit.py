@@ -81,11 +81,11 @@ def test_client_side_clipping_with_canaries_passes_on_the_outside_app(tmp_path, 
     from tests.flower.inprocess_grid import flower_runtime_in_process
 
     flower_runtime_in_process(monkeypatch)  # the same command on the in-process grid (no Ray start and stop)
-    out = tmp_path / "audit.json"
+    out = tmp_path / "audit"
     assert main(["flower", str(DIGITS), "--num-supernodes", "6", "--run-config",
                  'num-server-rounds=2 clients-per-round=14 clipping="client-fixed"', "--canaries", "8",
                  "--out", str(out)]) == 0
-    audit = json.loads(out.read_text())
+    audit = json.loads((out / "report.json").read_text())
     assert audit["verdict"] == "PASS" and not [f for f in audit["findings"] if f["severity"] == "critical"]
     assert audit["details"]["config"]["kind"] == "client-fixed" and audit["details"]["population"] == 6
     assert audit["details"]["canary_run"] == {"supernodes": 14, "canaries": 8, "sampled": [14]}

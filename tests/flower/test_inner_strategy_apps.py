@@ -142,10 +142,10 @@ def test_on_flowers_simulation_engine_the_measurement_is_the_in_process_one(tmp_
     from reports.cli import main
 
     monkeypatch.setattr(probe, "_RUNS", {})  # the probe reuses a run with the same settings, whatever its runtime
-    out = tmp_path / "simulation.json"
+    out = tmp_path / "simulation"
     code = main(["flower", str(API_APPS["message"]), "--num-supernodes", "6", "--no-progress", "--run-config",
                  'strategy="FedAdam" num-server-rounds=1', "--out", str(out)])
-    simulated = json.loads(out.read_text())
+    simulated = json.loads((out / "report.json").read_text())
     assert code == 1 and "sensitivity-above-accounted" in critical(simulated)
     probe._RUNS.clear()
     _, in_process = run(tmp_path, monkeypatch, "message", "FedAdam", 1)

@@ -29,9 +29,9 @@ EXAMPLES, APPS = ROOT / "flower_examples", ROOT / "flower_apps"
 
 def audit(tmp_path, monkeypatch, app: Path, *argv) -> tuple[int, dict]:
     flower_runtime_in_process(monkeypatch)
-    out = tmp_path / f"{app.name}-{len(list(tmp_path.iterdir()))}.json"
+    out = tmp_path / f"{app.name}-{len(list(tmp_path.iterdir()))}"
     code = main(["flower", str(app), *argv, "--out", str(out)])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def critical(result: dict) -> set[str]:

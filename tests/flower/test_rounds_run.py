@@ -26,10 +26,10 @@ def _audit(tmp_path, monkeypatch, capsys, *run_config) -> tuple[int, dict, list[
     from tests.flower.inprocess_grid import flower_runtime_in_process
 
     flower_runtime_in_process(monkeypatch)
-    out = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}.json"
+    out = tmp_path / f"audit-{len(list(tmp_path.iterdir()))}"
     argv = ["flower", str(APP), "--num-supernodes", "6", "--out", str(out), "--no-progress"]
     code = main(argv + (["--run-config", " ".join(run_config)] if run_config else []))
-    return code, json.loads(out.read_text()), capsys.readouterr().out.splitlines()
+    return code, json.loads((out / "report.json").read_text()), capsys.readouterr().out.splitlines()
 
 
 def _flower_accountant_epsilon(rounds: int, z: float = 1.0, delta: float = 1e-5) -> float:

@@ -154,9 +154,9 @@ def test_the_observer_counts_the_batches_each_step_sums(passes, physical, move, 
 
 
 def _check(tmp_path, function: str, *argv) -> tuple[int, dict]:
-    out = tmp_path / f"{function}.json"
+    out = tmp_path / function
     code = main(["opacus-check", "--train", f"{TRAIN}:{function}", *argv, "--out", str(out)])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 @pytest.mark.slow

@@ -136,8 +136,10 @@ def test_a_module_calling_sys_exit_on_import_is_a_bad_input(tmp_path, capsys):
     assert "failed: SystemExit: 3" in err and len(err.strip().splitlines()) == 1
 
 
-def test_an_out_path_that_is_a_directory_is_refused_before_the_check(tmp_path, capsys):
-    assert main(["opacus-check", "--setup", f"{SETUPS}:correct", "--out", str(tmp_path)]) == 2
+def test_an_out_path_that_is_a_file_is_refused_before_the_check(tmp_path, capsys):
+    """--out names a directory: an existing file without a .json, .md or .html ending (the old form) is refused."""
+    (tmp_path / "afile").write_text("x")
+    assert main(["opacus-check", "--setup", f"{SETUPS}:correct", "--out", str(tmp_path / "afile")]) == 2
     captured = capsys.readouterr()
     assert "out: " in captured.err and len(captured.err.strip().splitlines()) == 1 and not captured.out
 
@@ -159,11 +161,11 @@ def test_out_json_is_strict_when_an_epsilon_is_infinite(tmp_path):
     non-JSON token Infinity."""
     import json
 
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     assert main(["opacus-check", "--setup", f"{SETUPS}:subset_sampler", "--out", str(out)]) == 1
 
     def refuse(token):
         raise ValueError(f"non-JSON token {token}")
 
-    data = json.loads(out.read_text(encoding="utf-8"), parse_constant=refuse)
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"), parse_constant=refuse)
     assert data["sampler"]["scheme"] == "unknown" and data["rows"]["runs"]["epsilon"] == "inf"

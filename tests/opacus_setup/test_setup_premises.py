@@ -47,10 +47,10 @@ trials = 200
 def test_a_claim_for_fewer_epochs_than_run_is_a_violation_in_opacus_check(tmp_path):
     from dp_accounting import dp_event, pld
 
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     code = main(["opacus-check", "--setup", f"{SETUPS}:make_setup_run_longer", "--claim-epsilon", "3",
                  "--out", str(out), "--no-progress"])
-    result = json.loads(out.read_text())
+    result = json.loads((out / "report.json").read_text())
     z, q, steps = (result["noise"]["told_noise_multiplier"], result["noise"]["told_sample_rate"],
                    result["steps"]["run"])
     accountant = pld.PLDAccountant()
@@ -65,9 +65,9 @@ def test_a_claim_for_fewer_epochs_than_run_is_a_violation_in_opacus_check(tmp_pa
 def test_a_head_trained_by_a_plain_optimizer_is_named_in_opacus_check(tmp_path, function):
     """Named, not refused: with the head inside make_private's module opacus's per-sample hooks used to fail the
     noise measurement ('No activations detected for Linear', exit 2)."""
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     code = main(["opacus-check", "--setup", f"{SETUPS}:{function}", "--out", str(out), "--no-progress"])
-    result = json.loads(out.read_text())
+    result = json.loads((out / "report.json").read_text())
     [finding] = [f for f in result["findings"] if f["code"] == "parameter-outside-private-optimizer"]
     assert code == 1 and finding["severity"] == "critical" and finding["values"]["parameters"] == ["1.weight", "1.bias"]
 

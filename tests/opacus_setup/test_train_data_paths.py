@@ -47,10 +47,10 @@ def test_opacus_check_train(tmp_path, monkeypatch, spec, argv, verdict, data, be
     import shlex
 
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     code = main(["opacus-check", "--train", str(spec), "--argv", shlex.join(_argv(argv, tmp_path)), "--out", str(out),
                  "--no-progress"])
-    result = json.loads(out.read_text())
+    result = json.loads((out / "report.json").read_text())
     assert result["verdict"] == verdict and code == (0 if verdict == "PASS" else 1), result["findings"]
     groups = result["observed"]["plain_steps"]
     assert groups and any(g["data"] == data and g["before_make_private"] == before for g in groups), groups

@@ -22,9 +22,9 @@ TRAIN = Path(__file__).resolve().parents[1] / "dpsgd_outside" / "train_digits.py
 
 
 def check(tmp_path, function: str, *argv) -> tuple[int, dict]:
-    out = tmp_path / f"{function}.json"
+    out = tmp_path / function
     code = main(["opacus-check", "--train", f"{TRAIN}:{function}", *argv, "--out", str(out)])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def critical(result: dict) -> set[str]:

@@ -25,9 +25,9 @@ MNIST_ARGV = "--device cpu --epochs 1"
 
 def check(tmp_path, monkeypatch, spec: str, argv: str, *more) -> tuple[int, dict]:
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "check.json"
+    out = tmp_path / "check"
     code = main(["opacus-check", "--train", str(EXAMPLES / spec), "--argv", argv, *more, "--out", str(out)])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def critical(result: dict) -> set[str]:

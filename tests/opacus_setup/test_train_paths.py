@@ -26,9 +26,9 @@ TARGET_EPSILON = 3.0  # train_paths.py's target_epsilon, as its author wrote it
 
 
 def check(tmp_path, function: str, *argv) -> tuple[int, dict]:
-    out = tmp_path / f"{function}.json"
+    out = tmp_path / function
     code = main(["opacus-check", "--train", f"{TRAIN}:{function}", "--no-progress", *argv, "--out", str(out)])
-    return code, json.loads(out.read_text())
+    return code, json.loads((out / "report.json").read_text())
 
 
 def critical(result: dict) -> set[str]:

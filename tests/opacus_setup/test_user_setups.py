@@ -52,10 +52,10 @@ def _one_line_error(capsys, spec):
 
 @pytest.mark.slow
 def test_batch_memory_manager_passes_at_the_logical_step(tmp_path, capsys):
-    out = tmp_path / "bmm.json"
+    out = tmp_path / "bmm"
     assert _check(f"{USER}:make_batch_memory_manager_setup", "--out", str(out)) == 0
     assert "verdict PASS" in capsys.readouterr().out
-    result = json.loads(out.read_text(encoding="utf-8"))
+    result = json.loads((out / "report.json").read_text(encoding="utf-8"))
     s, noise = result["sampler"], result["noise"]
     logical = math.ceil(DIGITS / 256)  # opacus's DPDataLoader: len(batch_size 256 loader) steps, rate 1/len
     assert s["scheme"] == "poisson" and s["splitter_class"] == "BatchSplittingSampler"
@@ -98,11 +98,11 @@ def test_batch_memory_manager_over_another_optimizer_is_a_bad_input(capsys):
 
 
 def test_parameter_outside_the_private_optimizer_is_a_violation_naming_it(tmp_path, capsys):
-    out = tmp_path / "outside.json"
+    out = tmp_path / "outside"
     assert _check(f"{USER}:make_bias_outside_setup", "--out", str(out)) == 1
     printed = capsys.readouterr().out
     assert "CRITICAL parameter-outside-private-optimizer" in printed and "out.bias (10 values)" in printed
-    result = json.loads(out.read_text(encoding="utf-8"))
+    result = json.loads((out / "report.json").read_text(encoding="utf-8"))
     finding = _codes(result)["parameter-outside-private-optimizer"]
     assert finding["values"]["parameters"] == ["out.bias"] and result["verdict"] == "VIOLATION"
     assert result["rows"]["runs"]["epsilon"] == "inf"

@@ -70,9 +70,9 @@ def test_report_command_rerenders(tmp_path, capsys):
     code = report["exit_code"]  # `report` exits with the saved verdict's code, as `audit` did
     assert main(["report", str(path), "--format", "md"]) == code
     assert capsys.readouterr().out == render_markdown(json.loads(path.read_text()))
-    out = tmp_path / "again.html"
+    out = tmp_path / "again"
     assert main(["report", str(path), "--format", "html", "--out", str(out)]) == code
-    assert out.read_text() == render_html(json.loads(path.read_text()))
+    assert (out / "report.html").read_text() == render_html(json.loads(path.read_text()))
 
 
 def test_report_exits_with_each_verdicts_code_and_reads_the_probe_words_of_21(tmp_path, capsys):

@@ -79,13 +79,15 @@ def test_bad_out_directories_are_refused(tmp_path):
             report_files.prepare_out_dir(bad)
 
 
-def test_report_out_naming_a_directory_is_refused(tmp_path, capsys):
+def test_report_out_where_its_file_is_a_directory_is_refused(tmp_path, capsys):
+    """``report --out DIR`` writes DIR/report.FORMAT: a directory of that name is refused before any work."""
     from reports.model import save_report
     from tests.reports.synthetic_report import synthetic_report
 
     save_report(synthetic_report(), tmp_path / "report.json")
+    (tmp_path / "report.md").mkdir()
     assert main(["report", str(tmp_path / "report.json"), "--out", str(tmp_path)]) == 2
-    assert "directory" in capsys.readouterr().err
+    assert "report.md is a directory" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", [*NAMES, report_files.SET_LINK])
