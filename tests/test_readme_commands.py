@@ -18,14 +18,16 @@ with a smaller variant by judgement, and the full form of every documented comma
 command that left the README fails the test, so the table stays the README's.
 
 All commands run, in README order, in ONE child process that imports ``dpaudit`` once (the Flower
-commands, about 70 s, in a second child from ``tests/test_readme_flower_commands.py``, so that the two
-xdist workers share them), inside one temporary directory holding ``configs/`` and the few files the README assumes the
+commands in a second child from ``tests/test_readme_flower_commands.py``, so that the two xdist workers share
+them: README.md's own on Flower's simulation engine, the documentation pages' on the in-process grid, see
+``flower_runtime``), inside one temporary directory holding ``configs/`` and the few files the README assumes the
 user has (a small ``LandmineData.mat`` in the documented format, ``my_audit.toml``), so later commands
 see what earlier ones wrote (``dpaudit report audit-report/report.json`` reads the audit's report).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -390,7 +392,6 @@ def prepare_workdir(work: Path) -> None:
 
 def _child(jobs_path: str, results_path: str) -> None:
     """Runs in the child process: every job through ``reports.cli.main``, one after another."""
-    import contextlib
     import io
 
     from attacks.executors.dask_cluster import DaskExecutor
@@ -401,7 +402,7 @@ def _child(jobs_path: str, results_path: str) -> None:
 
     def run(job) -> dict:
         out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), in_process(job.get("runtime")):
             code = main(shlex.split(job["run"])[1:])
         return {"code": code, "tail": out.getvalue()[-600:], "critical": critical_codes(out.getvalue())}
 
@@ -412,6 +413,27 @@ def _child(jobs_path: str, results_path: str) -> None:
             result = {**run(job), "first_run": result}
         results.append(result)
         Path(results_path).write_text(json.dumps(results))
+
+
+@contextlib.contextmanager
+def in_process(runtime: str | None):
+    """Within the block, ``dpaudit flower`` runs apps on the in-process grid where ``runtime`` says so
+    (``flower_runtime``); Flower's own ``_run_simulation`` is restored after it."""
+    if runtime != "in-process":
+        yield
+        return
+    import functools
+    import importlib
+
+    from tests.flower.inprocess_grid import in_process_simulation
+
+    simulation = importlib.import_module("flwr.simulation.run_simulation")
+    original = simulation._run_simulation
+    simulation._run_simulation = functools.partial(in_process_simulation, connecting=None)
+    try:
+        yield
+    finally:
+        simulation._run_simulation = original
 
 
 # The findings that are statistical tests of a run's randomness (noise below the accounted level, noise correlated
@@ -520,6 +542,17 @@ def is_flower_job(job: dict) -> bool:
     return job["readme"].startswith("dpaudit flower ") or "audit_flower.toml" in job["readme"]
 
 
+def flower_runtime(job: dict, readme: set[str]) -> str | None:
+    """Where a Flower job runs: README.md's own Flower commands (and the Flower audit configuration) on Flower's
+    simulation engine (Ray), as ``flwr run`` runs them; the documentation pages' ``dpaudit flower`` commands on the
+    in-process grid (``tests.flower.inprocess_grid``: Flower's own ServerApp, strategies, DP wrappers, mods and
+    ClientApps, message by message in this process; about 3 CPU-seconds where a Ray start costs 15), whose apps
+    ``tests/flower/test_observed_apps.py`` also runs in process. None for the other commands."""
+    if not is_flower_job(job):
+        return None
+    return "flower" if job["readme"] in readme or not job["readme"].startswith("dpaudit flower ") else "in-process"
+
+
 def run_readme_jobs(tmp_path: Path, flower: bool) -> Path:
     """Run the README's Flower commands (``flower=True``) or all the others, in README order, in one child;
     returns the directory they ran in (with what they wrote)."""
@@ -528,6 +561,9 @@ def run_readme_jobs(tmp_path: Path, flower: bool) -> Path:
     jobs, problems = plan_jobs(commands)
     jobs = [job for job in jobs if is_flower_job(job) == flower]
     assert len(jobs) >= (3 if flower else 30), "the README's Flower or other commands were not found"
+    readme = {command for command, _ in readme_commands(README.read_text(encoding="utf-8"))}
+    for job in jobs:
+        job["runtime"] = flower_runtime(job, readme)
     work = tmp_path / "work"
     work.mkdir()
     prepare_workdir(work)
