@@ -22,7 +22,8 @@ from dpfed.flower.canary_keys import MARKER
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.recorder import CLIP_KEY, _flat, clip_to, norm_slack
 from dpfed.flower.records import add_release
-from dpfed.flower.sensitivity import RoundReplay, copy_results, legacy_runner
+from dpfed.flower.replay_runners import copy_results, legacy_runner
+from dpfed.flower.sensitivity import RoundReplay
 from dpfed.transcript import Transcript
 
 
@@ -55,7 +56,7 @@ def legacy_recording_strategy(strategy, transcript: Transcript | None = None, se
             self.round_deltas, self.partitions, self.initial = {}, {}, None
             self.canaries, self.canary_nodes = canaries, {}
             self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
-            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.state_chain.Chain)
 
         def __repr__(self):
             return repr(self.strategy)

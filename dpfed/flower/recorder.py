@@ -22,7 +22,8 @@ import numpy as np
 
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.records import add_release
-from dpfed.flower.sensitivity import RoundReplay, copy_messages, message_runner
+from dpfed.flower.replay_runners import copy_messages, message_runner
+from dpfed.flower.sensitivity import RoundReplay
 from dpfed.transcript import Transcript
 
 
@@ -109,7 +110,7 @@ def recording_strategy(strategy, transcript: Transcript | None = None):
             self.initial = None  # the model of the first round recorded (flat)
             self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
             self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
-            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
+            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.state_chain.Chain)
 
         def configure_train(self, server_round, arrays, config, grid):
             self._current = _flat(arrays.to_numpy_ndarrays())
