@@ -22,7 +22,8 @@ import numpy as np
 
 from dpfed.flower.read import wrapper_kind, wrapper_of
 from dpfed.flower.records import add_release
-from dpfed.flower.sensitivity import RoundReplay, copy_messages, message_runner
+from dpfed.flower.replay_runners import copy_messages, message_runner
+from dpfed.flower.sensitivity import RoundReplay
 from dpfed.transcript import Transcript
 
 
@@ -92,80 +93,90 @@ def reply_partitions(replies) -> dict[int, int]:
     return out
 
 
+class _MessageRecorder:
+    """The Message-API recorder's methods, mixed into a ``flwr.serverapp.strategy.Strategy`` subclass by
+    ``recording_strategy`` (where flwr is imported, on first use): records sampled ids, replies, weights, clip and
+    added noise (and each round's model delta, for the canaries' all-iterates scores); delegates everything."""
+
+    def __init__(self, inner, transcript):
+        super().__init__()
+        self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
+        self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
+        self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
+        self.initial = None  # the model of the first round recorded (flat)
+        self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
+        self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
+        self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.state_chain.Chain)
+
+    def configure_train(self, server_round, arrays, config, grid):
+        self._current = _flat(arrays.to_numpy_ndarrays())
+        self.initial = self._current if self.initial is None else self.initial
+        messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
+        self._sampled[server_round] = [m.metadata.dst_node_id for m in messages]
+        self._population[server_round] = len(list(grid.get_node_ids()))
+        self._sent_clip[server_round] = sent_clip(messages)
+        return messages
+
+    def aggregate_train(self, server_round, replies):
+        replies = [r for r in replies if r.has_content()]
+        wrapper = wrapper_of(self.strategy)
+        side = "client" if wrapper_kind(wrapper).startswith("client") else "server"
+        clip = float(wrapper.clipping_norm)
+        if side == "client" and self._sent_clip.get(server_round) is not None:
+            clip = self._sent_clip[server_round]
+        weights = np.array([reply_weight(r, weighted_by_key(self.strategy)) for r in replies])
+        weights = weights / weights.sum() if weights.size else weights
+        raw = [reply_update(r, self._current) for r in replies]  # before the wrapper clips them in place
+        updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
+        ids = [r.metadata.src_node_id for r in replies]
+        self.partitions.update(reply_partitions(replies))
+        replay = RoundReplay(wrapper.strategy, "aggregate_train", copy_messages)
+        with replay.watching():
+            arrays, metrics = self.strategy.aggregate_train(server_round, replies)
+        if arrays is not None and replies:
+            self._measure_sensitivity(replay, server_round, clip, weights)
+        if arrays is not None:
+            ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
+            released = _flat(ndarrays)
+            self.round_deltas[server_round] = released - self._current
+        if arrays is not None and updates:
+            noiseless = self._current + np.einsum("i,id->d", weights, np.stack(updates))
+            noise = released - noiseless
+            tensors = [(k, int(np.asarray(a).size)) for k, a in zip(arrays.keys(), ndarrays, strict=True)]
+            add_release(self.transcript, server_round, self._sampled.get(server_round, []),
+                        self._population.get(server_round, 0), ids, weights, clip, noise, clipping=side,
+                        norms=[float(np.linalg.norm(u)) for u in raw],
+                        norm_slack=[norm_slack(u, self._current, clip) for u in raw],
+                        noise_clip=float(wrapper.clipping_norm), tensors=tensors)
+        return arrays, metrics
+
+    def _measure_sensitivity(self, replay, server_round, clip, weights) -> None:
+        """The round's replay measured (``RoundReplay.measure``) into ``self.sensitivity``, with the largest weight;
+        the state chains continued."""
+        real = _flat(replay.real[0][0].to_numpy_ndarrays()) if len(replay.real) == 1 and replay.real[0][0] \
+            is not None else None
+        self.sensitivity[server_round] = replay.measure(message_runner(server_round, self._current, _flat),
+                                                        real, self._current, clip, server_round, self._chains)
+        self._chains = replay.chains
+        self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
+
+    def configure_evaluate(self, server_round, arrays, config, grid):
+        return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+    def aggregate_evaluate(self, server_round, replies):
+        return self.strategy.aggregate_evaluate(server_round, replies)
+
+    def summary(self):
+        self.strategy.summary()
+
+
 def recording_strategy(strategy, transcript: Transcript | None = None):
     """``strategy`` wrapped in a recorder (a ``flwr.serverapp.strategy.Strategy``); ``.transcript`` holds
     the records."""
     from flwr.serverapp.strategy import Strategy
 
-    class RecordingStrategy(Strategy):
-        """Records sampled ids, replies, weights, clip and added noise (and each round's model delta, for
-        the canaries' all-iterates scores); delegates everything."""
-
-        def __init__(self, inner, transcript):
-            super().__init__()
-            self.strategy, self.transcript = inner, transcript if transcript is not None else Transcript()
-            self._current, self._sampled, self._population, self._sent_clip = None, {}, {}, {}
-            self.round_deltas = {}  # round -> released model minus the round's starting model (flat)
-            self.initial = None  # the model of the first round recorded (flat)
-            self.partitions = {}  # node id -> the "partition-id" metric its replies carry, where they carry one
-            self.sensitivity = {}  # round -> the inner strategy's replayed sensitivity (dpfed.flower.sensitivity)
-            self._chains = []  # earlier rounds' neighbours' state, carried forward (dpfed.flower.sensitivity.Chain)
-
-        def configure_train(self, server_round, arrays, config, grid):
-            self._current = _flat(arrays.to_numpy_ndarrays())
-            self.initial = self._current if self.initial is None else self.initial
-            messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
-            self._sampled[server_round] = [m.metadata.dst_node_id for m in messages]
-            self._population[server_round] = len(list(grid.get_node_ids()))
-            self._sent_clip[server_round] = sent_clip(messages)
-            return messages
-
-        def aggregate_train(self, server_round, replies):
-            replies = [r for r in replies if r.has_content()]
-            wrapper = wrapper_of(self.strategy)
-            side = "client" if wrapper_kind(wrapper).startswith("client") else "server"
-            clip = float(wrapper.clipping_norm)
-            if side == "client" and self._sent_clip.get(server_round) is not None:
-                clip = self._sent_clip[server_round]
-            weights = np.array([reply_weight(r, weighted_by_key(self.strategy)) for r in replies])
-            weights = weights / weights.sum() if weights.size else weights
-            raw = [reply_update(r, self._current) for r in replies]  # before the wrapper clips them in place
-            updates = [clip_to(u, clip) for u in raw] if side == "server" else raw
-            ids = [r.metadata.src_node_id for r in replies]
-            self.partitions.update(reply_partitions(replies))
-            replay = RoundReplay(wrapper.strategy, "aggregate_train", copy_messages)
-            with replay.watching():
-                arrays, metrics = self.strategy.aggregate_train(server_round, replies)
-            if arrays is not None and replies:
-                real = _flat(replay.real[0][0].to_numpy_ndarrays()) if len(replay.real) == 1 and replay.real[0][0] \
-                    is not None else None
-                self.sensitivity[server_round] = replay.measure(message_runner(server_round, self._current, _flat),
-                                                            real, self._current, clip, server_round, self._chains)
-                self._chains = replay.chains
-                self.sensitivity[server_round]["max_weight"] = float(weights.max()) if weights.size else None
-            if arrays is not None:
-                ndarrays = arrays.to_numpy_ndarrays()  # once: a copy of the whole model
-                released = _flat(ndarrays)
-                self.round_deltas[server_round] = released - self._current
-            if arrays is not None and updates:
-                noiseless = self._current + np.einsum("i,id->d", weights, np.stack(updates))
-                noise = released - noiseless
-                tensors = [(k, int(np.asarray(a).size)) for k, a in zip(arrays.keys(), ndarrays, strict=True)]
-                add_release(self.transcript, server_round, self._sampled.get(server_round, []),
-                            self._population.get(server_round, 0), ids, weights, clip, noise, clipping=side,
-                            norms=[float(np.linalg.norm(u)) for u in raw],
-                            norm_slack=[norm_slack(u, self._current, clip) for u in raw],
-                            noise_clip=float(wrapper.clipping_norm), tensors=tensors)
-            return arrays, metrics
-
-        def configure_evaluate(self, server_round, arrays, config, grid):
-            return self.strategy.configure_evaluate(server_round, arrays, config, grid)
-
-        def aggregate_evaluate(self, server_round, replies):
-            return self.strategy.aggregate_evaluate(server_round, replies)
-
-        def summary(self):
-            self.strategy.summary()
+    class RecordingStrategy(_MessageRecorder, Strategy):
+        """The recorder (``_MessageRecorder``) as a Message-API strategy."""
 
     audit_named(RecordingStrategy, strategy, "dpaudit recorder")
     return RecordingStrategy(strategy, transcript)

@@ -23,16 +23,10 @@ pytest.importorskip("flwr")
 
 from attacks.flower_checks.assumptions import Assumptions  # noqa: E402
 from attacks.flower_checks.sensitivity_check import sensitivity_findings  # noqa: E402
+from dpfed.flower.neighbours import _flipping, neighbours  # noqa: E402
 from dpfed.flower.recorder import _flat  # noqa: E402
-from dpfed.flower.sensitivity import (  # noqa: E402
-    RoundReplay,
-    _flipping,
-    copy_messages,
-    copy_results,
-    legacy_runner,
-    message_runner,
-    neighbours,
-)
+from dpfed.flower.replay_runners import copy_messages, copy_results, legacy_runner, message_runner  # noqa: E402
+from dpfed.flower.sensitivity import RoundReplay  # noqa: E402
 
 SERVER_NODE = 1
 
