@@ -62,34 +62,49 @@ def _untouched(items: list, kept: list, changes: dict, batch: list, content) -> 
     return True
 
 
+def _replaying(items: list, current: np.ndarray, fresh, replace, aggregate, content):
+    """``run(snapshot, changes, keep=False)``: a deep copy of the strategy ``snapshot`` aggregating ``items`` (the
+    round's replies or results) with the changes applied: ``changes[k]`` None leaves item k out, an array replaces
+    its update (``replace(item, new flat parameters)``); ``aggregate(strategy, batch)`` -> the output's flat
+    parameters or None. The items are copied (``fresh``) unless the strategy is seen to leave them as they were
+    (``content(item)``: what it could change)."""
+    untouched = [None]
+
+    def run(snapshot, changes, keep=False):
+        kept = [k for k in range(len(items)) if changes.get(k, 0) is not None]
+        batch = _batch(items, kept, changes, fresh, untouched[0])
+        for position, k in enumerate(kept):
+            if k in changes:
+                replace(batch[position], current + changes[k])
+        strategy = copy.deepcopy(snapshot)
+        out = aggregate(strategy, batch)
+        if untouched[0] is None:
+            untouched[0] = _untouched(items, kept, changes, batch, content)
+        return (out, strategy) if keep else out
+
+    return run
+
+
 def message_runner(server_round: int, current: np.ndarray, flat):
     """The adapter of a Message-API inner strategy: its replies (one ArrayRecord each) -> (run, updates, node ids)."""
     from flwr.app import Array, ArrayRecord
+
+    def replace(reply, parameters):
+        [(key, record)] = list(reply.content.array_records.items())
+        arrays = unflatten(parameters, record.to_numpy_ndarrays())
+        reply.content[key] = ArrayRecord({name: Array(np.asarray(a))
+                                          for name, a in zip(record.keys(), arrays, strict=True)})
+
+    def aggregate(strategy, batch):
+        arrays, _ = strategy.aggregate_train(server_round, batch)
+        return None if arrays is None else flat(arrays.to_numpy_ndarrays())
 
     def bind(replies, fresh):
         if any(len(r.content.array_records) != 1 for r in replies):
             raise ValueError("a reply carries more than one ArrayRecord")
         updates = np.stack([flat(next(iter(r.content.array_records.values())).to_numpy_ndarrays()) - current
                             for r in replies])
-
-        untouched = [None]  # whether the strategy leaves the replies it aggregates as they were (then not copied)
-
-        def run(snapshot, changes, keep=False):
-            kept = [k for k in range(len(replies)) if changes.get(k, 0) is not None]
-            batch = _batch(replies, kept, changes, fresh, untouched[0])
-            for position, k in enumerate(kept):
-                if k in changes:
-                    [(key, record)] = list(batch[position].content.array_records.items())
-                    arrays = unflatten(current + changes[k], record.to_numpy_ndarrays())
-                    batch[position].content[key] = ArrayRecord(
-                        {name: Array(np.asarray(a)) for name, a in zip(record.keys(), arrays, strict=True)})
-            strategy = copy.deepcopy(snapshot)
-            arrays, _ = strategy.aggregate_train(server_round, batch)
-            if untouched[0] is None:
-                untouched[0] = _untouched(replies, kept, changes, batch, lambda reply: reply.content)
-            out = None if arrays is None else flat(arrays.to_numpy_ndarrays())
-            return (out, strategy) if keep else out
-
+        run = _replaying(replies, current, fresh, replace, aggregate, lambda reply: reply.content)
         return run, updates, [int(r.metadata.src_node_id) for r in replies]
 
     return bind
@@ -99,26 +114,17 @@ def legacy_runner(server_round: int, current: np.ndarray, flat, node):
     """The adapter of a legacy inner strategy: its (proxy, FitRes) results -> (run, updates, node ids)."""
     from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
 
+    def replace(result, parameters):
+        res = result[1]
+        res.parameters = ndarrays_to_parameters(unflatten(parameters, parameters_to_ndarrays(res.parameters)))
+
+    def aggregate(strategy, batch):
+        parameters, _ = strategy.aggregate_fit(server_round, batch, [])
+        return None if parameters is None else flat(parameters_to_ndarrays(parameters))
+
     def bind(results, fresh):
         updates = np.stack([flat(parameters_to_ndarrays(res.parameters)) - current for _, res in results])
-
-        untouched = [None]  # whether the strategy leaves the results it aggregates as they were (then not copied)
-
-        def run(snapshot, changes, keep=False):
-            kept = [k for k in range(len(results)) if changes.get(k, 0) is not None]
-            batch = _batch(results, kept, changes, fresh, untouched[0])
-            for position, k in enumerate(kept):
-                if k in changes:
-                    res = batch[position][1]
-                    res.parameters = ndarrays_to_parameters(unflatten(current + changes[k],
-                                                                      parameters_to_ndarrays(res.parameters)))
-            strategy = copy.deepcopy(snapshot)
-            parameters, _ = strategy.aggregate_fit(server_round, batch, [])
-            if untouched[0] is None:
-                untouched[0] = _untouched(results, kept, changes, batch, lambda result: result[1])
-            out = None if parameters is None else flat(parameters_to_ndarrays(parameters))
-            return (out, strategy) if keep else out
-
+        run = _replaying(results, current, fresh, replace, aggregate, lambda result: result[1])
         return run, updates, [node(proxy) for proxy, _ in results]
 
     return bind
