@@ -3,7 +3,7 @@ but from their own module, so that pytest-xdist can run them beside the others o
 reports they wrote are compared with what README.md, the Flower tutorial and BENCHMARKS.md print. README.md's
 own Flower commands and ``configs/audit_flower.toml`` run on Flower's simulation engine (Ray, about 15 s a run);
 the documentation pages' on the in-process grid (``tests/test_readme_commands.py::flower_runtime``), where the
-same apps run message by message through Flower's own code (270 s of the suite became 77 s).
+same apps run message by message through Flower's own code (its 268 s in the suite became 94 s).
 
 * The outside app ``tests/flower_apps/digits_dp`` (written without any of our code): server-side fixed clipping
   passes with no critical finding; the app scaling its wrapper's noise by 0.5 is a VIOLATION naming
