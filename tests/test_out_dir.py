@@ -104,6 +104,24 @@ def test_opacus_check_writes_dir_report_json_and_the_old_form_still_works(tmp_pa
     assert _written(capsys, old).count(OLD_FORM) == 1
 
 
+@pytest.mark.parametrize("command", ["report", "opacus-check"])
+def test_an_audits_output_directory_is_refused_leaving_its_report_as_it_was(saved, tmp_path, capsys, command):
+    """``--out audit-report`` after ``dpaudit audit --out audit-report``: the audit's report.json / .md / .html are
+    links into its report set; a second command's file there would sit beside the audit's others, two reports
+    mixed. Refused in one line; the audit's report is untouched."""
+    from reports.report_files import swap_in_report_set
+
+    audit_dir = tmp_path / "audit-report"
+    audit_dir.mkdir()
+    swap_in_report_set(audit_dir, {"report.json": "{}", "report.md": "# audit"})
+    argv = {"report": ["report", str(saved), "--format", "md"],
+            "opacus-check": ["opacus-check", "--setup", SETUP, "--no-progress"]}[command]
+    assert main([*argv, "--out", str(audit_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds an audit's report" in err and len(err.splitlines()) == 1
+    assert (audit_dir / "report.md").is_symlink() and (audit_dir / "report.md").read_text() == "# audit"
+
+
 @pytest.mark.parametrize("form", ["dir", "old"])
 def test_flower_writes_dir_report_json_and_the_old_form_still_works(tmp_path, monkeypatch, capsys, form,
                                                                      warn_afresh):

@@ -119,7 +119,8 @@ def report_path(field: str, out, name: str) -> Path:
     """The file ``--out DIR`` of a command that writes one (``flower``, ``opacus-check``, ``report``): ``DIR/name``,
     the directory made when the file is written; in the old form ``--out FILE`` (``_old_out_form``) the file itself,
     as before (``write_report`` warns once). Checked before any work: ConfigurationError, one line, for an empty
-    name, an existing file without one of those endings, a path under a file, one that cannot be written."""
+    name, an existing file without one of those endings, a path under a file, an audit's output directory (its
+    report would be mixed with this one), one that cannot be written."""
     if not str(out).strip():
         raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
     path = Path(out)
@@ -129,7 +130,12 @@ def report_path(field: str, out, name: str) -> Path:
         if path.exists() and not path.is_dir():
             raise ConfigurationError(field, f"{path} is a file, not a directory: --out DIR writes DIR/{name} (the "
                                      "old form --out FILE takes a name ending in .json, .md or .html)")
+        from reports.report_files import SET_LINK  # the link an audit's output directory holds
+
         target = check_output_dir(field, path) / name
+        if (path / SET_LINK).is_symlink():
+            raise ConfigurationError(field, f"{path} holds an audit's report ({path / SET_LINK}); writing {name} there "
+                                     "would mix two reports: name another directory")
         if target.is_dir():
             raise ConfigurationError(field, f"{target} is a directory; --out DIR writes the file {name} there")
     except OSError as exc:  # a name too long, a loop of links, ...
