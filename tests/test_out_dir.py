@@ -85,6 +85,15 @@ def test_old_form_warning_text_is_one_line_after_the_file_is_written(saved, tmp_
         f"wrote {out} this time"]
 
 
+def test_a_name_like_a_file_with_a_trailing_slash_is_a_directory(saved, tmp_path, capsys, warn_afresh):
+    from reports.model import load_report
+
+    out = f"{tmp_path / 'rendered.json'}/"
+    assert main(["report", str(saved), "--format", "md", "--out", out]) == load_report(saved)["exit_code"]
+    assert (tmp_path / "rendered.json" / "report.md").is_file()
+    assert OLD_FORM not in capsys.readouterr().err
+
+
 def test_a_directory_named_like_a_file_is_a_directory(saved, tmp_path, capsys, warn_afresh):
     out = tmp_path / "looks.json"
     out.mkdir()

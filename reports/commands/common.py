@@ -110,9 +110,12 @@ def check_output_file(field: str, path) -> Path:
 OLD_OUT_SUFFIXES = (".json", ".md", ".html")
 
 
-def _old_out_form(path: Path) -> bool:
-    """``--out FILE``, the old form: a name ending in .json, .md or .html that is not an existing directory."""
-    return path.suffix.lower() in OLD_OUT_SUFFIXES and not path.is_dir()
+def _old_out_form(out) -> bool:
+    """``--out FILE``, the old form: a name ending in .json, .md or .html that is not an existing directory (nor
+    written as one, with a trailing slash)."""
+    path = Path(out)
+    return (path.suffix.lower() in OLD_OUT_SUFFIXES and not path.is_dir()
+            and not str(out).endswith((os.sep, "/")))
 
 
 def report_path(field: str, out, name: str) -> Path:
@@ -125,7 +128,7 @@ def report_path(field: str, out, name: str) -> Path:
         raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
     path = Path(out)
     try:
-        if _old_out_form(path):
+        if _old_out_form(out):
             return check_output_file(field, path)
         if path.exists() and not path.is_dir():
             raise ConfigurationError(field, f"{path} is a file, not a directory: --out DIR writes DIR/{name} (the "
@@ -149,7 +152,7 @@ def write_report(out, name: str, text: str) -> Path:
     from accounting.vocabulary import defer_old_form
     from attacks.files import atomic_write_text
 
-    old = _old_out_form(Path(out))
+    old = _old_out_form(out)
     path = atomic_write_text(Path(out) if old else Path(out) / name, text)
     print(f"wrote {path}", file=sys.stderr)
     if old:
