@@ -175,6 +175,15 @@ def _no_duplicate_keys(pairs):
     return seen
 
 
+def _what_it_is(data) -> str:
+    """`` (it is ...)`` where ``data`` is the JSON another command writes (``dpaudit flower``, ``opacus-check``)."""
+    if isinstance(data, dict) and {"app", "starts", "verdict"} <= data.keys():
+        return " (it is the JSON `dpaudit flower` writes: its verdict and findings are what that command printed)"
+    if isinstance(data, dict) and {"rows", "findings", "verdict"} <= data.keys():
+        return " (it is the JSON `dpaudit opacus-check` writes: its verdict and findings are what that command printed)"
+    return ""
+
+
 def load_report(path) -> dict:
     """Read and validate a saved report; unreadable or invalid files raise ConfigurationError."""
     path = Path(path)
@@ -189,7 +198,8 @@ def load_report(path) -> dict:
     except RecursionError:
         raise ConfigurationError("result", f"cannot read {path} as JSON (nested too deeply)") from None
     if not isinstance(report, dict) or report.get("schema") != SCHEMA_NAME:
-        raise ConfigurationError("result", f"{path} is not a dpfed-audit report")
+        raise ConfigurationError("result", f"{path} is not a dpfed-audit report{_what_it_is(report)}; `dpaudit "
+                                 "report` renders the report.json of `dpaudit audit` or `dpaudit estimate`")
     major = str(report.get("schema_version", "")).split(".")[0]
     if major != SCHEMA_VERSION.split(".")[0]:
         raise ConfigurationError(

@@ -182,3 +182,18 @@ def test_a_bad_out_is_one_line_and_exit_2_before_any_work(saved, tmp_path, monke
     assert len(captured.err.strip().splitlines()) == 1 and words in captured.err, captured.err
     assert "Traceback" not in captured.err and captured.out == ""
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before, "a refused command wrote files"
+
+
+def test_report_on_another_commands_report_json_names_that_command(tmp_path, capsys):
+    """Every command writes ``DIR/report.json`` now; ``dpaudit report`` on opacus-check's (the real command's output)
+    or on a Flower audit's says which command wrote it, in one line, exit 2."""
+    out = tmp_path / "check"
+    assert main(["opacus-check", "--setup", SETUP, "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out / "report.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "`dpaudit opacus-check` writes" in err and len(err.splitlines()) == 1
+    flower_like = tmp_path / "flower.json"  # the keys a `dpaudit flower` report has (tests/flower run it for real)
+    flower_like.write_text(json.dumps({"app": "x", "starts": [], "verdict": "PASS", "findings": []}))
+    assert main(["report", str(flower_like)]) == 2
+    assert "`dpaudit flower` writes" in capsys.readouterr().err
