@@ -281,7 +281,7 @@ API_PAGES = {
     "reference/api/observers.md": (
         "Observers of opacus and Flower",
         "Context managers that watch what opacus or a Flower ServerApp runs in your own code, without changing it.",
-        ["dpfed.dpsgd.observe", "dpfed.flower.observe"]),
+        ["dpfed.dpsgd.observe", "dpfed.dpsgd.opacus_log", "dpfed.flower.observe"]),
     "reference/api/audit-model.md": (
         "The audit model",
         "The typed result of an audit (what `report.json` holds, before it is written), and reading a saved report.",

@@ -27,14 +27,9 @@ from collections import defaultdict
 
 from attacks.flower_checks.findings import FlowerFinding
 from attacks.opacus_checks.epsilons import steps_epsilon as composed_epsilon
-from attacks.opacus_checks.observed import (
-    TOLERANCE,
-    canary_findings,
-    canary_result,
-    claim_severity,
-    measured_noise,
-    noise_test,
-)
+from attacks.opacus_checks.observed import TOLERANCE, claim_severity
+from attacks.opacus_checks.observed_canaries import canary_findings, canary_result
+from attacks.opacus_checks.observed_noise import measured_noise, noise_test
 
 
 def _trained(record) -> bool:

@@ -27,15 +27,11 @@ written; else the last epsilon the training asked its engine for):
 - ``not-poisson``: ``make_private(poisson_sampling=False)``: the Poisson analysis does not hold; the valid bound is
   one Gaussian of sensitivity 2C per epoch (replace-one); critical when the claim is below it;
 - ``clip-exceeded``: a record's share of a noised sum (solved from the clipped sum and the per-sample gradients,
-  ``dpfed.dpsgd.clip_check``) above the clip the noise is scaled to;
-- ``noise-below-accounted``: the noise the optimizer added (noisy minus clipped gradient sum) below ``z C`` by a
-  lower-tail chi-square test at ``alpha`` (Bonferroni over the noise levels seen);
-- ``user-level-epsilon`` (claim unit ``user``): the records per user (named by ``user_key``, else identical
-  records taken as one person's) give a group of k records each in a Poisson batch independently: a mixture of
-  Gaussians with shifts jC, j ~ Binomial(k, q) (dp-accounting's mixture PLD); critical when the claim is below it;
-- ``canary-bound-above-claim``: gradient canaries through the training's own optimizer (``canary_result``) give
-  rigorous one-run bounds (counted guesses, Steinke et al.; weighted guesses from the continuous scores) whose
-  combined test rejects the claim.
+  ``dpfed.dpsgd.clip_check``) above the clip the noise is scaled to.
+
+The noise test (``observed_noise``: ``noise-below-accounted``), the user-level epsilon (``observed_users``:
+``user-level-epsilon``) and the canaries' one-run bounds (``observed_canaries``: ``canary-bound-above-claim``) live
+beside this module; ``check_training`` adds their findings and the claim's premises (``premises``).
 
 The claim tested is the user's, wherever they made it (``claim_of``), in this order: the one given (the
 configuration, ``--claim-epsilon``); the training's own figure, the last epsilon it asked for after its last private
@@ -47,14 +43,14 @@ asked for against those that ran). With none of them, no claim is tested.
 from __future__ import annotations
 
 import math
-from collections import Counter
-
-from scipy import stats
 
 from accounting.errors import ConfigurationError
 from attacks.opacus_checks import epsilons as eps
 from attacks.opacus_checks.findings import OpacusFinding
-from attacks.opacus_checks.records import find_duplicates
+from attacks.opacus_checks.observed_canaries import canary_check, canary_findings
+from attacks.opacus_checks.observed_noise import noise_findings, noise_power
+from attacks.opacus_checks.observed_users import user_findings
+from attacks.opacus_checks.premises import premises
 
 TOLERANCE = 0.01
 UNITS = ("record", "user")
@@ -111,64 +107,6 @@ def _target_findings(record: dict, rows: dict) -> list:
                            "epochs": target["epochs"], "asked_steps": asked, "steps": rows["steps"]})]
 
 
-PREMISES = {  # a DP-SGD claim holds only if each holds of what ran
-    "updates": "every update computed from private records went through the private optimizer",
-    "clipping": "each record's gradient adds at most the clip C to each noised sum",
-    "multiplicity": "each record enters each noised sum at most once",
-    "accounting": "the accountant was told the steps, rates and noise that ran",
-    "claim": "the claim compared is the user's",
-}
-
-
-def premises(record: dict, rows: dict, claim_source: str) -> list[dict]:
-    """Each premise of the claim (``PREMISES``) with whether this run observed it and how (``observed`` False: the
-    premise is assumed, and no accountant's bound proves the claim)."""
-    noise = bool(measured_noise(record["noise"]))
-    counted = rows["counted_steps"] >= rows["steps"]
-    clipping = record.get("clipping") or {}
-    checked = sum(int(clipping.get(k, 0)) for k in ("verified", "unverified", "exceeded"))
-    return [
-        _updates_premise(record),
-        {"premise": "clipping", "observed": checked > 0 and clipping.get("verified") == checked,
-         "how": f"the clipped sum against the per-sample gradients clipped to C at {clipping.get('verified', 0)} of "
-                f"{checked} noised sums" + ("" if not clipping.get("unverified") else
-                                            " (the rest keep no per-sample gradients, as ghost clipping, or span "
-                                            "skipped steps)")},
-        _multiplicity_premise(record),
-        {"premise": "accounting", "observed": noise and counted,
-         "how": "each private step's noise multiplier and rate read as opacus's accountant reads them, the steps "
-                f"counted against its history ({rows['counted_steps']} of {rows['steps']}), and the noise added "
-                + ("measured at every step" if noise else "not measured (no coordinate noised)")},
-        {"premise": "claim", "observed": not claim_source.startswith("no claim"), "how": claim_source},
-    ]
-
-
-def _updates_premise(record: dict) -> dict:
-    """Observed where the record says which data each plain (non-private) step read (``plain_steps``), each
-    established."""
-    plain = record.get("plain_steps")
-    if plain is None:
-        return {"premise": "updates", "observed": False,
-                "how": "every optimizer step's parameters are observed, but not the data a plain step's loss read"}
-    unknown = [g for g in plain if g.get("data") == "not established"]
-    return {"premise": "updates", "observed": not unknown,
-            "how": f"the data of {sum(int(g.get('steps', 0)) for g in plain)} plain optimizer steps followed"
-                   + (f"; not established for {len(unknown)} group(s) of them" if unknown else "")}
-
-
-def _multiplicity_premise(record: dict) -> dict:
-    """Observed where the record counts each step's backward passes (``accumulated``) and the Poisson batches drawn
-    (``batches_drawn``), and no step summed more passes than batches were drawn."""
-    steps = record["steps"]
-    drawn = record.get("batches_drawn")
-    if not steps or any("accumulated" not in s for s in steps) or drawn is None:
-        return {"premise": "multiplicity", "observed": False,
-                "how": "the backward passes summed into each step and the batches drawn are not both counted"}
-    passes = sum(int(s["count"]) * int(s["accumulated"]) for s in steps)
-    return {"premise": "multiplicity", "observed": passes <= drawn,
-            "how": f"{passes} backward passes summed by the private steps, {drawn} Poisson batches drawn"}
-
-
 def clipping_findings(record: dict) -> list:
     """``clip-exceeded`` (critical): a record's share of a noised sum above the clip the noise is scaled to."""
     clipping = record.get("clipping") or {}
@@ -180,11 +118,6 @@ def clipping_findings(record: dict) -> list:
                           f"the clip C the noise is scaled to: the sensitivity is {ratio:.3f} C, so the effective "
                           f"noise multiplier is at most 1/{ratio:.3f} of the one accounted",
                           {"exceeded": clipping["exceeded"], "worst_ratio": ratio})]
-
-
-def unobserved(checked: dict) -> list[str]:
-    """The premises ``check_training`` did not observe, in words (why: each premise's ``how``)."""
-    return [PREMISES[p["premise"]] for p in checked.get("premises", ()) if not p["observed"]]
 
 
 def training_rows(record: dict, delta: float) -> dict:
@@ -346,88 +279,6 @@ def _poisson_findings(rows: dict, claim: float | None, delta: float) -> list:
                           {"bound": bound, "epochs": epochs})]
 
 
-def measured_noise(entries) -> list[dict]:
-    """The noise measurements that can be tested (``dpfed.dpsgd.observe`` noise entries with coordinates and a
-    positive accounted std)."""
-    return [n for n in entries if n["count"] > 0 and n["expected_std"] > 0]
-
-
-def noise_test(noise: dict) -> tuple[float, float]:
-    """``(p, ratio)``: the lower-tail chi-square p-value of one measurement (sum of squares / (z C)^2 ~ chi2(count)
-    when the noise is as accounted) and the measured std over the accounted."""
-    p_value = float(stats.chi2.cdf(noise["sum_squares"] / noise["expected_std"] ** 2, df=noise["count"]))
-    return p_value, math.sqrt(noise["sum_squares"] / noise["count"]) / noise["expected_std"]
-
-
-def noise_power(record: dict, alpha: float = 1e-3, probability: float = 0.9) -> dict | None:
-    """What the noise test can refute: with the coordinates measured at the weakest noise level, the largest ratio
-    r of the accounted std such that noise r z C is refuted with ``probability`` (closed form: the statistic is
-    r^2 chi2(n), refuted below chi2(n)'s ``alpha / tests`` quantile)."""
-    tests = measured_noise(record["noise"])
-    if not tests:
-        return None
-    n = min(t["count"] for t in tests)
-    threshold = stats.chi2.ppf(alpha / len(tests), df=n)
-    return {"coordinates": n, "refuted_ratio": math.sqrt(threshold / stats.chi2.ppf(probability, df=n)),
-            "probability": probability, "false_alarm": alpha}
-
-
-def noise_findings(record: dict, alpha: float) -> list:
-    tests = measured_noise(record["noise"])
-    out = []
-    for noise in tests:
-        p_value, ratio = noise_test(noise)
-        if p_value < alpha / len(tests):
-            out.append(OpacusFinding("noise-below-accounted", "critical",
-                                     f"the private optimizer added noise of std {ratio:.3f} x z C (p = {p_value:.2g} "
-                                     f"over {noise['count']} coordinates): the effective noise multiplier is "
-                                     f"{ratio:.3f} of the one accounted", {"ratio": ratio, "p_value": p_value,
-                                                                          "false_alarm": alpha}))
-    return out
-
-
-def user_ids(dataset, user_key: str):
-    """Each record's user: ``user_key`` a field of dict records, an index of tuple records, or ``file.py:function``
-    called with the dataset."""
-    if ".py:" in str(user_key):
-        from attacks.opacus_checks.load import load_function
-
-        try:
-            ids = list(load_function(user_key, default="user_ids", role=None)(dataset))
-        except ConfigurationError as exc:
-            raise ConfigurationError("user_key", str(exc).split(": ", 1)[-1]) from None
-    else:
-        key = int(user_key) if str(user_key).isdigit() else user_key
-        try:
-            ids = [dataset[i][key] for i in range(len(dataset))]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise ConfigurationError("user_key", f"records have no field {user_key!r} ({type(exc).__name__})") from None
-    if len(ids) != len(dataset):
-        raise ConfigurationError("user_key", f"{len(ids)} user ids for {len(dataset)} records")
-    return [i.item() if hasattr(i, "item") else i for i in ids]
-
-
-def user_findings(training, rows: dict, claim: float | None, delta: float, user_key: str | None) -> list:
-    datasets = training.datasets
-    if not datasets or not rows["sample_rates"]:
-        return []
-    if user_key is not None:
-        group, how = max(Counter(user_ids(datasets[0], user_key)).values()), f"records per user ({user_key})"
-    else:
-        duplicates = find_duplicates(datasets[0])
-        group, how = duplicates.max_copies, f"identical records taken as one user's ({duplicates.note})"
-    if group <= 1:
-        return [OpacusFinding("user-level", "info", f"one record per user ({how}): the record-level epsilon holds "
-                              "per user", {"max_records": group})]
-    user_epsilon, analysis = eps.group_poisson_epsilon(group, max(rows["sample_rates"]), min(rows["noise_multipliers"]),
-                                                       rows["steps"], delta)
-    severity = "critical" if claim is not None and claim < user_epsilon else "info"
-    return [OpacusFinding("user-level-epsilon", severity,
-                          f"a user holds up to {group} records ({how}): the user-level epsilon is {user_epsilon:.4g} "
-                          f"({analysis}) against the record-level {rows['epsilon']:.4g}",
-                          {"max_records": group, "user_epsilon": user_epsilon, "record_epsilon": rows["epsilon"]})]
-
-
 def check_training(training, delta: float, claimed_epsilon: float | None = None, unit: str = "record",
                    user_key: str | None = None, alpha: float = 1e-3, confidence: float = 0.95) -> dict:
     """``{"rows", "findings", "claim"}`` of an observed training (``train_run.ObservedTraining``); ``alpha``: the
@@ -453,58 +304,3 @@ def check_training(training, delta: float, claimed_epsilon: float | None = None,
     findings += canary_findings(canaries, claim)
     return {"rows": rows, "claim": claim, "claim_source": source, "findings": findings, "canaries": canaries,
             "premises": premises(record, rows, source)}
-
-
-def canary_check(training, claim: float | None, delta: float, confidence: float = 0.95) -> dict | None:
-    """The one-run result of the canaries that joined the training (``dpfed.dpsgd.loop_canaries``); None when no
-    canary ran."""
-    canaries = training.canaries
-    if canaries is None or not canaries.steps:
-        return None
-    return canary_result(canaries.scores, canaries.included, canaries.steps, claim, delta, confidence,
-                         "all iterates (white box), one run, through the user's optimizer")
-
-
-def canary_result(scores, included, steps: int, claim: float | None, delta: float, confidence: float,
-                  threat_model: str) -> dict:
-    """Gradient canaries' one-run bounds (``CANARY_ONE_RUN_METHODS``: Steinke et al.'s counted guesses and the
-    weighted guesses of the continuous scores, rigorous; the Gaussian f-DP refinement and the Gaussian view of the
-    scores, model-based) and the decision on ``claim``: VIOLATION when the rigorous ones' combined test rejects it
-    (no claim: none)."""
-    import numpy as np
-
-    from attacks.estimators import CANARY_ONE_RUN_METHODS, estimate_one_run
-    from attacks.estimators.one_run import one_run_ceiling
-    from attacks.probes.one_run import bound_dict, one_run_decision
-
-    included = np.asarray(included, dtype=bool)
-    bounds = [bound_dict(b, threat_model) for b in estimate_one_run(scores, included, delta, confidence,
-                                                                    methods=CANARY_ONE_RUN_METHODS, claim=claim)]
-    if claim is None:
-        status, p_value, ceiling = "NO CLAIM", None, one_run_ceiling(len(included), delta, confidence)
-    else:
-        status, p_value, ceiling = one_run_decision(bounds, len(included), claim, delta, confidence)
-    return {"bounds": bounds, "status": status, "p_value": p_value, "ceiling": ceiling, "canaries": len(included),
-            "steps": int(steps), "included": int(included.sum()), "confidence": confidence}
-
-
-def canary_findings(result: dict | None, claim: float | None) -> list:
-    if result is None:
-        return []
-    rigorous = max((b["epsilon"] for b in result["bounds"] if b.get("rigorous", True)), default=0.0)
-
-    def listed(rigorous_ones: bool) -> str:
-        return ", ".join(f"{b['method']} {b['epsilon']:.3g}" for b in result["bounds"]
-                         if b.get("rigorous", True) == rigorous_ones)
-
-    words = (f"{result['canaries']} gradient canaries through the training's own optimizer ({result['included']} in, "
-             f"{result['steps']} steps): rigorous lower bounds on epsilon {listed(True)} (each at "
-             f"{result['confidence']:g}; the claim tested over them together; ceiling {result['ceiling']:.3g}); "
-             f"model-based, no verdict: {listed(False)}")
-    each = {b["method"]: b["epsilon"] for b in result["bounds"]}
-    if result["status"] == "VIOLATION":
-        return [OpacusFinding("canary-bound-above-claim", "critical", f"{words}; the rigorous ones reject the claim "
-                              f"{claim:.4g} (p = {result['p_value']:.2g})",
-                              {"lower_bound": rigorous, "p_value": result["p_value"], "bounds": each})]
-    return [OpacusFinding("canary-bound", "info", f"{words}; {result['status']} against the claim",
-                          {"lower_bound": rigorous, "ceiling": result["ceiling"], "bounds": each})]

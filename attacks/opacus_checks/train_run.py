@@ -24,7 +24,7 @@ DEFAULT_FUNCTION = "main"  # ``--train file.py`` runs the file's main()
 
 @dataclass
 class ObservedTraining:
-    """One run of the user's training: ``log`` (``dpfed.dpsgd.observe.OpacusLog``), ``record`` (its JSON-ready
+    """One run of the user's training: ``log`` (``dpfed.dpsgd.opacus_log.OpacusLog``), ``record`` (its JSON-ready
     form) and the wall time."""
 
     spec: str

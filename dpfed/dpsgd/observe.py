@@ -43,7 +43,16 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from dataclasses import dataclass, field
+
+from dpfed.dpsgd.opacus_internals import (
+    _accumulated,
+    _clipped_sum,
+    _float,
+    _poisson_samplers,
+    _promoter_modules,
+    private_optimizer_classes,
+)
+from dpfed.dpsgd.opacus_log import OpacusLog
 
 _lock = threading.RLock()
 _INHERITED = object()  # an attribute a patch set where the owner only inherited it
@@ -54,71 +63,6 @@ PENDING_NOISE = "_dpaudit_pending_noise"  # (sum of squares, count) of the last 
 STEP_CLIP = "_dpaudit_step_clip"  # the clip as the outermost pre_step began (the bound of the sum it noises)
 AFTER_SKIP = "_dpaudit_after_skip"  # the step's sum spans earlier skipped (virtual) steps
 OBSERVED_METHODS = ("pre_step", "add_noise")  # patched on every private optimizer class that defines its own
-
-
-@dataclass
-class OpacusLog:
-    """What opacus ran inside one ``observing_opacus`` block (JSON-ready lists and dicts)."""
-
-    engines_made: list = field(default_factory=list)
-    steps: dict = field(default_factory=dict)  # (engine, z, C, q) -> count
-    noise: dict = field(default_factory=dict)  # (engine, expected std) -> [sum of squares, count]
-    epsilons: list = field(default_factory=list)
-    engines: dict = field(default_factory=dict)  # engine id -> the engine object (until ``to_dict``)
-    optimizers: dict = field(default_factory=dict)  # id(optimizer) -> {"private", "steps", "params": {id: tensor}}
-    private_optimizers: set = field(default_factory=set)  # ids of the optimizers DPOptimizers wrap
-    names: dict = field(default_factory=dict)  # id(parameter) -> its name in a module given to make_private
-    private_grads: dict = field(default_factory=dict)  # id(parameter) -> (id, version) of its last private gradient
-    loaders: list = field(default_factory=list)  # the data loaders make_private returned (their datasets)
-    passes: dict = field(default_factory=dict)  # id(parameter) -> its version at each backward pass since its step
-    batches_drawn: int | None = None  # batches opacus's Poisson samplers yielded (None: none iterated)
-    clipping: dict = field(default_factory=lambda: {"verified": 0, "unverified": 0, "exceeded": 0,
-                                                    "worst_ratio": None})  # dpfed.dpsgd.clip_check, per add_noise
-    provenance: object = None  # dpfed.dpsgd.provenance.DataProvenance: the plain steps and their data
-
-    def _name(self, pid, tensor) -> str:
-        return self.names.get(pid, f"a parameter of shape {tuple(tensor.shape)} outside make_private")
-
-    def plain_steps(self) -> list[dict]:
-        """Steps of optimizers not private at that moment, grouped by optimizer, phase (before or after the first
-        ``make_private``) and data (``private``, ``other``, ``not established``), with their parameters' names."""
-        if self.provenance is None:
-            return []
-        groups = {}
-        for step in self.provenance.judge():
-            key = (step["optimizer"], step["before_private"], step["data"])
-            group = groups.setdefault(key, {"optimizer": step["class"], "before_make_private": step["before_private"],
-                                            "private_later": step["optimizer"] in self.private_optimizers,
-                                            "data": step["data"], "steps": 0, "parameters": {}, "sources": set()})
-            group["steps"] += step["count"]
-            group["parameters"].update({pid: self._name(pid, t) for pid, t in step["params"].items()})
-            group["sources"].update(step["words"])
-        return [{**g, "parameters": sorted(set(g["parameters"].values())), "sources": sorted(g["sources"])}
-                for g in groups.values()]
-
-    def updated_outside(self) -> list[str]:
-        """Parameters a plain (non-private) optimizer step updated from the private data set's records (named where
-        make_private's module has them, else by shape): trained with no clipping and no noise."""
-        return sorted({p for g in self.plain_steps() if g["data"] == "private" for p in g["parameters"]})
-
-    def to_dict(self) -> dict:
-        """JSON-ready record, with each engine's accountant history at this moment."""
-        histories = {}
-        for key, engine in self.engines.items():
-            accountant = getattr(engine, "accountant", None)
-            histories[key] = {"mechanism": type(accountant).__name__,
-                              "history": [[float(z), float(q), int(n)] for z, q, n in getattr(accountant, "history",
-                                                                                              [])]}
-        return {"engines_made": list(self.engines_made),
-                "optimizers": [{"private": key in self.private_optimizers, "steps": e["steps"],
-                                "parameters": len(e["params"])} for key, e in self.optimizers.items()],
-                "updated_outside": self.updated_outside(), "plain_steps": self.plain_steps(),
-                "steps": [{"engine": e, "noise_multiplier": z, "clip": c, "sample_rate": q, "count": n,
-                           "accumulated": k, "moved": moved} for (e, z, c, q, k, moved), n in self.steps.items()],
-                "noise": [{"engine": e, "expected_std": s, "sum_squares": v[0], "count": v[1]}
-                          for (e, s), v in self.noise.items()],
-                "epsilons": list(self.epsilons), "accountants": histories, "batches_drawn": self.batches_drawn,
-                "clipping": dict(self.clipping)}
 
 
 def engine_id(engine) -> str:
@@ -463,65 +407,3 @@ class _Observer:
                     entry["params"][id(p)] = updated[id(p)] = p
         if not private and updated:
             self.provenance.plain_step(optimizer, updated)
-
-
-def _accumulated(optimizer) -> int:
-    """opacus's count of the backward passes (Poisson batches) the optimizer's next step sums (1 when unknown)."""
-    try:
-        return max(1, int(optimizer.accumulated_iterations))
-    except (ValueError, AttributeError, TypeError, IndexError):
-        return 1
-
-
-def _poisson_samplers() -> dict:
-    """opacus's Poisson batch samplers (the batch samplers of its ``DPDataLoader``) and their ``__iter__``."""
-    from opacus.utils import uniform_sampler
-
-    classes = (uniform_sampler.UniformWithReplacementSampler, uniform_sampler.DistributedUniformWithReplacementSampler)
-    return {cls: cls.__iter__ for cls in classes}
-
-
-def _promoter_modules() -> list:
-    """opacus's grad-sample modules that call ``promote_current_grad_sample`` by its module-level name."""
-    import importlib
-
-    out = []
-    for name in ("grad_sample_module", "grad_sample_module_fast_gradient_clipping"):
-        name = f"opacus.grad_sample.{name}"
-        module = importlib.import_module(name)
-        if hasattr(module, "promote_current_grad_sample"):
-            out.append(module)
-    return out
-
-
-def private_optimizer_classes() -> list[type]:
-    """``DPOptimizer`` and every subclass of it: each class opacus's ``get_optimizer_class`` dispatches on, each
-    one ``opacus.optimizers`` exports, and any other imported so far (a user's own)."""
-    import opacus.optimizers as module
-    from opacus.optimizers import DPOptimizer
-
-    found, todo = [], [DPOptimizer, *(v for v in vars(module).values() if isinstance(v, type)
-                                      and issubclass(v, DPOptimizer))]
-    while todo:
-        cls = todo.pop()
-        if cls not in found:
-            found.append(cls)
-            todo.extend(cls.__subclasses__())
-    return found
-
-
-def _clipped_sum(optimizer, p):
-    """The clipped (noise-free) sum of ``p``'s per-sample gradients that ``add_noise`` noises: ``p.summed_grad``,
-    or FSDP's ``grad_state[p]["summed_grad"]``."""
-    state = getattr(optimizer, "grad_state", None)
-    if isinstance(state, dict) and p in state:
-        return state[p].get("summed_grad")
-    return getattr(p, "summed_grad", None)
-
-
-def _float(value):
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):  # per-layer clipping: the flat norm bound they add up to
-        return float(sum(float(v) ** 2 for v in value) ** 0.5)
-    return float(value)

@@ -64,7 +64,7 @@ def train_findings(observed: dict) -> list:
            for f in checked["findings"]]
     for premise in checked.get("premises", ()):
         if not premise["observed"]:
-            from attacks.opacus_checks.observed import PREMISES
+            from attacks.opacus_checks.premises import PREMISES
 
             out.append(Finding("dpsgd-check", "info", {
                 "code": "premise-not-observed", "premise": premise["premise"],
@@ -96,7 +96,7 @@ def canary_section(observed: dict, claim, confidence: float):
     """The gradient canaries that joined the user's training as a probe that ran (``ProbeSection``): their one-run
     bounds (rigorous and model-based) at the audit's ``confidence`` for the claim, so the verdict and the report's
     summary count them as a test; None when no canary ran."""
-    from attacks.opacus_checks.observed import canary_result
+    from attacks.opacus_checks.observed_canaries import canary_result
     from reports.audit.model import ProbeSection
 
     training = observed["training"]

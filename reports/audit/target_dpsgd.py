@@ -164,7 +164,7 @@ class DpsgdTarget(BaseTarget):
         out = {"setup": self.setup_spec, "form": form, "records": self.examples, "steps": self.steps,
                "mechanism": describe(self.mechanism), "releases": self.releases}
         if self.train_observed is not None:  # an accountant's bound proves the claim only with every premise observed
-            from attacks.opacus_checks.observed import unobserved
+            from attacks.opacus_checks.premises import unobserved
 
             out["premises_not_observed"] = unobserved(self.train_observed["checked"])
         elif self.opacus:  # the user's objects are run, never the user's loop
@@ -341,7 +341,7 @@ class DpsgdTarget(BaseTarget):
 def _setup_unobserved(check: dict | None) -> list[str]:
     """The premises the set-up form (the user's opacus objects, not their loop) cannot observe: what the loop feeds
     the optimizer, and the steps when the set-up does not tell them."""
-    from attacks.opacus_checks.observed import PREMISES
+    from attacks.opacus_checks.premises import PREMISES
 
     out = [f"{PREMISES['updates']} (the set-up form runs the user's objects, not their loop)",
            f"{PREMISES['multiplicity']} (the loop's backward passes per step are not seen)"]

@@ -189,7 +189,7 @@ def train_lines(result: dict) -> list[str]:
 
 def _premise_lines(premises) -> list[str]:
     """What of the claim's premises the run showed: a PASS proves the claim only when every one was observed."""
-    from attacks.opacus_checks.observed import PREMISES
+    from attacks.opacus_checks.premises import PREMISES
 
     seen = [PREMISES[p["premise"]] for p in premises if p["observed"]]
     lines = [f"  premise observed: {words}" for words in seen]

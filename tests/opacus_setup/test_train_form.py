@@ -113,7 +113,7 @@ def test_the_noise_tests_stated_power_is_its_refutation_rate():
     import numpy as np
     from scipy import stats
 
-    from attacks.opacus_checks.observed import noise_power
+    from attacks.opacus_checks.observed_noise import noise_power
 
     record = {"noise": [{"expected_std": 2.0, "count": 1000, "sum_squares": 0.0}]}
     power = noise_power(record, alpha=1e-3)

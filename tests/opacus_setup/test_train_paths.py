@@ -133,7 +133,7 @@ def test_the_claim_comes_from_where_the_user_made_it():
 def test_a_premise_is_observed_only_where_the_record_shows_it():
     """Premises read from the record: clipping verified at every noised sum; plain steps' data all established;
     backward passes no more than the Poisson batches drawn; the accountant's history and the noise; a claim."""
-    from attacks.opacus_checks.observed import premises
+    from attacks.opacus_checks.premises import premises
 
     rows = {"steps": 4, "counted_steps": 4}
     record = {"steps": [{"count": 4}], "noise": [{"count": 10, "expected_std": 1.0, "sum_squares": 10.0}],
