@@ -442,7 +442,9 @@ def in_process(runtime: str | None):
 # worker processes, unseeded, so a documented correct app fails such a test in about 1 run of 1,000 (it happened
 # once in CI: p = 6.2e-5 against 1e-3 / 6 on ``opacus_kept``). A command promised to pass that is a VIOLATION
 # through these tests alone runs once more, and must pass then: a correct run fails both with probability at most
-# alpha^2 = 1e-6, while a real noise bug (the documented planted ones are refuted at p < 1e-10) fails both.
+# alpha^2 = 1e-6, while a real noise bug fails both (half the noise over n coordinates gives a chi-square statistic
+# near n / 4 against n degrees of freedom: at the documented planted bugs' n of a thousand or more, p is far below
+# the level in every run).
 STATISTICAL_TESTS = frozenset({"noise-below-accounted", "client-noise-below-accounted", "noise-part-below-accounted",
                                "noise-correlated", "sampling-scheme", "sampler-not-uniform",
                                "sampler-not-independent"})
