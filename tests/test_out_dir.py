@@ -118,7 +118,10 @@ def test_an_audits_output_directory_is_refused_leaving_its_report_as_it_was(save
     """``--out audit-report`` after ``dpaudit audit --out audit-report``: the audit's report.json / .md / .html are
     links into its report set; a second command's file there would sit beside the audit's others, two reports
     mixed. Refused in one line; the audit's report is untouched."""
-    from reports.report_files import swap_in_report_set
+    from reports.commands.common import AUDIT_SET_LINK
+    from reports.report_files import SET_LINK, swap_in_report_set
+
+    assert AUDIT_SET_LINK == SET_LINK
 
     audit_dir = tmp_path / "audit-report"
     audit_dir.mkdir()

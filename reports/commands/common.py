@@ -106,6 +106,10 @@ def check_output_file(field: str, path) -> Path:
     return path
 
 
+#: the link an audit's output directory holds (``reports.report_files.SET_LINK``; not imported: that module imports
+#: this one)
+AUDIT_SET_LINK = "report-set"
+
 #: the endings of the old form of ``--out`` in the commands that write one file: ``--out FILE`` (see ``report_path``)
 OLD_OUT_SUFFIXES = (".json", ".md", ".html")
 
@@ -133,12 +137,10 @@ def report_path(field: str, out, name: str) -> Path:
         if path.exists() and not path.is_dir():
             raise ConfigurationError(field, f"{path} is a file, not a directory: --out DIR writes DIR/{name} (the "
                                      "old form --out FILE takes a name ending in .json, .md or .html)")
-        from reports.report_files import SET_LINK  # the link an audit's output directory holds
-
         target = check_output_dir(field, path) / name
-        if (path / SET_LINK).is_symlink():
-            raise ConfigurationError(field, f"{path} holds an audit's report ({path / SET_LINK}); writing {name} there "
-                                     "would mix two reports: name another directory")
+        if (path / AUDIT_SET_LINK).is_symlink():
+            raise ConfigurationError(field, f"{path} holds an audit's report ({path / AUDIT_SET_LINK}); writing {name} "
+                                     "there would mix two reports: name another directory")
         if target.is_dir():
             raise ConfigurationError(field, f"{target} is a directory; --out DIR writes the file {name} there")
     except OSError as exc:  # a name too long, a loop of links, ...
