@@ -45,12 +45,12 @@ import threading
 import uuid
 
 from dpfed.dpsgd.opacus_internals import (
-    _accumulated,
-    _clipped_sum,
-    _float,
-    _poisson_samplers,
-    _promoter_modules,
+    accumulated_passes,
+    as_scalar,
+    clipped_sum,
+    poisson_samplers,
     private_optimizer_classes,
+    promoter_modules,
 )
 from dpfed.dpsgd.opacus_log import OpacusLog
 
@@ -147,8 +147,8 @@ class _Observer:
         self.methods = {(cls, name): cls.__dict__[name] for cls in private_optimizer_classes()
                         for name in OBSERVED_METHODS if name in cls.__dict__}
         self.accountants = {cls: cls.get_epsilon for cls in self.accountant_classes}
-        self.promoters = _promoter_modules()
-        self.samplers = _poisson_samplers()
+        self.promoters = promoter_modules()
+        self.samplers = poisson_samplers()
         self.promote = self.promoters[0].promote_current_grad_sample if self.promoters else None
 
     def _install(self) -> None:
@@ -241,7 +241,7 @@ class _Observer:
                 self.provenance.made_private(given)
         dataset = getattr(loader, "dataset", None)
         log.engines_made.append({"engine": key, "noise_multiplier": float(kwargs.get("noise_multiplier", float("nan"))),
-                                 "clip": _float(kwargs.get("max_grad_norm")), "sample_rate": rate,
+                                 "clip": as_scalar(kwargs.get("max_grad_norm")), "sample_rate": rate,
                                  "poisson": bool(kwargs.get("poisson_sampling", True)),
                                  "data_size": len(dataset) if dataset is not None and hasattr(dataset, "__len__")
                                  else None})
@@ -254,8 +254,8 @@ class _Observer:
         out = self.originals["make_private_with_epsilon"](engine, *args, **kwargs)
         if not self.sees:
             return out
-        target = {"target_epsilon": _float(kwargs.get("target_epsilon")),
-                  "target_delta": _float(kwargs.get("target_delta")),
+        target = {"target_epsilon": as_scalar(kwargs.get("target_epsilon")),
+                  "target_delta": as_scalar(kwargs.get("target_delta")),
                   "epochs": None if kwargs.get("epochs") is None else int(kwargs["epochs"])}
         for entry in self.log.engines_made[made:]:
             entry.update(target)
@@ -303,8 +303,8 @@ class _Observer:
         return any(len(set(v)) > 1 for v in versions)
 
     def pre_step(self, optimizer, call):
-        batches = _accumulated(optimizer)  # read before opacus clears anything
-        optimizer.__dict__[STEP_CLIP] = _float(optimizer.max_grad_norm)  # adaptive clipping updates it after noise
+        batches = accumulated_passes(optimizer)  # read before opacus clears anything
+        optimizer.__dict__[STEP_CLIP] = as_scalar(optimizer.max_grad_norm)  # adaptive clipping updates it after noise
         optimizer.__dict__[AFTER_SKIP] = bool(getattr(optimizer, "_is_last_step_skipped", False))
         stepped = call()
         if stepped:
@@ -323,14 +323,14 @@ class _Observer:
         return stepped
 
     def add_noise(self, optimizer, call) -> None:
-        expected = float(optimizer.noise_multiplier) * _float(optimizer.max_grad_norm)
+        expected = float(optimizer.noise_multiplier) * as_scalar(optimizer.max_grad_norm)
         self._check_clipping(optimizer)  # before any canary joins the sum
         canaries = self.canaries
         owner = canaries is not None and getattr(canaries, "optimizer", id(optimizer)) == id(optimizer)
         if owner:
             canaries.optimizer = id(optimizer)
             held = [p for p in optimizer.params if getattr(p, "summed_grad", None) is not None]
-            clip, rate = _float(optimizer.max_grad_norm), float(getattr(optimizer, OPTIMIZER_RATE, None) or 1.0)
+            clip, rate = as_scalar(optimizer.max_grad_norm), float(getattr(optimizer, OPTIMIZER_RATE, None) or 1.0)
             clean = canaries.before_noise(held, clip, rate)
         call()
         if owner:
@@ -369,7 +369,7 @@ class _Observer:
             scale = float(getattr(optimizer, "world_size", 1))
         total, count = 0.0, 0
         for p in optimizer.params:
-            summed = _clipped_sum(optimizer, p)
+            summed = clipped_sum(optimizer, p)
             if summed is None or p.grad is None:
                 continue
             difference = (p.grad.detach().reshape(-1).double() - summed.detach().reshape(-1).double()) * scale
@@ -385,7 +385,7 @@ class _Observer:
         if pending is None:
             return
         clip = optimizer.__dict__.get(STEP_CLIP)
-        expected = float(optimizer.noise_multiplier) * (_float(optimizer.max_grad_norm) if clip is None else clip)
+        expected = float(optimizer.noise_multiplier) * (as_scalar(optimizer.max_grad_norm) if clip is None else clip)
         key = (getattr(optimizer, ENGINE_ID, "unknown"), expected)
         with _lock:
             before = self.log.noise.get(key, [0.0, 0])

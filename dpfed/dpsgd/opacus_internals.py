@@ -24,7 +24,7 @@ def private_optimizer_classes() -> list[type]:
     return found
 
 
-def _poisson_samplers() -> dict:
+def poisson_samplers() -> dict:
     """opacus's Poisson batch samplers (the batch samplers of its ``DPDataLoader``) and their ``__iter__``."""
     from opacus.utils import uniform_sampler
 
@@ -32,7 +32,7 @@ def _poisson_samplers() -> dict:
     return {cls: cls.__iter__ for cls in classes}
 
 
-def _promoter_modules() -> list:
+def promoter_modules() -> list:
     """opacus's grad-sample modules that call ``promote_current_grad_sample`` by its module-level name."""
     import importlib
 
@@ -45,7 +45,7 @@ def _promoter_modules() -> list:
     return out
 
 
-def _accumulated(optimizer) -> int:
+def accumulated_passes(optimizer) -> int:
     """opacus's count of the backward passes (Poisson batches) the optimizer's next step sums (1 when unknown)."""
     try:
         return max(1, int(optimizer.accumulated_iterations))
@@ -53,7 +53,7 @@ def _accumulated(optimizer) -> int:
         return 1
 
 
-def _clipped_sum(optimizer, p):
+def clipped_sum(optimizer, p):
     """The clipped (noise-free) sum of ``p``'s per-sample gradients that ``add_noise`` noises: ``p.summed_grad``,
     or FSDP's ``grad_state[p]["summed_grad"]``."""
     state = getattr(optimizer, "grad_state", None)
@@ -62,7 +62,8 @@ def _clipped_sum(optimizer, p):
     return getattr(p, "summed_grad", None)
 
 
-def _float(value):
+def as_scalar(value):
+    """``value`` as a float (None stays None); a per-layer list of clips as the one flat norm bound."""
     if value is None:
         return None
     if isinstance(value, (list, tuple)):  # per-layer clipping: the flat norm bound they add up to
