@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from accounting.errors import ConfigurationError, require_number
 
@@ -122,18 +123,27 @@ def _old_out_form(out) -> bool:
             and not str(out).endswith((os.sep, "/")))
 
 
-def report_path(field: str, out, name: str) -> Path:
+class ReportTarget(NamedTuple):
+    """Where a command that writes one file writes it (``report_path``): the file, whether ``--out`` named it in the
+    old form ``--out FILE`` (warned of once it is written), and the name the file takes in ``--out DIR``."""
+
+    path: Path
+    old_form: bool
+    name: str
+
+
+def report_path(field: str, out, name: str) -> ReportTarget:
     """The file ``--out DIR`` of a command that writes one (``flower``, ``opacus-check``, ``report``): ``DIR/name``,
     the directory made when the file is written; in the old form ``--out FILE`` (``_old_out_form``) the file itself,
-    as before (``write_report`` warns once). Checked before any work: ConfigurationError, one line, for an empty
-    name, an existing file without one of those endings, a path under a file, an audit's output directory (its
-    report would be mixed with this one), one that cannot be written."""
+    as before (``write_report`` warns once). Decided and checked once, before any work: ConfigurationError, one
+    line, for an empty name, an existing file without one of those endings, a path under a file, an audit's output
+    directory (its report would be mixed with this one), one that cannot be written."""
     if not str(out).strip():
         raise ConfigurationError(field, "is empty; name a directory (. for the current one)")
     path = Path(out)
     try:
         if _old_out_form(out):
-            return check_output_file(field, path)
+            return ReportTarget(check_output_file(field, path), True, name)
         if path.exists() and not path.is_dir():
             raise ConfigurationError(field, f"{path} is a file, not a directory: --out DIR writes DIR/{name} (the "
                                      "old form --out FILE takes a name ending in .json, .md or .html)")
@@ -145,21 +155,20 @@ def report_path(field: str, out, name: str) -> Path:
             raise ConfigurationError(field, f"{target} is a directory; --out DIR writes the file {name} there")
     except OSError as exc:  # a name too long, a loop of links, ...
         raise ConfigurationError(field, f"cannot write {str(path)[:80]}: {exc.strerror or exc}") from None
-    return target
+    return ReportTarget(target, False, name)
 
 
-def write_report(out, name: str, text: str) -> Path:
-    """Write ``text`` atomically to the file ``report_path`` checked (the directory made if missing) and name it in
+def write_report(target: ReportTarget, text: str) -> Path:
+    """Write ``text`` atomically to the file ``report_path`` decided (the directory made if missing) and name it in
     one line on stderr; the old form ``--out FILE`` warns once too, after the command has run."""
     from accounting.vocabulary import defer_old_form
     from attacks.files import atomic_write_text
 
-    old = _old_out_form(out)
-    path = atomic_write_text(Path(out) if old else Path(out) / name, text)
+    path = atomic_write_text(target.path, text)
     print(f"wrote {path}", file=sys.stderr)
-    if old:
+    if target.old_form:
         defer_old_form("--out FILE", f"--out FILE is the old form; --out names a directory now (it writes "
-                                     f"DIR/{name}); wrote {path} this time")
+                                     f"DIR/{target.name}); wrote {path} this time")
     return path
 
 

@@ -218,7 +218,7 @@ def check_arguments(args) -> None:
     if args.claim_epsilon is not None:
         require_number("claim-epsilon", args.claim_epsilon, low=0, low_open=True)
     if args.out is not None:
-        report_path("out", args.out, "report.json")  # before the run, not after it
+        args.report_target = report_path("out", args.out, "report.json")  # before the run, not after it
 
 
 def run(args) -> int:
@@ -264,5 +264,5 @@ def run(args) -> int:
         from attacks.files import dumps_json
         from reports.commands.common import write_report
 
-        write_report(args.out, "report.json", dumps_json(audit, indent=1))  # "inf", never Infinity; atomic
+        write_report(args.report_target, dumps_json(audit, indent=1))  # "inf", never Infinity; atomic
     return int({"VIOLATION": ExitCode.VIOLATION, "INCONCLUSIVE": ExitCode.INCONCLUSIVE}.get(verdict, ExitCode.PASS))

@@ -131,7 +131,7 @@ def run(args) -> int:
     from reports.exit_codes import ExitCode
 
     if args.out is not None:
-        report_path("out", args.out, "report.json")  # before the user's code runs, not after the check
+        args.report_target = report_path("out", args.out, "report.json")  # before the user's code runs
     if args.train is not None:
         return run_train(args)
     for name, flag in (("train_argv", "argv"), ("user_key", "user-key"), ("canaries", "canaries")):
@@ -158,7 +158,7 @@ def write_out(args, result: dict) -> None:
         from attacks.files import dumps_json
         from reports.commands.common import write_report
 
-        write_report(args.out, "report.json", dumps_json(result, indent=1))
+        write_report(args.report_target, dumps_json(result, indent=1))
 
 
 def train_lines(result: dict) -> list[str]:

@@ -33,13 +33,12 @@ def render(report: dict, fmt: str) -> str:
 
 
 def run(args) -> int:
-    name = f"report.{args.format}"
-    if args.out is not None:  # an empty --out is refused, not read as stdout
-        report_path("out", args.out, name)
+    # an empty --out is refused, not read as stdout
+    target = None if args.out is None else report_path("out", args.out, f"report.{args.format}")
     report = load_report(args.result)
     text = render(report, args.format)
-    if args.out is not None:
-        write_report(args.out, name, text)
+    if target is not None:
+        write_report(target, text)
     else:
         sys.stdout.write(text)
     return int(exit_code_for_status(report["status"]))  # the saved verdict's code, as --help lists
